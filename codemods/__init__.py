@@ -1,0 +1,1 @@
+"""LibCST codemod commands shipped with pinfix (``python -m libcst.tool codemod``)."""

@@ -1,0 +1,89 @@
+"""Rewrite pageable sources of non_blocking copies to the pinned helper.
+
+``dst.copy_(torch.from_numpy(a), non_blocking=True)`` becomes
+``dst.copy_(np_to_pinned_tensor(a), non_blocking=True)``, and the helper is
+imported where isort would put it. Run it with::
+
+    python -m libcst.tool codemod pin_pageable_sources.PinPageableSourcesCommand PATH
+
+(with ``codemods`` listed under ``modules`` in ``.libcst.codemod.yaml``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import libcst as cst
+from libcst.codemod import CodemodCommand, CodemodContext
+from libcst.codemod.visitors import RemoveImportsVisitor
+
+from pinfix.analysis import REQUIRED_METADATA, SAFE, UNSAFE, Finding, analyze, helper_local_name
+from pinfix.config import Config, load_config
+from pinfix.imports import Sections, add_from_import, first_party_detector
+
+
+class _ReplaceCalls(cst.CSTTransformer):
+    def __init__(self, targets: Dict[cst.Call, str]):
+        super().__init__()
+        self.targets = targets
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        local = self.targets.get(original_node)
+        if local is None:
+            return updated_node
+        # Keep the arguments and every bit of whitespace and comment inside them.
+        return updated_node.with_changes(func=cst.Name(local))
+
+
+class PinPageableSourcesCommand(CodemodCommand):
+    DESCRIPTION = "Make the sources of non_blocking host-to-device copies pinned (pinfix PIN001)."
+    METADATA_DEPENDENCIES = REQUIRED_METADATA
+
+    def __init__(
+        self,
+        context: CodemodContext,
+        helper: Optional[str] = None,
+        unsafe_fixes: Optional[bool] = None,
+        strict: Optional[bool] = None,
+        config: Optional[Config] = None,
+    ) -> None:
+        super().__init__(context)
+        base = config if config is not None else load_config(Path(context.filename).parent if context.filename else None)
+        self.config = base.with_overrides(helper=helper, unsafe_fixes=unsafe_fixes, strict=strict)
+        #: Every finding of the last module transformed, and those the transform fixed.
+        self.findings: List[Finding] = []
+        self.applied: List[Finding] = []
+
+    @staticmethod
+    def add_args(arg_parser: argparse.ArgumentParser) -> None:
+        arg_parser.add_argument("--helper", default=None, help="module.path.name of the pinned helper")
+        arg_parser.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply unsafe fixes")
+        arg_parser.add_argument("--strict", action="store_true", default=None, help="also fix non_blocking=<expr>")
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        path = Path(self.context.filename) if self.context.filename else None
+        self.findings = analyze(tree, self.get_metadata, self.config, path)
+        allowed = {SAFE, UNSAFE} if self.config.unsafe_fixes else {SAFE}
+        self.applied = [f for f in self.findings if f.fix_safety in allowed]
+        if not self.applied:
+            return tree
+        imported = helper_local_name(tree, self.config)
+        local = imported or self.config.helper_name
+        targets = {call: local for f in self.applied for call in f.edits}
+        for call in targets:
+            # `from torch import from_numpy` (or `import torch`) may now be unused;
+            # CodemodCommand runs RemoveImportsVisitor after this transform.
+            RemoveImportsVisitor.remove_unused_import_by_node(self.context, call.func)
+        tree = tree.visit(_ReplaceCalls(targets))
+        if imported is None:
+            sections = Sections(first_party_detector(path, self.config.root, self.config.known_first_party))
+            tree = add_from_import(
+                tree,
+                self.config.helper_module,
+                self.config.helper_name,
+                sections=sections,
+                line_length=self.config.line_length,
+            )
+        return tree

@@ -1,0 +1,194 @@
+"""PIN001: a non_blocking host-to-device copy whose source is ``torch.from_numpy``."""
+
+from __future__ import annotations
+
+from typing import List
+
+import libcst as cst
+from fixit import Invalid, LintRule, Valid
+from libcst.codemod import CodemodContext
+from libcst.metadata import CodePosition, CodeRange
+
+from codemods.pin_pageable_sources import PinPageableSourcesCommand
+from pinfix.analysis import REQUIRED_METADATA, SAFE, analyze
+from pinfix.config import load_config
+
+_HEADER = "import numpy as np\nimport torch\n"
+_FIXED_HEADER = "import numpy as np\nimport torch\n\nfrom vllm.utils.torch_utils import np_to_pinned_tensor\n"
+
+
+class PageableNonBlockingCopy(LintRule):
+    """
+    PIN001: pageable ``torch.from_numpy`` source of a non_blocking copy.
+
+    ## What it does
+    Finds host-to-device copies requested with ``non_blocking=True`` (``dst.copy_(src,
+    non_blocking=True)``, ``src.to(device, non_blocking=True)``, ``src.cuda(...)``,
+    ``src.xpu(...)``, keyword or positional) whose CPU source is ``torch.from_numpy(a)``,
+    passed directly or bound to a local name earlier in the same function.
+
+    ## Why is this bad?
+    ``torch.from_numpy`` returns a tensor that shares the NumPy array's pageable memory.
+    A DMA engine cannot read pageable memory asynchronously, so the CUDA, HIP and XPU
+    runtimes stage it through a pinned bounce buffer first and the host thread blocks
+    until that is done: ``non_blocking=True`` silently becomes a synchronous copy and
+    the CPU/GPU overlap the code asked for is lost.
+
+    ## Example
+    ```python
+    self.req_id_per_token_buffer[:n].copy_(
+        torch.from_numpy(req_id_per_token), non_blocking=True
+    )
+    ```
+
+    Use instead:
+    ```python
+    from vllm.utils.torch_utils import np_to_pinned_tensor
+
+    self.req_id_per_token_buffer[:n].copy_(
+        np_to_pinned_tensor(req_id_per_token), non_blocking=True
+    )
+    ```
+
+    ## Fix safety
+    The fix replaces ``torch.from_numpy(a)`` by the configured helper
+    (``[tool.pinfix] helper``, default ``vllm.utils.torch_utils.np_to_pinned_tensor``)
+    and imports it in isort order, merged into an existing ``from`` import of that module.
+    The helper copies ``a`` into pinned memory, where ``from_numpy`` shares it. When the
+    call is the copy's argument the copy reads the same values either way: the fix is
+    safe. When the tensor is bound to a name first, it is safe only if nothing else uses
+    that name and nothing touches the array between the binding and the copy; otherwise
+    it is unsafe (applied with ``--unsafe-fixes``) and the message says why. No fix is
+    offered where the helper's name is already bound to something else, or in the module
+    that defines the helper.
+
+    ## Not reported
+    ``non_blocking=False`` or absent; ``.to("cpu", ...)``; a source made pinned
+    (``.pin_memory()``, the helper); ``non_blocking=<expression>`` unless ``strict``.
+    Suppress one line with ``# noqa: PIN001`` or ``# lint-ignore: PageableNonBlockingCopy``.
+    """
+
+    METADATA_DEPENDENCIES = REQUIRED_METADATA
+
+    VALID = [
+        Valid(_HEADER + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a))\n"),
+        Valid(_HEADER + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=False)\n"),
+        Valid(_HEADER + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a), False)\n"),
+        Valid(_HEADER + "def f(a):\n    return torch.from_numpy(a).to('cpu', non_blocking=True)\n"),
+        Valid(_HEADER + "def f(a):\n    return torch.from_numpy(a).to(device='cpu:0', non_blocking=True)\n"),
+        Valid(_HEADER + "def f(a):\n    return torch.from_numpy(a).to(torch.device('cpu'), non_blocking=True)\n"),
+        Valid(_HEADER + "def f(a):\n    return torch.from_numpy(a).to(torch.float16, True)\n"),
+        Valid(_HEADER + "def f(a):\n    return torch.from_numpy(a).to(dtype=torch.float16, non_blocking=True)\n"),
+        Valid(_HEADER + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a).pin_memory(), non_blocking=True)\n"),
+        Valid(_HEADER + "def f(a, dev):\n    return torch.from_numpy(a).pin_memory().to(dev, non_blocking=True)\n"),
+        Valid(
+            _HEADER
+            + "from vllm.utils.torch_utils import np_to_pinned_tensor\n\n"
+            + "def f(dst, a):\n    dst.copy_(np_to_pinned_tensor(a), non_blocking=True)\n"
+        ),
+        Valid(_HEADER + "def f(dst, a, nb):\n    dst.copy_(torch.from_numpy(a), non_blocking=nb)\n"),
+        Valid(
+            _HEADER + "def from_numpy(a):\n    return a\n\n"
+            "def f(dst, a):\n    dst.copy_(from_numpy(a), non_blocking=True)\n"
+        ),
+        Valid(_HEADER + "def f(dst, src):\n    dst.copy_(src, non_blocking=True)\n"),
+        Valid(
+            _HEADER + "def f(dst, a):\n    src = torch.from_numpy(a)\n    src = src.pin_memory()\n"
+            "    dst.copy_(src, non_blocking=True)\n"
+        ),
+        Valid(
+            _HEADER + "src = torch.from_numpy(np.zeros(3))\n\n"
+            "def f(dst):\n    dst.copy_(src, non_blocking=True)\n"
+        ),
+        Valid(_HEADER + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)  # noqa: PIN001\n"),
+        Valid(
+            _HEADER + "def f(dst, a):\n    # lint-ignore: PageableNonBlockingCopy\n"
+            "    dst.copy_(torch.from_numpy(a), non_blocking=True)\n"
+        ),
+        Valid(
+            _HEADER + "def f(dst, a):\n    # lint-fixme: PIN001\n"
+            "    dst.copy_(torch.from_numpy(a), non_blocking=True)\n"
+        ),
+    ]
+
+    INVALID = [
+        Invalid(
+            _HEADER + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n",
+            expected_replacement=_FIXED_HEADER + "def f(dst, a):\n    dst.copy_(np_to_pinned_tensor(a), non_blocking=True)\n",
+        ),
+        Invalid(
+            _HEADER + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a), True)\n",
+            expected_replacement=_FIXED_HEADER + "def f(dst, a):\n    dst.copy_(np_to_pinned_tensor(a), True)\n",
+        ),
+        Invalid(
+            _HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(dev, non_blocking=True)\n",
+            expected_replacement=_FIXED_HEADER
+            + "def f(a, dev):\n    return np_to_pinned_tensor(a).to(dev, non_blocking=True)\n",
+        ),
+        Invalid(
+            _HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(device=dev, dtype=torch.int64, non_blocking=True)\n",
+        ),
+        Invalid(_HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(dev, torch.int64, True)\n"),
+        Invalid(_HEADER + "def f(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n"),
+        Invalid(_HEADER + "def f(a):\n    return torch.from_numpy(a).cuda(non_blocking=True)\n"),
+        Invalid(_HEADER + "def f(a):\n    return torch.from_numpy(a).cuda(0, True)\n"),
+        Invalid(_HEADER + "def f(a):\n    return torch.from_numpy(a).xpu(non_blocking=True)\n"),
+        Invalid(_HEADER + "def f(dst, a):\n    torch.Tensor.copy_(dst, torch.from_numpy(a), non_blocking=True)\n"),
+        Invalid(
+            _HEADER + "def f(dst, a):\n    src = torch.from_numpy(a)\n    dst.copy_(src, non_blocking=True)\n",
+            expected_replacement=_FIXED_HEADER
+            + "def f(dst, a):\n    src = np_to_pinned_tensor(a)\n    dst.copy_(src, non_blocking=True)\n",
+        ),
+        # Unsafe fix: `src` is read again after the copy (reported, not fixed by default).
+        Invalid(
+            _HEADER + "def f(dst, a):\n    src = torch.from_numpy(a)\n    dst.copy_(src, non_blocking=True)\n"
+            "    return src\n"
+        ),
+        Invalid(
+            "import torch as th\n\ndef f(dst, a):\n    dst.copy_(th.from_numpy(a), non_blocking=True)\n",
+            expected_replacement="import torch as th\n\nfrom vllm.utils.torch_utils import np_to_pinned_tensor\n\n"
+            "def f(dst, a):\n    dst.copy_(np_to_pinned_tensor(a), non_blocking=True)\n",
+        ),
+        Invalid(
+            "from torch import from_numpy\n\ndef f(dst, a):\n    dst.copy_(from_numpy(a), non_blocking=True)\n",
+            expected_replacement="from vllm.utils.torch_utils import np_to_pinned_tensor\n\n"
+            "def f(dst, a):\n    dst.copy_(np_to_pinned_tensor(a), non_blocking=True)\n",
+        ),
+        Invalid(
+            _HEADER + "def f(dst, a, nb):\n    dst.copy_(torch.from_numpy(a), non_blocking=nb)  # noqa: PIN002\n"
+            "    dst.copy_(torch.from_numpy(a), non_blocking=True)  # noqa: PIN002\n"
+        ),
+        # No fix: the helper's name is taken by something else in this module.
+        Invalid(
+            _HEADER + "np_to_pinned_tensor = None\n\n"
+            "def f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n"
+        ),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Fixit gives rules no file path: settings come from the working directory's project.
+        self.config = load_config()
+
+    def visit_Module(self, node: cst.Module) -> None:
+        findings = analyze(node, self.get_metadata, self.config)
+        fixed = None
+        if any(f.fix_safety == SAFE for f in findings):
+            # Fixit replaces one node per report; the import lives outside the
+            # call, so the first fixable report carries the whole fixed module.
+            command = PinPageableSourcesCommand(CodemodContext(), config=self.config)
+            fixed = command.transform_module(node)
+        for finding in findings:
+            position = CodeRange(
+                CodePosition(finding.line, finding.column - 1),
+                CodePosition(finding.end_line, finding.end_column - 1),
+            )
+            if fixed is not None and finding.fix_safety == SAFE:
+                self.report(node, f"{finding.code} {finding.message}", position=position, replacement=fixed)
+                fixed = None
+            else:
+                assert finding.node is not None
+                self.report(finding.node, f"{finding.code} {finding.message}", position=position)
+
+
+__all__: List[str] = ["PageableNonBlockingCopy"]

@@ -1,0 +1,162 @@
+"""``pinfix check | fix | rule``: a thin shell over :mod:`pinfix.engine`.
+
+Exit codes: 0 nothing to report; 1 findings (``check``), findings left or, with
+``--diff``, changes to make (``fix``); 2 usage error or an input that could not
+be read, parsed or written (the other files are still processed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import List, Optional, Sequence, TextIO
+
+from . import __version__
+from .config import Config, ConfigError, load_config
+from .engine import FileReport, Mode, run
+from .output import FORMATS, render
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+#: Show a progress bar (on a terminal) only for runs this long.
+PROGRESS_MIN_FILES = 200
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pinfix", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"pinfix {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{check,fix,rule}")
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or directories (default: .)")
+    common.add_argument("--config", type=Path, help="pyproject.toml to read [tool.pinfix] from")
+    common.add_argument("--output-format", choices=FORMATS, default="text")
+    common.add_argument("--jobs", "-j", type=int, default=None, help="parallel processes (default: all cores)")
+    common.add_argument("--strict", action="store_true", default=None, help="also report non_blocking=<expression>")
+    common.add_argument("--helper", default=None, help="module.path.name of the pinned helper")
+    common.add_argument("--exclude", action="append", default=[], help="extra gitignore-style pattern to skip")
+    common.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+
+    sub.add_parser("check", parents=[common], help="report findings")
+    fix = sub.add_parser("fix", parents=[common], help="apply fixes in place")
+    fix.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
+    fix.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply unsafe fixes")
+    rule = sub.add_parser("rule", help="print a rule's documentation")
+    rule.add_argument("code", nargs="?", help="rule code, e.g. PIN001 (default: list rules)")
+    return parser
+
+
+def _config(args: argparse.Namespace) -> Config:
+    start = Path(args.paths[0]) if args.paths else Path.cwd()
+    start = start if start.is_dir() else start.parent
+    config = load_config(start if start.exists() else Path.cwd(), explicit=args.config)
+    return config.with_overrides(
+        strict=args.strict,
+        helper=args.helper,
+        unsafe_fixes=getattr(args, "unsafe_fixes", None),
+        exclude=tuple(config.exclude) + tuple(args.exclude) if args.exclude else None,
+    )
+
+
+def _progress(total: int, enabled: bool, stream: TextIO):  # type: ignore[no-untyped-def]
+    if not enabled or total < PROGRESS_MIN_FILES or not stream.isatty():
+        return None
+    from rich.progress import Progress
+
+    return Progress(transient=True, console=None)
+
+
+def _rule_doc(code: Optional[str], out: TextIO, err: TextIO) -> int:
+    from .patterns import RULE_NAMES
+
+    if code is None:
+        for c, name in RULE_NAMES.items():
+            out.write(f"{c}  {name}\n")
+        return EXIT_CLEAN
+    name = RULE_NAMES.get(code.upper())
+    if name is None:
+        err.write(f"pinfix: unknown rule {code!r} (known: {', '.join(RULE_NAMES)})\n")
+        return EXIT_ERROR
+    import inspect
+
+    import lint_rules
+
+    out.write(inspect.cleandoc(getattr(lint_rules, name).__doc__ or "") + "\n")
+    return EXIT_CLEAN
+
+
+def _summary(command: str, reports: Sequence[FileReport], mode: Mode, err: TextIO) -> None:
+    findings = [d for r in reports for d in r.diagnostics]
+    left = [d for d in findings if not d.fixed]
+    errors = sum(1 for r in reports if r.error)
+    parsed = sum(1 for r in reports if r.parsed)
+    head = f"pinfix: {len(reports)} files scanned ({parsed} parsed)"
+    if command == "check":
+        err.write(f"{head}, {len(findings)} findings" + (f", {errors} errors" if errors else "") + "\n")
+        return
+    changed = sum(1 for r in reports if r.changed)
+    fixed = sum(r.fixes_applied for r in reports)
+    verb = "would change" if mode.diff_only else "changed"
+    err.write(f"{head}; {verb} {changed} files, {fixed} fixes" + (f", {errors} errors" if errors else "") + "\n")
+    if left:
+        why = Counter(
+            "unsafe fix (use --unsafe-fixes)" if d.fix_safety == "unsafe" else "no fix available"
+            for d in left
+        )
+        err.write(f"pinfix: {len(left)} findings left: " + ", ".join(f"{n} {k}" for k, n in why.items()) + "\n")
+
+
+def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as e:  # argparse has printed the usage message
+        return EXIT_CLEAN if e.code == 0 else EXIT_ERROR
+    if args.command == "rule":
+        return _rule_doc(args.code, out, err)
+    if args.jobs is not None and args.jobs < 1:
+        err.write("pinfix: --jobs must be at least 1\n")
+        return EXIT_ERROR
+    try:
+        config = _config(args)
+    except ConfigError as e:
+        err.write(f"pinfix: {e}\n")
+        return EXIT_ERROR
+
+    from .files import discover
+
+    found = discover(args.paths, exclude=config.exclude, root=config.root)
+    mode = Mode(fix=args.command == "fix", diff_only=bool(getattr(args, "diff", False)))
+    reports = [FileReport(str(p), error=why) for p, why in found.errors]
+    progress = _progress(len(found.files), not args.no_progress, err)
+    try:
+        if progress is None:
+            reports += list(run(found.files, config, mode, jobs=args.jobs))
+        else:
+            with progress:
+                task = progress.add_task("pinfix", total=len(found.files))
+                reports += list(
+                    run(found.files, config, mode, jobs=args.jobs, on_progress=lambda n: progress.advance(task, n))
+                )
+    except KeyboardInterrupt:
+        err.write("pinfix: interrupted; every file is either as it was or fully rewritten\n")
+        return 130
+    reports.sort(key=lambda r: r.path)
+    if mode.diff_only:
+        # stdout is the patch; everything else goes to stderr.
+        for r in reports:
+            if r.diff:
+                out.write(r.diff)
+    render(args.output_format, reports, err if mode.diff_only else out, err)
+    if args.output_format == "text":
+        _summary(args.command, reports, mode, err)
+
+    if any(r.error for r in reports):
+        return EXIT_ERROR
+    if mode.diff_only:
+        return EXIT_FINDINGS if any(r.changed for r in reports) else EXIT_CLEAN
+    return EXIT_FINDINGS if any(not d.fixed for r in reports for d in r.diagnostics) else EXIT_CLEAN
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

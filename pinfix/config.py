@@ -1,0 +1,121 @@
+"""``[tool.pinfix]`` settings, read as data from the nearest ``pyproject.toml``."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+from .patterns import DEFAULT_HELPER
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.9/3.10 only
+    import tomli as tomllib
+
+
+class ConfigError(Exception):
+    """A configuration file that cannot be used; the message names it."""
+
+
+@dataclass(frozen=True)
+class Config:
+    #: ``module.path.name`` of the pinned drop-in for ``torch.from_numpy``.
+    helper: str = DEFAULT_HELPER
+    #: gitignore-style patterns, relative to ``root``, never walked into.
+    exclude: Tuple[str, ...] = ()
+    #: Also report ``non_blocking=<expression>`` that is not a literal.
+    strict: bool = False
+    #: Apply fixes that could change behaviour (see each finding's reason).
+    unsafe_fixes: bool = False
+    #: Top-level packages isort treats as first-party, beyond what it can see on disk.
+    known_first_party: Tuple[str, ...] = ()
+    #: Where isort wraps a ``from`` import (``[tool.ruff] line-length`` when set).
+    line_length: int = 88
+    #: Directory of the ``pyproject.toml`` the settings came from (or the cwd).
+    root: Path = field(default_factory=Path.cwd)
+    #: Where the settings came from, for messages.
+    source: Optional[Path] = None
+
+    @property
+    def helper_module(self) -> str:
+        return self.helper.rpartition(".")[0]
+
+    @property
+    def helper_name(self) -> str:
+        return self.helper.rpartition(".")[2]
+
+    def with_overrides(self, **changes: Any) -> "Config":
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+_KEYS = {
+    "helper": str,
+    "exclude": list,
+    "extend-exclude": list,
+    "strict": bool,
+    "unsafe-fixes": bool,
+    "known-first-party": list,
+    "line-length": int,
+}
+
+
+def _validate(table: Dict[str, Any], where: Path) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for key, value in table.items():
+        expected = _KEYS.get(key)
+        if expected is None:
+            raise ConfigError(f"{where}: unknown key [tool.pinfix] {key!r} (known: {', '.join(sorted(_KEYS))})")
+        if not isinstance(value, expected) or (
+            expected is list and not all(isinstance(v, str) for v in value)
+        ):
+            kind = "a list of strings" if expected is list else expected.__name__
+            raise ConfigError(f"{where}: [tool.pinfix] {key} must be {kind}")
+        out[key] = value
+    helper = out.get("helper")
+    if helper is not None and (
+        "." not in helper or not all(part.isidentifier() for part in helper.split("."))
+    ):
+        raise ConfigError(f"{where}: [tool.pinfix] helper must look like 'package.module.function', got {helper!r}")
+    return out
+
+
+def find_pyproject(start: Path) -> Optional[Path]:
+    """The nearest ``pyproject.toml`` at or above ``start``."""
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(start: Optional[Path] = None, explicit: Optional[Path] = None) -> Config:
+    """Settings from ``explicit`` or the nearest ``pyproject.toml`` above ``start``."""
+    path = explicit if explicit is not None else find_pyproject(start or Path.cwd())
+    if path is None:
+        return Config(root=(start or Path.cwd()).resolve())
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    table = data.get("tool", {}).get("pinfix", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.pinfix] must be a table")
+    values = _validate(table, path)
+    ruff = data.get("tool", {}).get("ruff", {})
+    line_length = values.get("line-length", ruff.get("line-length") if isinstance(ruff, dict) else None)
+    return Config(
+        helper=values.get("helper", DEFAULT_HELPER),
+        exclude=tuple(values.get("exclude", ())) + tuple(values.get("extend-exclude", ())),
+        strict=values.get("strict", False),
+        unsafe_fixes=values.get("unsafe-fixes", False),
+        known_first_party=tuple(values.get("known-first-party", ())),
+        line_length=line_length if isinstance(line_length, int) and line_length > 0 else 88,
+        root=path.parent.resolve(),
+        source=path,
+    )

@@ -1,0 +1,201 @@
+"""Check or fix files: read, pre-filter, parse, analyse, rewrite, write.
+
+Only files that pass the text pre-filter (:func:`pinfix.patterns.may_contain_finding`)
+are parsed, and LibCST is imported only then, so a pre-commit call over files
+that cannot hold a finding costs a read and a byte search each.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, List, Optional, Sequence
+
+from .config import Config
+from .patterns import may_contain_finding
+
+#: Below this many files to parse, a process pool costs more than it saves.
+POOL_THRESHOLD = 8
+
+
+@dataclass
+class Diagnostic:
+    """A finding, detached from the syntax tree (picklable, serialisable)."""
+
+    path: str
+    code: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    message: str
+    pattern: str
+    fix_safety: Optional[str]
+    fix_note: Optional[str]
+    fixed: bool = False
+
+
+@dataclass
+class FileReport:
+    path: str
+    diagnostics: List[Diagnostic] = field(default_factory=list)
+    #: Why the file could not be read, parsed or written; ``None`` when all went well.
+    error: Optional[str] = None
+    parsed: bool = False
+    changed: bool = False
+    fixes_applied: int = 0
+    diff: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Mode:
+    fix: bool = False
+    #: With ``fix``: compute the diff instead of writing.
+    diff_only: bool = False
+
+
+def _decode_error(e: Exception) -> str:
+    return f"cannot decode: {e}"
+
+
+def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
+    """Analyse (and maybe fix) one file's bytes; never raises for bad input."""
+    report = FileReport(path)
+    if not may_contain_finding(data):
+        return report
+    import libcst as cst
+    from libcst.codemod import CodemodContext
+
+    try:
+        module = cst.parse_module(data)
+    except cst.ParserSyntaxError as e:
+        report.error = f"syntax error at {e.raw_line}:{e.raw_column + 1}: {e.message}"
+        return report
+    except (UnicodeDecodeError, LookupError, SyntaxError) as e:
+        report.error = _decode_error(e)
+        return report
+    except RecursionError:
+        report.error = "too deeply nested for the parser"
+        return report
+    report.parsed = True
+
+    from codemods.pin_pageable_sources import PinPageableSourcesCommand
+
+    from .analysis import has_candidate_sink
+
+    if not has_candidate_sink(module):
+        return report
+
+    command = PinPageableSourcesCommand(CodemodContext(filename=path), config=config)
+    if mode.fix:
+        new_module = command.transform_module(module)
+    else:
+        new_module = module
+        _analyse_only(command, module)
+    applied = {id(f) for f in command.applied} if mode.fix else set()
+    for f in command.findings:
+        report.diagnostics.append(
+            Diagnostic(
+                path, f.code, f.line, f.column, f.end_line, f.end_column, f.message, f.pattern,
+                f.fix_safety, f.fix_note, fixed=id(f) in applied,
+            )
+        )
+    if not mode.fix or new_module is module:
+        return report
+    new_bytes = new_module.bytes
+    if new_bytes == data:
+        return report
+    report.changed = True
+    report.fixes_applied = len(applied)
+    if mode.diff_only:
+        report.diff = "".join(
+            difflib.unified_diff(
+                module.code.splitlines(keepends=True),
+                new_module.code.splitlines(keepends=True),
+                fromfile=f"a/{path}",
+                tofile=f"b/{path}",
+            )
+        )
+        return report
+    from .writing import WriteRefused, replace_file
+
+    try:
+        replace_file(Path(path), data, new_bytes)
+    except WriteRefused as e:
+        report.error = str(e)
+        report.changed = False
+        report.fixes_applied = 0
+        for d in report.diagnostics:
+            d.fixed = False
+    return report
+
+
+def _analyse_only(command, module) -> None:  # type: ignore[no-untyped-def]
+    """Run the command's analysis without transforming (``check`` mode)."""
+    from libcst.metadata import MetadataWrapper
+
+    from .analysis import analyze
+
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    with command.resolve(wrapper):
+        command.findings = analyze(wrapper.module, command.get_metadata, command.config, Path(command.context.filename))
+
+
+def _read(path: Path) -> "bytes | str":
+    try:
+        return path.read_bytes()
+    except IsADirectoryError:
+        return "is a directory"
+    except OSError as e:
+        return f"cannot read: {e.strerror or e}"
+
+
+def _worker(args) -> FileReport:  # type: ignore[no-untyped-def]
+    path, data, config, mode = args
+    return _guarded(path, data, config, mode)
+
+
+def _guarded(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
+    try:
+        return process_source(path, data, config, mode)
+    except Exception as e:  # a bug of ours must not stop the other files
+        return FileReport(path, error=f"internal error ({type(e).__name__}: {e}); file left unchanged")
+
+
+def run(
+    files: Sequence[Path],
+    config: Config,
+    mode: Mode,
+    jobs: Optional[int] = None,
+    on_progress: Optional[Callable[[int], None]] = None,
+) -> Iterator[FileReport]:
+    """Reports for ``files``, in order. Reads and pre-filters here; parses in a
+    process pool only when enough files need parsing."""
+    pending: List[tuple] = []
+    for path in files:
+        data = _read(path)
+        if isinstance(data, str):
+            yield FileReport(str(path), error=data)
+            if on_progress:
+                on_progress(1)
+        elif not may_contain_finding(data):
+            yield FileReport(str(path))
+            if on_progress:
+                on_progress(1)
+        else:
+            pending.append((str(path), data, config, mode))
+    jobs = jobs or os.cpu_count() or 1
+    if jobs > 1 and len(pending) >= POOL_THRESHOLD:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(pending))) as pool:
+            for report in pool.map(_worker, pending, chunksize=1):
+                yield report
+                if on_progress:
+                    on_progress(1)
+    else:
+        for item in pending:
+            yield _worker(item)
+            if on_progress:
+                on_progress(1)

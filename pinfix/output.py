@@ -1,0 +1,145 @@
+"""Render findings and errors: text, json, sarif (2.1.0) and github annotations."""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, List, Sequence, TextIO
+
+from . import __version__
+from .engine import Diagnostic, FileReport
+from .patterns import RULE_NAMES
+
+FORMATS = ("text", "json", "sarif", "github")
+
+
+def _open(reports: Sequence[FileReport]) -> List[Diagnostic]:
+    """Findings still present (not fixed by this run)."""
+    return [d for r in reports for d in r.diagnostics if not d.fixed]
+
+
+def _errors(reports: Sequence[FileReport]) -> List[FileReport]:
+    return [r for r in reports if r.error is not None]
+
+
+def _text(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
+    for d in _open(reports):
+        out.write(f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}\n")
+    for r in _errors(reports):
+        err.write(f"{r.path}: error: {r.error}\n")
+
+
+def _github_escape(text: str, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return text
+
+
+def _github(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
+    for d in _open(reports):
+        out.write(
+            f"::error file={_github_escape(d.path, True)},line={d.line},col={d.column},"
+            f"endLine={d.end_line},endColumn={d.end_column},title={d.code}::{_github_escape(d.message)}\n"
+        )
+    for r in _errors(reports):
+        out.write(f"::error file={_github_escape(r.path, True)},title=pinfix::{_github_escape(r.error or '')}\n")
+
+
+def _json(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
+    payload = {
+        "findings": [
+            {
+                "path": d.path,
+                "code": d.code,
+                "rule": RULE_NAMES.get(d.code, d.code),
+                "line": d.line,
+                "column": d.column,
+                "end_line": d.end_line,
+                "end_column": d.end_column,
+                "message": d.message,
+                "pattern": d.pattern,
+                "fix": {"safety": d.fix_safety, "note": d.fix_note},
+            }
+            for d in _open(reports)
+        ],
+        "errors": [{"path": r.path, "message": r.error} for r in _errors(reports)],
+    }
+    json.dump(payload, out, indent=2)
+    out.write("\n")
+
+
+def _sarif(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
+    from lint_rules.pageable_non_blocking_copy import PageableNonBlockingCopy
+
+    docs: Dict[str, str] = {"PIN001": PageableNonBlockingCopy.__doc__ or ""}
+    rules = [
+        {
+            "id": code,
+            "name": name,
+            "shortDescription": {"text": docs.get(code, "").strip().splitlines()[0] if docs.get(code) else name},
+            "fullDescription": {"text": docs.get(code, name).strip()},
+            "help": {"text": docs.get(code, name).strip(), "markdown": docs.get(code, name).strip()},
+            "defaultConfiguration": {"level": "error"},
+        }
+        for code, name in RULE_NAMES.items()
+    ]
+    index = {code: i for i, code in enumerate(RULE_NAMES)}
+    results = []
+    for d in _open(reports):
+        results.append(
+            {
+                "ruleId": d.code,
+                "ruleIndex": index.get(d.code, 0),
+                "level": "error",
+                "message": {"text": d.message},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": d.path.replace("\\", "/")},
+                            "region": {
+                                "startLine": d.line,
+                                "startColumn": d.column,
+                                "endLine": d.end_line,
+                                "endColumn": d.end_column,
+                            },
+                        }
+                    }
+                ],
+                "properties": {"pattern": d.pattern, "fixSafety": d.fix_safety},
+            }
+        )
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": r.error},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": r.path.replace("\\", "/")}}}],
+        }
+        for r in _errors(reports)
+    ]
+    sarif = {
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "pinfix",
+                        "version": __version__,
+                        "rules": rules,
+                    }
+                },
+                "results": results,
+                "invocations": [
+                    {"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}
+                ],
+            }
+        ],
+    }
+    json.dump(sarif, out, indent=2)
+    out.write("\n")
+
+
+WRITERS = {"text": _text, "json": _json, "sarif": _sarif, "github": _github}
+
+
+def render(fmt: str, reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
+    WRITERS[fmt](reports, out, err)
