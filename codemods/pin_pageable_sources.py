@@ -62,6 +62,20 @@ class PinPageableSourcesCommand(CodemodCommand):
         arg_parser.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply unsafe fixes")
         arg_parser.add_argument("--strict", action="store_true", default=None, help="also fix non_blocking=<expr>")
 
+    def transform_module(self, tree: cst.Module) -> cst.Module:
+        fixed = super().transform_module(tree)
+        if fixed is tree or not fixed.body or not tree.body:
+            return fixed
+        # Removing an unused first import can leave the helper's import first in
+        # the file, still carrying the blank line that separated its section.
+        first = fixed.body[0]
+        if first.leading_lines and not tree.body[0].leading_lines and first.leading_lines[0].comment is None:
+            kept = list(first.leading_lines)
+            while kept and kept[0].comment is None:
+                kept.pop(0)
+            fixed = fixed.with_changes(body=[first.with_changes(leading_lines=kept), *fixed.body[1:]])
+        return fixed
+
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         path = Path(self.context.filename) if self.context.filename else None
         self.findings = analyze(tree, self.get_metadata, self.config, path)

@@ -13,8 +13,10 @@ from codemods.pin_pageable_sources import PinPageableSourcesCommand
 from pinfix.analysis import REQUIRED_METADATA, SAFE, analyze
 from pinfix.config import load_config
 
-_HEADER = "import numpy as np\nimport torch\n"
-_FIXED_HEADER = "import numpy as np\nimport torch\n\nfrom vllm.utils.torch_utils import np_to_pinned_tensor\n"
+_HEADER = "import numpy as np\nimport torch\n\nINDEX = torch.int32\n\n\n"
+_FIXED_HEADER = (
+    "import numpy as np\nimport torch\nfrom vllm.utils.torch_utils import np_to_pinned_tensor\n\nINDEX = torch.int32\n\n\n"
+)
 
 
 class PageableNonBlockingCopy(LintRule):
@@ -145,9 +147,10 @@ class PageableNonBlockingCopy(LintRule):
             "    return src\n"
         ),
         Invalid(
-            "import torch as th\n\ndef f(dst, a):\n    dst.copy_(th.from_numpy(a), non_blocking=True)\n",
-            expected_replacement="import torch as th\n\nfrom vllm.utils.torch_utils import np_to_pinned_tensor\n\n"
-            "def f(dst, a):\n    dst.copy_(np_to_pinned_tensor(a), non_blocking=True)\n",
+            "import torch as th\n\n\ndef f(dst, a):\n    dst.copy_(th.from_numpy(a), non_blocking=True)\n"
+            "    return th.int32\n",
+            expected_replacement="import torch as th\nfrom vllm.utils.torch_utils import np_to_pinned_tensor\n\n\n"
+            "def f(dst, a):\n    dst.copy_(np_to_pinned_tensor(a), non_blocking=True)\n    return th.int32\n",
         ),
         Invalid(
             "from torch import from_numpy\n\ndef f(dst, a):\n    dst.copy_(from_numpy(a), non_blocking=True)\n",

@@ -369,19 +369,15 @@ class _ModuleAnalysis:
         return None
 
     def _defines_helper(self) -> bool:
-        name = self.config.helper_name
-        for stmt in self.module.body:
-            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.name.value == name:
-                return True
-        if self.path is not None:
-            expected = self.config.helper_module.replace(".", "/")
-            posix = self.path.resolve().as_posix() if self.path.exists() else self.path.as_posix()
-            stem = posix[:-3] if posix.endswith(".py") else posix
-            if stem.endswith("/__init__"):
-                stem = stem[: -len("/__init__")]
-            if stem == expected or stem.endswith("/" + expected):
-                return True
-        return False
+        """Whether this file is the helper's own module (by its path)."""
+        if self.path is None:
+            return False
+        expected = self.config.helper_module.replace(".", "/")
+        stem = self.path.as_posix()
+        stem = stem[:-3] if stem.endswith(".py") else stem
+        if stem.endswith("/__init__"):
+            stem = stem[: -len("/__init__")]
+        return stem == expected or stem.endswith("/" + expected)
 
     # --- driver ------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Sequence
 
 from .config import Config
-from .patterns import may_contain_finding
+from .patterns import _PREFILTER_OFF, may_contain_finding
 
 #: Below this many files to parse, a process pool costs more than it saves.
 POOL_THRESHOLD = 8
@@ -86,7 +86,7 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
 
     from .analysis import has_candidate_sink
 
-    if not has_candidate_sink(module):
+    if not (_PREFILTER_OFF or has_candidate_sink(module)):
         return report
 
     command = PinPageableSourcesCommand(CodemodContext(filename=path), config=config)

@@ -34,7 +34,13 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .calls import Transfer, describe
-from .classify import PAGEABLE, REASON_TEXT, PinnedPredicate, default_is_pinned, host_side_reason
+from .classify import (
+    PAGEABLE,
+    REASON_TEXT,
+    PinnedPredicate,
+    default_is_pinned,
+    host_side_reason,
+)
 
 MODES = ("raise", "warn", "record")
 
@@ -97,7 +103,7 @@ def _caller() -> tuple[str, int]:
 class _CopyMode(TorchFunctionMode):
     """The per-``with``-block mode; it forwards every finding to its ``PageableCopyCheck``."""
 
-    def __init__(self, check: "PageableCopyCheck"):
+    def __init__(self, check: PageableCopyCheck):
         super().__init__()
         self._check = check
 
@@ -174,7 +180,7 @@ class PageableCopyCheck:
         if self.mode == "warn":
             warnings.warn_explicit(violation.message(), PageableCopyWarning, file, line)
 
-    def __enter__(self) -> "PageableCopyCheck":
+    def __enter__(self) -> PageableCopyCheck:
         stack = self._local.__dict__.setdefault("modes", [])
         mode = _CopyMode(self) if self.enabled else None
         if mode is not None:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def pin_memory_available() -> bool:
     """Whether this process can allocate pinned host memory (an accelerator is present)."""
     accelerator = getattr(torch, "accelerator", None)
