@@ -15,13 +15,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pinfix.runtime import (  # noqa: E402
+from pinfix.runtime import (
     PageableCopyError,
     PageableCopyWarning,
     Violation,
     pageable_copy_check,
 )
-from pinfix.runtime.calls import describe  # noqa: E402
+from pinfix.runtime.calls import describe
 
 THIS_FILE = __file__
 
@@ -118,20 +118,28 @@ def test_blocking_copies_are_not_checked(form, check, dev):
 )
 def test_device_methods_raise_before_the_copy(call, op, device):
     # Real device types need no allow_meta; the error comes before torch looks for the device.
-    with pytest.raises(PageableCopyError) as err:
-        with pageable_copy_check("raise"):
-            call(torch.arange(8))
+    with pytest.raises(PageableCopyError) as err, pageable_copy_check("raise"):
+        call(torch.arange(8))
     v = err.value.violation
     assert (v.op, v.direction, v.reason, v.device) == (op, "H2D", "pageable", device)
     assert f"Tensor.{op}(" in str(err.value) and "H2D" in str(err.value)
 
 
+def _reaches_torch(call, *args):
+    """Run ``call``; torch may fail for want of a device, but the checker must not object."""
+    try:
+        call(*args)
+    except PageableCopyError:
+        raise
+    except (RuntimeError, AssertionError):
+        pass  # no accelerator here, or torch built without this backend
+
+
 @pytest.mark.parametrize("call", [lambda s: s.cuda(0), lambda s: s.xpu(), lambda s: s.cuda(0, False)])
 def test_device_methods_blocking_are_not_checked(call):
-    with pageable_copy_check("raise"):
-        with pytest.raises(Exception) as err:
-            call(torch.arange(8))  # torch's own "no accelerator" error, not ours
-    assert not isinstance(err.value, PageableCopyError)
+    with pageable_copy_check("raise") as check:
+        _reaches_torch(call, torch.arange(8))
+    assert check.violations == []
 
 
 # --- staged host temporaries ------------------------------------------------------------
@@ -219,7 +227,12 @@ def test_empty_tensors_are_never_flagged(dev):
     with pageable_copy_check("raise", allow_meta=True) as check:
         dev[:0].copy_(torch.empty(0, dtype=torch.int64), non_blocking=True)
         torch.empty(0, 3).to("meta", non_blocking=True)
-        torch.empty(0).to("cuda", non_blocking=True) if False else None
+    assert check.violations == []
+
+
+def test_empty_tensor_to_a_real_device_reaches_torch_unflagged():
+    with pageable_copy_check("raise") as check:
+        _reaches_torch(lambda: torch.empty(0).cuda(0, True))
     assert check.violations == []
 
 
@@ -231,9 +244,8 @@ def test_meta_is_not_a_device_unless_allowed(dev):
 
 
 def test_unparsable_arguments_reach_torch_untouched():
-    with pageable_copy_check("raise"):
-        with pytest.raises(TypeError):
-            torch.arange(3).to("meta", "not a dtype", non_blocking=True)
+    with pageable_copy_check("raise"), pytest.raises(TypeError):
+        torch.arange(3).to("meta", "not a dtype", non_blocking=True)
 
 
 # --- modes ------------------------------------------------------------------------------
@@ -251,9 +263,8 @@ def test_raise_names_op_direction_reason_and_caller(dev):
 
 def test_raise_happens_before_the_h2d_copy():
     src = torch.arange(8)
-    with pytest.raises(PageableCopyError):
-        with pageable_copy_check("raise"):
-            src.cuda(0, True)  # torch would raise RuntimeError (no device) if it got here
+    with pytest.raises(PageableCopyError), pageable_copy_check("raise"):
+        src.cuda(0, True)  # torch would raise RuntimeError (no device) if it got here
 
 
 def test_warn_points_at_the_caller_and_continues(dev):
@@ -314,9 +325,8 @@ def test_torch_is_untouched_while_active_and_restored_after(dev):
 
 def test_restored_after_an_exception_in_the_body():
     before = _torch_state()
-    with pytest.raises(KeyError):
-        with pageable_copy_check("record"):
-            raise KeyError("body failed")
+    with pytest.raises(KeyError), pageable_copy_check("record"):
+        raise KeyError("body failed")
     assert _torch_state() == before
 
 
@@ -340,7 +350,7 @@ def test_nested_checks_both_see_inner_copies(dev):
             with inner:
                 dev.copy_(torch.arange(8), True)
     assert len(outer.violations) == 3
-    assert len(inner.violations) == 3  # one copy seen through two nested entries, plus one
+    assert len(inner.violations) == 3  # 1, then the last copy once per nested entry (2)
     assert _torch_state()[0] == 0
 
 
@@ -400,8 +410,8 @@ def test_one_check_entered_on_two_threads_collects_both(dev):
     assert sorted(v.shape for v in check.violations) == [(2,), (3,)]
 
 
-def test_importing_the_package_does_not_import_torch_lazily_resolved_names():
-    import pinfix.runtime as runtime
+def test_package_exports_resolve_lazily():
+    from pinfix import runtime
 
     assert runtime.pageable_copy_check is pageable_copy_check
     with pytest.raises(AttributeError, match="no attribute"):

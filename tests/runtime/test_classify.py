@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pinfix.runtime import classify  # noqa: E402
+from pinfix.runtime import classify
 
 
 @pytest.mark.parametrize("device_type", ["cuda", "xpu", "mps", "hpu", "privateuseone", "npu"])

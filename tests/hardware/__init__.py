@@ -1,0 +1,1 @@
+"""The hardware job (marker ``hardware``); see docs/runtime.md."""
