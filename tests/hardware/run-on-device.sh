@@ -6,7 +6,7 @@
 #   tests/hardware/run-on-device.sh device   # on the device machine: run the tests (< 3 min)
 #   tests/hardware/run-on-device.sh          # both, one after the other (a host with a device)
 #
-# Extra arguments after the phase go to pytest, e.g. --vllm-src /path/to/vllm.
+# Extra arguments after the phase go to pytest, e.g. --vllm-src=/path/to/vllm.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 phase="${1:-all}"

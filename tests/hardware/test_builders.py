@@ -201,7 +201,7 @@ def _real_common(torch, device, qsl):
 def test_real_vllm_builder(name, request, monkeypatch, tmp_path, torch, device):
     src = request.config.getoption("--vllm-src")
     if src is None:
-        pytest.skip("real-vLLM mode is off: pass --vllm-src PATH (a vLLM tree that imports here)")
+        pytest.skip("real-vLLM mode is off: pass --vllm-src=PATH (a vLLM tree that imports here)")
     relpath, class_name = REAL[name]
     monkeypatch.syspath_prepend(src)
     loaded = set(sys.modules)

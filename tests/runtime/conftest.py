@@ -10,8 +10,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-pytest_plugins = ["pytester"]
-
 
 class FakePinned:
     """An ``is_pinned`` predicate: a tensor is pinned when its storage was registered."""
