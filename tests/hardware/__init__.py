@@ -1,1 +1,1 @@
-"""The hardware job (marker ``hardware``); see docs/runtime.md."""
+"""The hardware job (marker ``hardware``); see the README, "Hardware job"."""
