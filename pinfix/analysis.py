@@ -445,62 +445,6 @@ class _ModuleAnalysis:
         )
 
 
-_SINK_CALL = m.Call(func=m.Attribute(attr=m.OneOf(*(m.Name(name) for name in COPY_SINKS))))
-_SOURCE_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in SOURCES_BY_NAME)
-
-
-def _looks_like_source_call(expr: cst.BaseExpression) -> bool:
-    if not isinstance(expr, cst.Call):
-        return False
-    func = expr.func
-    last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-    return last in _SOURCE_NAMES
-
-
-def has_candidate_sink(module: cst.Module) -> bool:
-    """Whether any call could be a reported sink, judged on syntax alone.
-
-    A superset of what :func:`analyze` reports, needing no metadata: a sink
-    whose non_blocking may be true, fed by a call spelled like a source (every
-    qualified-name match is spelled so) or by a name that is assigned such a
-    call somewhere. Files without one skip metadata, the expensive part.
-    """
-    bound: Optional[Set[str]] = None
-    for call in m.findall(module, _SINK_CALL):
-        if not _may_be_non_blocking(call):
-            continue
-        assert isinstance(call.func, cst.Attribute)
-        # The source is the receiver, the first argument, or (function form) the second.
-        exprs = [call.func.value, *(a.value for a in call.args[:2])]
-        if any(_looks_like_source_call(e) for e in exprs):
-            return True
-        names = {e.value for e in exprs if isinstance(e, cst.Name)}
-        if names:
-            if bound is None:
-                bound = {
-                    t.target.value
-                    for assign in m.findall(module, m.Assign() | m.AnnAssign())
-                    if _looks_like_source_call(getattr(assign, "value", None) or cst.Name("_"))
-                    for t in (assign.targets if isinstance(assign, cst.Assign) else [cst.AssignTarget(assign.target)])
-                    if isinstance(t.target, cst.Name)
-                }
-            if names & bound:
-                return True
-    return False
-
-
-def _may_be_non_blocking(call: cst.Call) -> bool:
-    for arg in call.args:
-        if arg.star:
-            return True
-        if arg.keyword is not None:
-            if arg.keyword.value == NON_BLOCKING_KEYWORD and _literal_bool(arg.value) is not False:
-                return True
-        elif _literal_bool(arg.value) is True:
-            return True
-    return False
-
-
 def helper_local_name(module: cst.Module, config: Config) -> Optional[str]:
     """Local name of an existing top-level ``from <helper module> import <helper>``."""
     for stmt in module.body:

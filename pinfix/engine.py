@@ -1,6 +1,6 @@
 """Check or fix files: read, pre-filter, parse, analyse, rewrite, write.
 
-Only files that pass the text pre-filter (:func:`pinfix.patterns.may_contain_finding`)
+Only files that pass the text pre-filter (:mod:`pinfix.prefilter`)
 are parsed, and LibCST is imported only then, so a pre-commit call over files
 that cannot hold a finding costs a read and a byte search each.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Sequence
 
 from .config import Config
-from .patterns import _PREFILTER_OFF, may_contain_finding
+from .prefilter import has_candidate_sink, may_contain_finding
 
 #: Below this many files to parse, a process pool costs more than it saves.
 POOL_THRESHOLD = 8
@@ -64,7 +64,7 @@ def _decode_error(e: Exception) -> str:
 def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
     """Analyse (and maybe fix) one file's bytes; never raises for bad input."""
     report = FileReport(path)
-    if not may_contain_finding(data):
+    if not (may_contain_finding(data) and has_candidate_sink(data)):
         return report
     import libcst as cst
     from libcst.codemod import CodemodContext
@@ -84,10 +84,6 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
 
     from codemods.pin_pageable_sources import PinPageableSourcesCommand
 
-    from .analysis import has_candidate_sink
-
-    if not (_PREFILTER_OFF or has_candidate_sink(module)):
-        return report
 
     command = PinPageableSourcesCommand(CodemodContext(filename=path), config=config)
     if mode.fix:

@@ -11,8 +11,6 @@ module imports nothing heavy: the pre-commit fast path uses it without LibCST.
 from __future__ import annotations
 
 from dataclasses import dataclass
-import os
-import re
 from typing import FrozenSet, Mapping, Optional, Tuple
 
 
@@ -87,41 +85,6 @@ TORCH_DTYPES: FrozenSet[str] = frozenset(
 
 #: Default replacement helper (vLLM's); configurable with ``[tool.pinfix] helper``.
 DEFAULT_HELPER = "vllm.utils.torch_utils.np_to_pinned_tensor"
-
-
-# --- Text pre-filter -------------------------------------------------------
-# A file can hold a finding only if its text contains
-#  * the last component of some source's qualified name: every spelling that
-#    resolves to ``torch.from_numpy`` (``torch.from_numpy``, ``th.from_numpy``,
-#    an imported ``from_numpy``) contains it; and
-#  * a way to say non_blocking: the keyword, or a bare ``True`` passed
-#    positionally. The positional slots (``copy_(src, True)``, ``cuda(dev, True)``,
-#    ``to(dev, dtype, True)``) are never first, so that ``True`` always follows a
-#    comma and precedes a comma or ``)``, with only whitespace, line
-#    continuations or comments in between.
-
-SOURCE_SPELLINGS: Tuple[bytes, ...] = tuple(
-    sorted({s.qualified_name.rsplit(".", 1)[-1].encode() for s in PAGEABLE_SOURCES})
-)
-_GAP = rb"(?:\s|\\\r?\n|#[^\n]*\n)*"
-POSITIONAL_TRUE = re.compile(rb"," + _GAP + rb"True" + _GAP + rb"[,)]")
-
-
-#: ``PINFIX_NO_PREFILTER=1`` parses every file: for proving the pre-filter sound.
-_PREFILTER_OFF = os.environ.get("PINFIX_NO_PREFILTER", "") not in ("", "0")
-
-
-def may_contain_finding(data: bytes) -> bool:
-    """Cheap, sound test: ``False`` means the file cannot hold any finding.
-
-    Works on raw bytes: Python source encodings are ASCII-compatible, so an
-    identifier's bytes appear verbatim whatever the declared encoding.
-    """
-    if _PREFILTER_OFF:
-        return True
-    if not any(s in data for s in SOURCE_SPELLINGS):
-        return False
-    return NON_BLOCKING_KEYWORD.encode() in data or POSITIONAL_TRUE.search(data) is not None
 
 
 #: Rule code -> the Fixit rule's class name (both work in suppression comments).
