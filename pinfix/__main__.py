@@ -1,5 +1,11 @@
+import os
 import sys
 
-from .cli import main
+# `python -m pinfix` puts the working directory first on sys.path; inside a
+# tree such as torch's own, its packages would shadow the standard library's.
+# pinfix never imports the code it analyses.
+sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
+
+from .cli import main  # noqa: E402
 
 sys.exit(main())

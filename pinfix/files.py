@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-import pathspec
 
 #: Directories never worth walking into (ruff skips the same kind).
 ALWAYS_SKIPPED = frozenset(
@@ -34,6 +33,8 @@ class _Spec:
     """
 
     def __init__(self, lines: Sequence[str]):
+        import pathspec  # only when a directory is walked: pre-commit passes files
+
         self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
         parts = [
             re.sub(r"\(\?P<\w+>", "(?:", p.regex.pattern)
@@ -58,7 +59,7 @@ def _gitignore(directory: Path) -> Optional[_Spec]:
         return _Spec(lines)
     except re.error:  # a pattern pathspec compiles but the union does not
         spec = _Spec([])
-        spec.spec, spec.any = pathspec.GitIgnoreSpec.from_lines(lines), re.compile("")
+        spec.spec, spec.any = type(spec.spec).from_lines(lines), re.compile("")
         return spec
 
 
