@@ -1,8 +1,11 @@
 """Rewrite pageable sources of non_blocking copies to the pinned helper.
 
 ``dst.copy_(torch.from_numpy(a), non_blocking=True)`` becomes
-``dst.copy_(np_to_pinned_tensor(a), non_blocking=True)``, and the helper is
-imported where isort would put it. Run it with::
+``dst.copy_(np_to_pinned_tensor(a), non_blocking=True)`` (PIN001), and the
+helper is imported where isort would put it; a CPU factory such as
+``torch.tensor(ids)`` feeding such a copy gets ``pin_memory=<expr>`` (PIN002,
+``[tool.pinfix] pin-memory-expr``, its import from ``pin-memory-import``).
+Run it with::
 
     python -m libcst.tool codemod pin_pageable_sources.PinPageableSourcesCommand PATH
 
@@ -13,28 +16,62 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Collection, Dict, List, Optional
 
 import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext
 from libcst.codemod.visitors import RemoveImportsVisitor
 
-from pinfix.analysis import REQUIRED_METADATA, SAFE, UNSAFE, Finding, analyze, helper_local_name
+from pinfix.analysis import (
+    REQUIRED_METADATA,
+    SAFE,
+    UNSAFE,
+    Finding,
+    analyze,
+    helper_local_name,
+    imported_local_name,
+)
 from pinfix.config import Config, load_config
 from pinfix.imports import Sections, add_from_import, first_party_detector
 
 
 class _ReplaceCalls(cst.CSTTransformer):
-    def __init__(self, targets: Dict[cst.Call, str]):
+    def __init__(self, targets: Dict[cst.Call, str], pin: Dict[cst.Call, cst.BaseExpression]):
         super().__init__()
         self.targets = targets
+        self.pin = pin
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        expr = self.pin.get(original_node)
+        if expr is not None:
+            return _add_keyword(updated_node, "pin_memory", expr)
         local = self.targets.get(original_node)
         if local is None:
             return updated_node
         # Keep the arguments and every bit of whitespace and comment inside them.
         return updated_node.with_changes(func=cst.Name(local))
+
+
+def _add_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
+    """``f(a, b)`` -> ``f(a, b, keyword=value)``; a trailing comma (and the line
+    break after it) stays last."""
+    new = cst.Arg(
+        keyword=cst.Name(keyword),
+        value=value,
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[new])
+    last = args[-1]
+    # The space (or line break) before `)` or the trailing comma moves after the new argument.
+    new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+    if isinstance(last.comma, cst.Comma):
+        new = new.with_changes(comma=last.comma)
+    args[-1] = last.with_changes(
+        whitespace_after_arg=cst.SimpleWhitespace(""), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    )
+    return call.with_changes(args=[*args, new])
 
 
 class PinPageableSourcesCommand(CodemodCommand):
@@ -48,8 +85,11 @@ class PinPageableSourcesCommand(CodemodCommand):
         unsafe_fixes: Optional[bool] = None,
         strict: Optional[bool] = None,
         config: Optional[Config] = None,
+        codes: Optional[Collection[str]] = None,
     ) -> None:
         super().__init__(context)
+        #: Apply only the fixes of these rule codes (all when ``None``).
+        self.codes = frozenset(codes) if codes is not None else None
         base = config if config is not None else load_config(Path(context.filename).parent if context.filename else None)
         self.config = base.with_overrides(helper=helper, unsafe_fixes=unsafe_fixes, strict=strict)
         #: Every finding of the last module transformed, and those the transform fixed.
@@ -80,24 +120,31 @@ class PinPageableSourcesCommand(CodemodCommand):
         path = Path(self.context.filename) if self.context.filename else None
         self.findings = analyze(tree, self.get_metadata, self.config, path)
         allowed = {SAFE, UNSAFE} if self.config.unsafe_fixes else {SAFE}
-        self.applied = [f for f in self.findings if f.fix_safety in allowed]
+        self.applied = [
+            f for f in self.findings if f.fix_safety in allowed and (self.codes is None or f.code in self.codes)
+        ]
         if not self.applied:
             return tree
         imported = helper_local_name(tree, self.config)
         local = imported or self.config.helper_name
-        targets = {call: local for f in self.applied for call in f.edits}
+        targets = {call: local for f in self.applied if f.fix_kind == "helper" for call in f.edits}
+        expr = self.config.pin_memory_expr or "True"
+        pin = {call: cst.parse_expression(expr) for f in self.applied if f.fix_kind == "pin_memory" for call in f.edits}
         for call in targets:
             # `from torch import from_numpy` (or `import torch`) may now be unused;
             # CodemodCommand runs RemoveImportsVisitor after this transform.
             RemoveImportsVisitor.remove_unused_import_by_node(self.context, call.func)
-        tree = tree.visit(_ReplaceCalls(targets))
-        if imported is None:
+        tree = tree.visit(_ReplaceCalls(targets, pin))
+        needed = []
+        if targets and imported is None:
+            needed.append((self.config.helper_module, self.config.helper_name))
+        pin_import = self.config.pin_memory_import
+        if pin and pin_import is not None:
+            module, _, name = pin_import.rpartition(".")
+            if imported_local_name(tree, module, name) is None:
+                needed.append((module, name))
+        if needed:
             sections = Sections(first_party_detector(path, self.config.root, self.config.known_first_party))
-            tree = add_from_import(
-                tree,
-                self.config.helper_module,
-                self.config.helper_name,
-                sections=sections,
-                line_length=self.config.line_length,
-            )
+            for module, name in needed:
+                tree = add_from_import(tree, module, name, sections=sections, line_length=self.config.line_length)
         return tree

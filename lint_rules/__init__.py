@@ -1,5 +1,7 @@
 """Fixit lint rules shipped with pinfix (``[tool.fixit] enable = ["lint_rules"]``)."""
 
+from .pageable_cpu_source import PageableCpuSource
 from .pageable_non_blocking_copy import PageableNonBlockingCopy
+from .unsynchronized_host_read import UnsynchronizedHostRead
 
-__all__ = ["PageableNonBlockingCopy"]
+__all__ = ["PageableCpuSource", "PageableNonBlockingCopy", "UnsynchronizedHostRead"]

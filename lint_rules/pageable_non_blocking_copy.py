@@ -6,12 +6,11 @@ from typing import List
 
 import libcst as cst
 from fixit import Invalid, LintRule, Valid
-from libcst.codemod import CodemodContext
-from libcst.metadata import CodePosition, CodeRange
 
-from codemods.pin_pageable_sources import PinPageableSourcesCommand
-from pinfix.analysis import REQUIRED_METADATA, SAFE, analyze
+from pinfix.analysis import REQUIRED_METADATA
 from pinfix.config import load_config
+
+from ._report import report_findings
 
 _HEADER = "import numpy as np\nimport torch\n\nINDEX = torch.int32\n\n\n"
 _FIXED_HEADER = (
@@ -174,24 +173,7 @@ class PageableNonBlockingCopy(LintRule):
         self.config = load_config()
 
     def visit_Module(self, node: cst.Module) -> None:
-        findings = analyze(node, self.get_metadata, self.config)
-        fixed = None
-        if any(f.fix_safety == SAFE for f in findings):
-            # Fixit replaces one node per report; the import lives outside the
-            # call, so the first fixable report carries the whole fixed module.
-            command = PinPageableSourcesCommand(CodemodContext(), config=self.config)
-            fixed = command.transform_module(node)
-        for finding in findings:
-            position = CodeRange(
-                CodePosition(finding.line, finding.column - 1),
-                CodePosition(finding.end_line, finding.end_column - 1),
-            )
-            if fixed is not None and finding.fix_safety == SAFE:
-                self.report(node, f"{finding.code} {finding.message}", position=position, replacement=fixed)
-                fixed = None
-            else:
-                assert finding.node is not None
-                self.report(finding.node, f"{finding.code} {finding.message}", position=position)
+        report_findings(self, node, "PIN001")
 
 
 __all__: List[str] = ["PageableNonBlockingCopy"]

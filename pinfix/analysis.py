@@ -8,7 +8,7 @@ fix plan (which ``torch.from_numpy`` calls to rewrite, and how safe that is).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -27,11 +27,18 @@ from libcst.metadata import (
 
 from .config import Config
 from .patterns import (
+    CONVERSION_METHODS,
     COPY_SINKS,
     CPU_DEVICE_STRINGS,
+    HOST_DATA_METHODS,
+    HOST_DATA_MODULES,
     NON_BLOCKING_KEYWORD,
+    NON_DENSE_SOURCE,
+    PAGEABLE_METHOD_SOURCES,
+    PINNING_METHODS,
     SOURCES_BY_NAME,
     TORCH_DTYPES,
+    VIEW_METHODS,
     CopySink,
     PageableSource,
 )
@@ -64,8 +71,11 @@ class Finding:
     fix_safety: Optional[str]
     #: Why the fix is unsafe, or why there is none.
     fix_note: Optional[str]
-    #: The ``torch.from_numpy`` calls the fix rewrites.
+    #: The calls the fix rewrites: ``torch.from_numpy`` calls renamed to the
+    #: helper (``fix_kind == "helper"``), or CPU factories that get
+    #: ``pin_memory=<expr>`` (``fix_kind == "pin_memory"``).
     edits: Tuple[cst.Call, ...] = field(default=(), repr=False, compare=False)
+    fix_kind: Optional[str] = field(default=None, compare=False)
     #: The node the finding is reported on.
     node: Optional[cst.CSTNode] = field(default=None, repr=False, compare=False)
 
@@ -80,6 +90,48 @@ class _Sink:
 
 
 @dataclass(frozen=True)
+class _Trace:
+    """What a CPU tensor expression is, as far as simple local data flow shows.
+
+    Either a pageable tensor made by ``source`` (``calls``: the calls that made
+    it, one per reaching binding) or, with ``pinned``, a pinned (or maybe
+    pinned) one. The flow runs through local names (``names``, outermost
+    first), dense views and slices (nothing recorded), CPU conversions that
+    may allocate afresh (``converted``) and gapped views (``gapped``).
+    """
+
+    pinned: bool
+    source: Optional[PageableSource]
+    calls: Tuple[cst.Call, ...] = ()
+    names: Tuple[str, ...] = ()
+    bindings: Tuple[Assignment, ...] = ()
+    converted: Optional[str] = None
+    gapped: Optional[str] = None
+    #: ``pin_memory=False`` written out: someone chose pageable memory.
+    explicit_pageable: bool = False
+
+
+def _merge(traces: Sequence[_Trace]) -> Optional[_Trace]:
+    first = traces[0]
+    for t in traces[1:]:
+        if t.pinned != first.pinned or t.source is not first.source:
+            return None
+    return replace(
+        first,
+        calls=tuple(c for t in traces for c in t.calls),
+        names=tuple(dict.fromkeys(n for t in traces for n in t.names)),
+        bindings=tuple(b for t in traces for b in t.bindings),
+        converted=next((t.converted for t in traces if t.converted), None),
+        gapped=next((t.gapped for t in traces if t.gapped), None),
+        explicit_pageable=any(t.explicit_pageable for t in traces),
+    )
+
+
+#: How deep the flow is followed through names and calls.
+_MAX_DEPTH = 12
+
+
+@dataclass(frozen=True)
 class _Origin:
     """Where the pageable tensor was made."""
 
@@ -87,6 +139,7 @@ class _Origin:
     calls: Tuple[cst.Call, ...]
     bound_name: Optional[str]
     unsafe_reason: Optional[str]
+    trace: Optional[_Trace] = None
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -127,6 +180,7 @@ class _ModuleAnalysis:
         self.config = config
         self.path = path
         self.suppressions = Suppressions(module, get_metadata)
+        self._d2h: Optional[Any] = None
 
     # --- metadata helpers -------------------------------------------------
 
@@ -139,6 +193,10 @@ class _ModuleAnalysis:
             for q in scope.get_qualified_names_for(node)
             if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
         }
+
+    @staticmethod
+    def _code_of(node: cst.CSTNode) -> str:
+        return _code(node)
 
     def pos(self, node: cst.CSTNode):
         return self.md(PositionProvider, node)
@@ -245,15 +303,128 @@ class _ModuleAnalysis:
         return None
 
     def origin(self, expr: cst.BaseExpression, sink_call: cst.Call) -> Optional[_Origin]:
+        trace = self.trace(expr)
+        if trace is None or trace.source is None and not (trace.pinned and trace.gapped):
+            return None
+        if trace.pinned:
+            return _Origin(NON_DENSE_SOURCE, (), trace.names[0] if trace.names else None, None, trace)
+        assert trace.source is not None
+        reason: Optional[str] = None
+        if len(trace.names) == 1 and isinstance(expr, cst.Name) and trace.source.fixable:
+            reaching = [b for b in trace.bindings if b.name == expr.value]
+            sink_loops = set(self._loops(sink_call))
+            reason = self._bound_fix_hazard(expr, reaching, trace.calls, sink_call, sink_loops)
+        elif len(trace.names) > 1:
+            reason = "the tensor reaches the copy through several names (" + ", ".join(f"`{n}`" for n in trace.names) + ")"
+        elif trace.names and trace.source.fixable:
+            reason = f"`{trace.names[0]}` reaches the copy through a view; check that nothing else uses it"
+        return _Origin(trace.source, trace.calls, trace.names[0] if trace.names else None, reason, trace)
+
+    # --- local data flow --------------------------------------------------
+
+    def trace(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[_Trace]:
+        """Follow ``expr`` back to where its CPU tensor was made; ``None`` at
+        anything unclear (a parameter, an attribute, an unknown call)."""
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Subscript):
+            inner = self.trace(expr.value, depth + 1)
+            if inner is None:
+                return None
+            kind = _subscript_kind(expr)
+            if kind == "gapped":
+                return replace(inner, gapped=inner.gapped or _code(expr))
+            if kind == "unknown":
+                # Maybe advanced indexing: a fresh (pageable) gather, or a view.
+                return None if inner.pinned else replace(inner, converted=inner.converted or _code(expr))
+            return inner
+        if isinstance(expr, cst.Name):
+            return self._trace_name(expr, depth)
+        if not isinstance(expr, cst.Call):
+            return None
         source = self.direct_source(expr)
         if source is not None:
-            assert isinstance(expr, cst.Call)
-            return _Origin(source, (expr,), None, None)
-        if isinstance(expr, cst.Name):
-            return self._bound_origin(expr, sink_call)
+            return self._source_trace(source, expr, depth)
+        func = expr.func
+        if not isinstance(func, cst.Attribute) or any(a.star for a in expr.args):
+            return None
+        method = func.attr.value
+        if method in PINNING_METHODS:
+            return _Trace(pinned=True, source=None)
+        if method in PAGEABLE_METHOD_SOURCES and not _positional(expr):
+            return _Trace(pinned=False, source=PAGEABLE_METHOD_SOURCES[method], calls=(expr,))
+        if method in VIEW_METHODS:
+            return self.trace(func.value, depth + 1)
+        if method in CONVERSION_METHODS:
+            if method == "to" and self._to_moves_to_device(expr, _positional(expr)):
+                return None
+            inner = self.trace(func.value, depth + 1)
+            if inner is None or inner.pinned:
+                return None  # a conversion of pinned memory may or may not copy
+            return replace(inner, converted=inner.converted or f".{method}()")
         return None
 
-    def _bound_origin(self, name: cst.Name, sink_call: cst.Call) -> Optional[_Origin]:
+    def _source_trace(self, source: PageableSource, call: cst.Call, depth: int) -> Optional[_Trace]:
+        if any(a.star for a in call.args):
+            return None  # *args / **kwargs could carry device= or pin_memory=
+        explicit = False
+        if source.factory:
+            device = _keyword(call, "device")
+            if device is not None and not self._is_plainly_cpu(device.value):
+                return None
+            pin = _keyword(call, "pin_memory")
+            if pin is not None:
+                if _literal_bool(pin.value) is not False:
+                    return _Trace(pinned=True, source=None)
+                explicit = True
+            if source.like and device is None:
+                data = _positional(call)
+                inner = self.trace(data[0].value, depth + 1) if data else None
+                if inner is None:
+                    return None  # *_like follows its argument's device
+        if source.host_data_only:
+            data_arg = (_positional(call) or [None])[0] or _keyword(call, "data") or _keyword(call, "obj")
+            if data_arg is None:
+                return None
+            if _keyword(call, "device") is not None and not self._is_plainly_cpu(_keyword(call, "device").value):  # type: ignore[union-attr]
+                return None
+            inner = self.trace(data_arg.value, depth + 1)
+            if inner is not None and inner.pinned:
+                return None  # as_tensor returns its (pinned) argument
+            if inner is None and not self._host_data(data_arg.value, depth + 1):
+                return None
+        return _Trace(pinned=False, source=source, calls=(call,), explicit_pageable=explicit)
+
+    def _host_data(self, expr: cst.BaseExpression, depth: int) -> bool:
+        """Plainly host data: a display, a number, a NumPy call, ``.numpy()``."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expr, (cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float)):
+            return True
+        if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in HOST_DATA_METHODS:
+                return True
+            return any(q.startswith(HOST_DATA_MODULES) for q in self.qualified_names(expr.func))
+        if isinstance(expr, cst.Name):
+            found = self._reaching_values(expr)
+            return bool(found) and all(v is not None and self._host_data(v, depth + 1) for _, v in found)  # type: ignore[arg-type]
+        return False
+
+    def _trace_name(self, name: cst.Name, depth: int) -> Optional[_Trace]:
+        found = self._reaching_values(name)
+        if not found:
+            return None
+        traces: List[_Trace] = []
+        for ref, value in found:
+            inner = self.trace(value, depth + 1) if value is not None else None
+            if inner is None:
+                return None
+            traces.append(replace(inner, names=(name.value, *inner.names), bindings=(ref, *inner.bindings)))
+        return _merge(traces)
+
+    def _reaching_values(self, name: cst.Name) -> Optional[List[Tuple[Assignment, Optional[cst.BaseExpression]]]]:
+        """The local assignments of ``name`` that can reach this use, with their
+        values; ``None`` when one of them is not a local ``name = value``."""
         scope = self.md(ScopeProvider, name, None)
         if scope is None:
             return None
@@ -261,31 +432,22 @@ class _ModuleAnalysis:
         if access is None or not access.referents:
             return None
         home = _home_scope(scope)
-        sink_line = self.line(sink_call)
-        sink_loops = set(self._loops(sink_call))
-        reaching: List[Assignment] = []
+        use = self.pos(name).start
+        use_loops = set(self._loops(name))
+        out: List[Tuple[Assignment, Optional[cst.BaseExpression]]] = []
         for ref in access.referents:
             if not isinstance(ref, Assignment) or isinstance(ref, ImportAssignment) or ref.scope is not home:
                 return None  # a parameter, a global, an import: we cannot see through it
-            after_sink = self.line(ref.node) > sink_line
-            if after_sink and not (sink_loops & set(self._loops(ref.node))):
-                continue  # assigned later, and no loop brings it back to the copy
-            reaching.append(ref)
-        if not reaching:
-            return None
-        calls: List[cst.Call] = []
-        source: Optional[PageableSource] = None
-        for ref in reaching:
             value = self._assigned_value(ref)
-            found = self.direct_source(value) if value is not None else None
-            if found is None or (source is not None and found is not source):
+            if value is not None and any(a is value for a in self.ancestors(name)):
+                continue  # `x = f(x)`: this binding runs after the use it holds
+            at = self.pos(ref.node).start
+            if (at.line, at.column) > (use.line, use.column) and not (use_loops & set(self._loops(ref.node))):
+                continue  # assigned later, and no loop brings it back to the use
+            if value is None:
                 return None
-            source = found
-            assert isinstance(value, cst.Call)
-            calls.append(value)
-        assert source is not None
-        reason = self._bound_fix_hazard(name, reaching, calls, sink_call, sink_loops)
-        return _Origin(source, tuple(calls), name.value, reason)
+            out.append((ref, value))
+        return out or None
 
     def _assigned_value(self, ref: Assignment) -> Optional[cst.BaseExpression]:
         """The value bound by ``name = value`` / ``name: T = value``; None otherwise."""
@@ -356,16 +518,19 @@ class _ModuleAnalysis:
         helper = self.config.helper
         if self._defines_helper():
             return f"this module defines `{self.config.helper_name}` ({helper}); importing it here would be circular"
+        return self._name_taken(call, local, helper)
+
+    def _name_taken(self, call: cst.Call, local: str, qualified: str) -> Optional[str]:
         scope = self.md(ScopeProvider, call, None)
         if scope is None:
             return None
         for assignment in scope[local]:
             if isinstance(assignment, ImportAssignment):
-                if _imported_qualified_name(assignment) == helper:
+                if _imported_qualified_name(assignment) == qualified:
                     continue
             where = self.md(PositionProvider, assignment.node, None)
             at = f" (line {where.start.line})" if where is not None else ""
-            return f"`{local}` is already bound to something else here{at}; import `{helper}` under another name by hand"
+            return f"`{local}` is already bound to something else here{at}; import `{qualified}` under another name by hand"
         return None
 
     def _defines_helper(self) -> bool:
@@ -385,53 +550,161 @@ class _ModuleAnalysis:
         out: List[Finding] = []
         local = helper_local_name(self.module, self.config) or self.config.helper_name
         for call in m.findall(self.module, m.Call()):
+            found: List[Finding] = []
             sink = self.sink(call)
-            if sink is None or (sink.non_blocking is None and not self.config.strict):
-                continue
-            origin = self.origin(sink.source, call)
-            if origin is None:
-                continue
-            finding = self._finding(call, sink, origin, local)
-            if not self.suppressions.suppressed(finding.node, finding.code, finding.line, finding.end_line):
-                out.append(finding)
+            if sink is None:
+                found += self.d2h.findings_for(call)
+            elif sink.non_blocking is not None or self.config.strict:
+                origin = self.origin(sink.source, call)
+                if origin is not None and not self._cpu_destination(call, sink):
+                    found.append(self._finding(call, sink, origin, local))
+                elif sink.spec.method == "copy_" and origin is None:
+                    found += self.d2h.findings_for(call)
+            for finding in found:
+                if not self.suppressions.suppressed(finding.node, finding.code, finding.line, finding.end_line):
+                    out.append(finding)
+        out.sort(key=lambda f: (f.line, f.column, f.code))
         return out
+
+    @property
+    def d2h(self) -> "Any":
+        if self._d2h is None:
+            from .d2h import DeviceToHost
+
+            self._d2h = DeviceToHost(self)
+        return self._d2h
+
+    def _cpu_destination(self, call: cst.Call, sink: _Sink) -> bool:
+        """``cpu_dst.copy_(cpu_src, ...)``: a host-to-host copy, nothing to stage."""
+        if sink.spec.method != "copy_":
+            return False
+        func = call.func
+        assert isinstance(func, cst.Attribute)
+        receiver = func.value
+        if f"torch.Tensor.{sink.spec.method}" in self.qualified_names(func):
+            receiver = call.args[0].value
+        return self.trace(receiver) is not None
 
     def _finding(self, call: cst.Call, sink: _Sink, origin: _Origin, local: str) -> Finding:
         spec = sink.spec
-        reported = origin.calls[0] if origin.bound_name is None else sink.source
+        trace = origin.trace
+        assert trace is not None
+        reported: cst.CSTNode = origin.calls[0] if origin.bound_name is None and origin.calls else sink.source
         position = self.pos(reported)
-        source_text = "torch." + origin.source.qualified_name.rsplit(".", 1)[-1] + "(...)"
         what = f"`.{spec.method}(..., non_blocking=True)`"
         if sink.non_blocking is None:
             what = f"`.{spec.method}(...)` with `non_blocking={_code(sink.non_blocking_node)}`"  # type: ignore[arg-type]
+        how = "inline" if origin.bound_name is None else "bound"
+        source = origin.source
+        if source is NON_DENSE_SOURCE:
+            view = trace.gapped or _code(sink.source)
+            held = f" (held by `{origin.bound_name}`)" if origin.bound_name and origin.bound_name not in view else ""
+            message = (
+                f"`{view}`{held} is a gapped (non-dense) view of a pinned tensor, so {what} is staged through "
+                "a pageable temporary and blocks the host; copy a dense block (whole rows) and slice it on the "
+                "device, or gather it into a contiguous pinned buffer first (no fix)"
+            )
+            return self._make(source.code, position, message, f"{spec.method}/non-dense", None, "gapped view", (), None, reported)
+
+        source_text = _source_text(source)
         if origin.bound_name is None:
             subject = f"`{source_text}` is pageable memory"
-            pattern = f"{spec.method}/inline"
         else:
             lines = ", ".join(str(self.line(c)) for c in origin.calls)
             subject = f"`{origin.bound_name}` holds pageable `{source_text}` (line {lines})"
-            pattern = f"{spec.method}/bound"
-        message = (
-            f"{subject}, so {what} blocks the host while the driver stages the copy; "
-            f"make the source pinned with `{local}(...)`"
+        pattern = f"{spec.method}/{how}" if source.code == "PIN001" and not trace.converted else f"{spec.method}/{how}/{source.qualified_name}"
+        if trace.converted:
+            pattern += "/converted"
+        if trace.gapped:
+            pattern += "/gapped"
+        blocks = f"{subject}, so {what} blocks the host while the driver stages the copy"
+        staging = (
+            "stage it through a persistent pinned buffer instead (allocated once with `pin_memory=True`, as "
+            "vLLM's `CpuGpuBuffer` does: fill its CPU side, then copy it non_blocking)"
         )
 
         safety: Optional[str] = SAFE
         note: Optional[str] = None
-        if not origin.source.fixable or any(not _fixable_call(c) for c in origin.calls):
-            safety, note = None, "the call's arguments are not the plain `(array)` form the helper takes"
+        kind: Optional[str] = None
+        if trace.converted:
+            remedy = (
+                f"`{trace.converted}` makes a fresh pageable tensor on the way; build the data in its final "
+                f"dtype and shape first and pin that, or {staging}"
+            )
+            safety, note = None, f"`{trace.converted}` allocates a new pageable tensor after the source"
+        elif trace.gapped:
+            remedy = f"`{trace.gapped}` is also a gapped view; copy dense rows and slice on the device"
+            safety, note = None, f"`{trace.gapped}` is a gapped view: pinning the base would not make the copy asynchronous"
+        elif source.fixable:
+            remedy = f"make the source pinned with `{local}(...)`"
+            kind = "helper"
+            if any(not _fixable_call(c) for c in origin.calls):
+                safety, note = None, "the call's arguments are not the plain `(array)` form the helper takes"
+            else:
+                reason = next((r for r in (self.no_fix_reason(c, local) for c in origin.calls) if r), None)
+                if reason is not None:
+                    safety, note = None, reason
+                elif origin.unsafe_reason is not None:
+                    safety, note = UNSAFE, origin.unsafe_reason
+        elif source.factory:
+            expr = self.config.pin_memory_expr or "True"
+            remedy = f"allocate it pinned with `pin_memory={expr}`"
+            kind = "pin_memory"
+            safety, note = self._pin_memory_safety(trace, call)
         else:
-            reason = next((r for r in (self.no_fix_reason(c, local) for c in origin.calls) if r), None)
-            if reason is not None:
-                safety, note = None, reason
-            elif origin.unsafe_reason is not None:
-                safety, note = UNSAFE, origin.unsafe_reason
+            remedy = staging
+            safety, note = None, f"`{source_text}` takes no `pin_memory=`"
+        message = f"{blocks}; {remedy}"
         if safety == UNSAFE:
             message += f" (unsafe fix: {note})"
         elif safety is None:
             message += f" (no fix: {note})"
+        # A conversion's fresh tensor is the pageable source then (even of `from_numpy`).
+        code = "PIN002" if trace.converted else source.code
+        return self._make(
+            code, position, message, pattern, safety, note, origin.calls if safety is not None else (), kind, reported
+        )
+
+    def _pin_memory_safety(self, trace: _Trace, sink_call: cst.Call) -> Tuple[Optional[str], Optional[str]]:
+        if trace.explicit_pageable:
+            return None, "`pin_memory=False` is written out; change it by hand if pageable memory was not intended"
+        imported = self.config.pin_memory_import
+        if imported is not None:
+            local = imported.rpartition(".")[2]
+            existing = imported_local_name(self.module, imported.rpartition(".")[0], local)
+            for call in trace.calls:
+                reason = None if existing is not None else self._name_taken(call, local, imported)
+                if reason is not None:
+                    return None, reason
+        sink_start = self.pos(sink_call).start
+        sink_loops = set(self._loops(sink_call))
+        for ref in trace.bindings:
+            later = [
+                a.node
+                for a in ref.references
+                if (self.pos(a.node).start.line, self.pos(a.node).start.column) > (sink_start.line, sink_start.column)
+                and not any(anc is sink_call for anc in self.ancestors(a.node))
+            ]
+            if later:
+                return UNSAFE, (
+                    f"`{ref.name}` is used again at line {self.line(later[0])}; once pinned the copy no longer "
+                    "waits for the host, so a write there would race with it"
+                )
+            if sink_loops - set(self._loops(ref.node)):
+                return UNSAFE, (
+                    f"the copy runs in a loop but `{ref.name}` is bound once before it (line {self.line(ref.node)}); "
+                    "once pinned, a write to it in the next iteration would race with the copy"
+                )
+        if self.config.pin_memory_expr is None:
+            return UNSAFE, (
+                "`pin_memory=True` fails where no accelerator is available; set `[tool.pinfix] pin-memory-expr` "
+                "(vLLM: `is_pin_memory_available()`) to make this fix safe"
+            )
+        return SAFE, None
+
+    def _make(self, code, position, message, pattern, safety, note, edits, kind, node) -> Finding:  # type: ignore[no-untyped-def]
         return Finding(
-            code=origin.source.code,
+            code=code,
             line=position.start.line,
             column=position.start.column + 1,
             end_line=position.end.line,
@@ -440,13 +713,20 @@ class _ModuleAnalysis:
             pattern=pattern,
             fix_safety=safety,
             fix_note=note,
-            edits=origin.calls if safety is not None else (),
-            node=reported,
+            edits=tuple(edits),
+            fix_kind=kind if edits else None,
+            node=node,
         )
 
 
-def helper_local_name(module: cst.Module, config: Config) -> Optional[str]:
-    """Local name of an existing top-level ``from <helper module> import <helper>``."""
+def _source_text(source: PageableSource) -> str:
+    if source.qualified_name.startswith("torch.Tensor."):
+        return "." + source.qualified_name.rsplit(".", 1)[-1] + "()"
+    return "torch." + source.qualified_name.rsplit(".", 1)[-1] + "(...)"
+
+
+def imported_local_name(module: cst.Module, from_module: str, name: str) -> Optional[str]:
+    """Local name of an existing top-level ``from <from_module> import <name>``."""
     for stmt in module.body:
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue
@@ -455,13 +735,18 @@ def helper_local_name(module: cst.Module, config: Config) -> Optional[str]:
                 isinstance(small, cst.ImportFrom)
                 and not small.relative
                 and small.module is not None
-                and _code(small.module) == config.helper_module
+                and _code(small.module) == from_module
                 and not isinstance(small.names, cst.ImportStar)
             ):
                 for alias in small.names:
-                    if _code(alias.name) == config.helper_name:
-                        return alias.evaluated_alias or config.helper_name
+                    if _code(alias.name) == name:
+                        return alias.evaluated_alias or name
     return None
+
+
+def helper_local_name(module: cst.Module, config: Config) -> Optional[str]:
+    """Local name of an existing top-level ``from <helper module> import <helper>``."""
+    return imported_local_name(module, config.helper_module, config.helper_name)
 
 
 def _home_scope(scope: Scope) -> Scope:
@@ -469,6 +754,51 @@ def _home_scope(scope: Scope) -> Scope:
     while isinstance(scope, ComprehensionScope) and scope.parent is not None:
         scope = scope.parent
     return scope
+
+
+def _full_slice(el: cst.SubscriptElement) -> bool:
+    s = el.slice
+    return isinstance(s, cst.Slice) and s.lower is None and s.upper is None and _no_step(s)
+
+
+def _no_step(s: cst.Slice) -> bool:
+    return s.step is None or (isinstance(s.step, cst.Integer) and s.step.value == "1")
+
+
+def _int_index(el: cst.SubscriptElement) -> bool:
+    s = el.slice
+    if not isinstance(s, cst.Index):
+        return False
+    value = s.value
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        value = value.expression
+    return isinstance(value, cst.Integer)
+
+
+def _subscript_kind(sub: cst.Subscript) -> str:
+    """``"dense"`` for ``x[i]``, ``x[:n]``, ``x[i, a:b]``, ``x[:n, :]`` (a
+    contiguous block of a contiguous tensor); ``"gapped"`` for a step or a
+    narrowed dimension after a wider one (``x[::2]``, ``x[:, :k]``,
+    ``x[:, 0]``); ``"unknown"`` for anything else (a tensor or name index,
+    ``None``, ``...``)."""
+    elements = list(sub.slice)
+    narrowed = False  # a dimension after this one no longer spans the base
+    for el in elements:
+        s = el.slice
+        if isinstance(s, cst.Slice):
+            if not _no_step(s):
+                return "gapped"
+            if _full_slice(el):
+                continue
+            if narrowed or any(_full_slice(e) for e in elements[: elements.index(el)]):
+                return "gapped"
+            narrowed = True
+        elif _int_index(el):
+            if narrowed or any(_full_slice(e) for e in elements[: elements.index(el)]):
+                return "gapped"
+        else:
+            return "unknown"
+    return "dense"
 
 
 def _fixable_call(call: cst.Call) -> bool:

@@ -33,6 +33,12 @@ class Config:
     known_first_party: Tuple[str, ...] = ()
     #: Where isort wraps a ``from`` import (``[tool.ruff] line-length`` when set).
     line_length: int = 88
+    #: PIN002 fix: the expression written as ``pin_memory=<expr>`` into a CPU
+    #: factory. ``None``: ``True`` is written, and the fix is unsafe (it fails
+    #: on machines without an accelerator).
+    pin_memory_expr: Optional[str] = None
+    #: ``module.path.name`` to import for ``pin_memory_expr`` (optional).
+    pin_memory_import: Optional[str] = None
     #: Directory of the ``pyproject.toml`` the settings came from (or the cwd).
     root: Path = field(default_factory=Path.cwd)
     #: Where the settings came from, for messages.
@@ -58,7 +64,13 @@ _KEYS = {
     "unsafe-fixes": bool,
     "known-first-party": list,
     "line-length": int,
+    "pin-memory-expr": str,
+    "pin-memory-import": str,
 }
+
+
+def _dotted(name: str) -> bool:
+    return "." in name and all(part.isidentifier() for part in name.split("."))
 
 
 def _validate(table: Dict[str, Any], where: Path) -> Dict[str, Any]:
@@ -78,6 +90,22 @@ def _validate(table: Dict[str, Any], where: Path) -> Dict[str, Any]:
         "." not in helper or not all(part.isidentifier() for part in helper.split("."))
     ):
         raise ConfigError(f"{where}: [tool.pinfix] helper must look like 'package.module.function', got {helper!r}")
+    expr = out.get("pin-memory-expr")
+    if expr is not None:
+        import ast
+
+        try:
+            ast.parse(expr, mode="eval")
+        except SyntaxError:
+            raise ConfigError(f"{where}: [tool.pinfix] pin-memory-expr must be a Python expression, got {expr!r}") from None
+    imported = out.get("pin-memory-import")
+    if imported is not None:
+        if not _dotted(imported):
+            raise ConfigError(
+                f"{where}: [tool.pinfix] pin-memory-import must look like 'package.module.name', got {imported!r}"
+            )
+        if expr is None:
+            raise ConfigError(f"{where}: [tool.pinfix] pin-memory-import needs pin-memory-expr")
     return out
 
 
@@ -115,6 +143,8 @@ def load_config(start: Optional[Path] = None, explicit: Optional[Path] = None) -
         strict=values.get("strict", False),
         unsafe_fixes=values.get("unsafe-fixes", False),
         known_first_party=tuple(values.get("known-first-party", ())),
+        pin_memory_expr=values.get("pin-memory-expr"),
+        pin_memory_import=values.get("pin-memory-import"),
         line_length=line_length if isinstance(line_length, int) and line_length > 0 else 88,
         root=path.parent.resolve(),
         source=path,

@@ -69,9 +69,14 @@ def _json(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
 
 
 def _sarif(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
-    from lint_rules.pageable_non_blocking_copy import PageableNonBlockingCopy
+    import inspect
 
-    docs: Dict[str, str] = {"PIN001": PageableNonBlockingCopy.__doc__ or ""}
+    import lint_rules
+
+    docs: Dict[str, str] = {
+        code: inspect.cleandoc(getattr(getattr(lint_rules, name, None), "__doc__", None) or "")
+        for code, name in RULE_NAMES.items()
+    }
     rules = [
         {
             "id": code,

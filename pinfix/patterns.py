@@ -25,11 +25,37 @@ class PageableSource:
     #: Whether the configured helper (``[tool.pinfix] helper``) is a drop-in
     #: pinned replacement for this call; ``False``: report only, no fix.
     fixable: bool
+    #: The call takes ``device=`` and ``pin_memory=``: with an accelerator
+    #: ``device=`` or a ``pin_memory=`` that is not literally ``False`` its result
+    #: is not a pageable CPU tensor; without them the fix adds
+    #: ``pin_memory=<[tool.pinfix] pin-memory-expr>``.
+    factory: bool = False
+    #: ``*_like(x)``: on the CPU only when ``x`` is a CPU tensor pinfix can see.
+    like: bool = False
+    #: ``as_tensor`` / ``asarray`` return their argument when it is already a
+    #: tensor (possibly on a device): a source only when the data argument is
+    #: plainly host data (a list or tuple display, a number, a NumPy call, a
+    #: ``.numpy()`` / ``.tolist()`` result, or a CPU tensor pinfix can see).
+    host_data_only: bool = False
 
 
-#: Sources of PIN001. ``torch.from_numpy(a)`` shares ``a``'s (pageable) memory.
+def _pin002(name: str, **kw: bool) -> PageableSource:
+    return PageableSource(qualified_name=name, code="PIN002", fixable=False, **kw)
+
+
+#: Sources of the pageable-source rules.
+#: PIN001: ``torch.from_numpy(a)`` shares ``a``'s (pageable) memory.
+#: PIN002: every other call that makes a fresh pageable CPU tensor.
 PAGEABLE_SOURCES: Tuple[PageableSource, ...] = (
     PageableSource(qualified_name="torch.from_numpy", code="PIN001", fixable=True),
+    # torch.tensor(data, *, dtype, device, requires_grad, pin_memory): always copies.
+    _pin002("torch.tensor", factory=True),
+    # No pin_memory= parameter: report only.
+    _pin002("torch.as_tensor", host_data_only=True),
+    _pin002("torch.asarray", host_data_only=True),
+    # CPU factories (device= and pin_memory= are keyword-only).
+    *(_pin002("torch." + n, factory=True) for n in ("arange", "zeros", "ones", "empty", "full")),
+    *(_pin002("torch." + n, factory=True, like=True) for n in ("zeros_like", "ones_like", "empty_like", "full_like")),
 )
 
 SOURCES_BY_NAME: Mapping[str, PageableSource] = {s.qualified_name: s for s in PAGEABLE_SOURCES}
@@ -70,6 +96,49 @@ NON_BLOCKING_KEYWORD = "non_blocking"
 #: Calls that return pinned memory; a chain through them is never a finding.
 PINNING_METHODS: FrozenSet[str] = frozenset({"pin_memory"})
 
+#: PIN002: methods whose result is a fresh pageable CPU tensor: ``t.cpu()``
+#: (for a device ``t``; no ``pin_memory=``, so report only).
+PAGEABLE_METHOD_SOURCES: Mapping[str, PageableSource] = {
+    "cpu": _pin002("torch.Tensor.cpu"),
+}
+
+#: PIN002 also reports a gapped view (``x[::2]``, a column slice ``x[:, :k]``)
+#: of a pinned tensor copied non_blocking: torch stages it through a pageable
+#: temporary. Report only (copy dense rows and slice on the device instead).
+NON_DENSE_SOURCE = _pin002("<gapped view of a pinned tensor>")
+
+#: Methods whose result shares its receiver's storage and stays dense (a
+#: permuted view is served by a pitched copy): a view of a pinned tensor is
+#: pinned, so the data flow follows them and a fix of the base still helps.
+VIEW_METHODS: FrozenSet[str] = frozenset(
+    {"view", "reshape", "squeeze", "unsqueeze", "flatten", "t", "transpose", "permute", "view_as", "reshape_as"}
+)
+
+#: Methods that stay on the CPU but may allocate a fresh (pageable) tensor:
+#: the flow follows them, but pinning the base no longer helps (no fix).
+#: ``.to(...)`` without a device (a dtype only, or ``"cpu"``) counts too.
+CONVERSION_METHODS: FrozenSet[str] = frozenset(
+    {
+        "long", "int", "short", "char", "byte", "bool", "float", "double", "half", "bfloat16",
+        "contiguous", "clone", "type", "type_as", "to",
+    }
+)
+
+#: Calls whose result is plainly host data (for ``as_tensor`` / ``asarray``).
+HOST_DATA_METHODS: FrozenSet[str] = frozenset({"numpy", "tolist"})
+HOST_DATA_MODULES: Tuple[str, ...] = ("numpy.",)
+
+#: PIN003: reading a D2H destination on the host. ``.numpy()`` and
+#: ``list(t)`` are not reads: they make views (``t.to("cpu",
+#: non_blocking=True).numpy()`` is vLLM's idiom for an async copy whose reader
+#: waits on an event later).
+HOST_READ_METHODS: FrozenSet[str] = frozenset({"tolist", "item", "__bool__", "__int__", "__float__"})
+HOST_READ_BUILTINS: FrozenSet[str] = frozenset({"print", "bool", "int", "float", "str", "repr"})
+#: Calls that (may) wait for the device: a read after one of them is fine.
+#: Any ``.item()`` / ``.tolist()`` / blocking copy on another tensor may
+#: synchronize the stream too, so the search stops there as well.
+SYNC_METHODS: FrozenSet[str] = frozenset({"synchronize", "wait", "wait_event", "wait_stream", "item", "tolist", "cpu"})
+
 #: Device spellings that plainly mean the host.
 CPU_DEVICE_STRINGS: FrozenSet[str] = frozenset({"cpu"})
 
@@ -88,4 +157,8 @@ DEFAULT_HELPER = "vllm.utils.torch_utils.np_to_pinned_tensor"
 
 
 #: Rule code -> the Fixit rule's class name (both work in suppression comments).
-RULE_NAMES: Mapping[str, str] = {"PIN001": "PageableNonBlockingCopy"}
+RULE_NAMES: Mapping[str, str] = {
+    "PIN001": "PageableNonBlockingCopy",
+    "PIN002": "PageableCpuSource",
+    "PIN003": "UnsynchronizedHostRead",
+}

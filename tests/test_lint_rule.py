@@ -1,7 +1,11 @@
-"""Fixit's own machinery runs the rule's VALID / INVALID cases."""
+"""Fixit's own machinery runs the rules' VALID / INVALID cases."""
 
 from fixit.testing import add_lint_rule_tests_to_module
 
-from lint_rules import PageableNonBlockingCopy
+from lint_rules import (
+    PageableCpuSource,
+    PageableNonBlockingCopy,
+    UnsynchronizedHostRead,
+)
 
-add_lint_rule_tests_to_module(globals(), [PageableNonBlockingCopy()])
+add_lint_rule_tests_to_module(globals(), [PageableNonBlockingCopy(), PageableCpuSource(), UnsynchronizedHostRead()])

@@ -1,0 +1,149 @@
+"""PIN002: a non_blocking host-to-device copy from another pageable CPU source."""
+
+from __future__ import annotations
+
+from typing import List
+
+import libcst as cst
+from fixit import Invalid, LintRule, Valid
+
+from pinfix.analysis import REQUIRED_METADATA
+from pinfix.config import load_config
+
+from ._report import report_findings
+
+_H = "import numpy as np\nimport torch\n\n\n"
+
+
+class PageableCpuSource(LintRule):
+    """
+    PIN002: pageable CPU tensor (other than ``torch.from_numpy``) copied non_blocking.
+
+    ## What it does
+    Finds host-to-device copies requested with ``non_blocking=True`` (``dst.copy_(src, ...)``,
+    ``src.to(device, ...)``, ``src.cuda(...)``, ``src.xpu(...)``) whose CPU source is made, in
+    the same function, by one of:
+
+    - ``torch.tensor(...)``, or a CPU factory ``torch.arange / zeros / ones / empty / full``,
+      or ``torch.zeros_like / ones_like / empty_like / full_like`` of a CPU tensor, without an
+      accelerator ``device=`` and without a ``pin_memory=`` that may be true;
+    - ``torch.as_tensor(...)`` / ``torch.asarray(...)`` of plain host data (a list or tuple, a
+      number, a NumPy call, a ``.numpy()`` or ``.tolist()`` result);
+    - ``t.cpu()``.
+
+    The source may be the copy's argument or reach it through local names, dense slices and
+    views (``x[:n]``, ``x[i, :k]``, ``.view``, ``.reshape``, ``.t()``...) and CPU conversions
+    (``.long()``, ``.to(torch.int32)``, ``.contiguous()``...); anything pinfix cannot see
+    through (a parameter, an attribute, an unknown call) stops the search.
+
+    It also reports a gapped (non-dense) view of a pinned tensor copied non_blocking: a slice
+    with a step (``x[::2]``) or a narrowed dimension after a wider one (``x[:, :k]``,
+    ``x[:, 0]``) of ``torch.empty(..., pin_memory=...)`` or ``t.pin_memory()``.
+
+    ## Why is this bad?
+    The runtime cannot DMA from pageable memory asynchronously: it stages the data through a
+    pinned bounce buffer while the host thread waits, so ``non_blocking=True`` silently becomes
+    a synchronous copy. A gapped view is first gathered into a pageable temporary by torch,
+    with the same effect, even when its base is pinned.
+
+    ## Example
+    ```python
+    idx = torch.tensor(token_indices, dtype=torch.int32)
+    out = idx.to(device, non_blocking=True)
+    ```
+
+    Use instead:
+    ```python
+    from vllm.utils.platform_utils import is_pin_memory_available
+
+    idx = torch.tensor(token_indices, dtype=torch.int32, pin_memory=is_pin_memory_available())
+    out = idx.to(device, non_blocking=True)
+    ```
+
+    ## Fix safety
+    Only factories that take ``pin_memory=`` (``torch.tensor``, ``arange``, ``zeros``, ``ones``,
+    ``empty``, ``full``, ``*_like``) get a fix: ``pin_memory=<expr>`` is added, with ``<expr>``
+    from ``[tool.pinfix] pin-memory-expr`` and its import from ``pin-memory-import``
+    (for vLLM: ``"is_pin_memory_available()"`` and
+    ``"vllm.utils.platform_utils.is_pin_memory_available"``). Without that setting the fix
+    writes ``pin_memory=True``, which fails on machines without an accelerator, so it is unsafe.
+    It is also unsafe when the tensor is bound to a name that is used again after the copy, or
+    the copy runs in a loop the binding is outside of: once pinned, the copy really is
+    asynchronous, and a later host write to the tensor would race with it. No fix when
+    ``pin_memory=False`` is written out, when a conversion (``.long()``) or gapped view sits
+    between the source and the copy (pinning the source would not help), or for sources with no
+    ``pin_memory=`` (``as_tensor``, ``asarray``, ``.cpu()``): the message suggests a persistent
+    pinned staging buffer (allocated once with ``pin_memory=True``, as vLLM's ``CpuGpuBuffer``).
+
+    ## Not reported
+    An accelerator ``device=``; ``pin_memory=`` given (any value but ``False``); a copy whose
+    destination is itself a CPU tensor pinfix can see; a dense slice of a pinned tensor;
+    ``as_tensor`` of something that may already be a device tensor.
+    Suppress one line with ``# noqa: PIN002`` or ``# lint-ignore: PageableCpuSource``.
+    """
+
+    METADATA_DEPENDENCIES = REQUIRED_METADATA
+
+    VALID = [
+        Valid(_H + "def f(ids, dev):\n    return torch.tensor(ids, device=dev).to(dev, non_blocking=True)\n"),
+        Valid(_H + "def f(ids, dev):\n    return torch.tensor(ids, pin_memory=True).to(dev, non_blocking=True)\n"),
+        Valid(_H + "def f(ids, dev, pin):\n    return torch.tensor(ids, pin_memory=pin).to(dev, non_blocking=True)\n"),
+        Valid(_H + "def f(ids, dev):\n    return torch.tensor(ids).to(dev)\n"),
+        Valid(_H + "def f(n, dev):\n    return torch.arange(n).to(dev, non_blocking=False)\n"),
+        Valid(_H + "def f(x, dev):\n    return torch.as_tensor(x).to(dev, non_blocking=True)\n"),
+        Valid(_H + "def f(x, dev):\n    return torch.zeros_like(x).to(dev, non_blocking=True)\n"),
+        Valid(_H + "def f(n, dev):\n    return torch.arange(n).to(torch.int32, non_blocking=True)\n"),
+        Valid(_H + "def f(n, dev):\n    return torch.arange(n).pin_memory().to(dev, non_blocking=True)\n"),
+        Valid(
+            _H + "def f(n, dev):\n    buf = torch.empty(n, 8, pin_memory=True)\n"
+            "    return buf[:n // 2].to(dev, non_blocking=True)\n"
+        ),
+        Valid(
+            _H + "def f(n, dev):\n    buf = torch.empty(n, 8, pin_memory=True)\n"
+            "    return buf.t().to(dev, non_blocking=True)\n"
+        ),
+        Valid(_H + "def f(dst, n):\n    torch.zeros(n, pin_memory=True).copy_(torch.arange(n), non_blocking=True)\n"),
+        Valid(_H + "def f(ids, dev):\n    return torch.tensor(ids).to(dev, non_blocking=True)  # noqa: PIN002\n"),
+        Valid(_H + "def f(buf, dev):\n    return buf[::2].to(dev, non_blocking=True)\n"),
+    ]
+
+    INVALID = [
+        Invalid(_H + "def f(ids, dev):\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(ids, dst):\n    dst.copy_(torch.tensor(ids, device='cpu'), non_blocking=True)\n"),
+        Invalid(_H + "def f(ids, dst):\n    dst.copy_(torch.tensor(ids, pin_memory=False), non_blocking=True)\n"),
+        Invalid(_H + "def f(n, dev):\n    return torch.arange(n).to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(n, dev):\n    return torch.zeros(n).cuda(non_blocking=True)\n"),
+        Invalid(_H + "def f(n, dev):\n    return torch.ones(n).xpu(non_blocking=True)\n"),
+        Invalid(_H + "def f(n, dev):\n    return torch.empty(n).to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(n, dev):\n    return torch.full((n,), 1).to(dev, torch.int32, True)\n"),
+        Invalid(_H + "def f(n, dev):\n    x = torch.zeros(n)\n    return torch.ones_like(x).to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(dev):\n    return torch.as_tensor([1, 2]).to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(a, dev):\n    return torch.asarray(np.arange(3)).to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(t, dev):\n    return torch.as_tensor(t.numpy()).to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(t, dev):\n    host = t.cpu()\n    return host.to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(ids, n, dst):\n    t = torch.tensor(ids)\n    part = t[:n]\n    dst.copy_(part, non_blocking=True)\n"),
+        Invalid(_H + "def f(ids, dev):\n    t = torch.tensor(ids).view(-1, 2)\n    return t.to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(ids, dev):\n    t = torch.tensor(ids)\n    return t.long().to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(a, dev):\n    return torch.from_numpy(a).long().to(dev, non_blocking=True)\n"),
+        # Gapped views of pinned memory (report only).
+        Invalid(
+            _H + "def f(n, dev):\n    buf = torch.empty(n, 8, pin_memory=True)\n"
+            "    return buf[:, :4].to(dev, non_blocking=True)\n"
+        ),
+        Invalid(_H + "def f(t, dev):\n    return t.pin_memory()[::2].to(dev, non_blocking=True)\n"),
+        Invalid(
+            _H + "def f(n, dst):\n    buf = torch.empty(n, 8, pin_memory=True)\n    col = buf[:, 0]\n"
+            "    dst.copy_(col, non_blocking=True)\n"
+        ),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Fixit gives rules no file path: settings come from the working directory's project.
+        self.config = load_config()
+
+    def visit_Module(self, node: cst.Module) -> None:
+        report_findings(self, node, "PIN002")
+
+
+__all__: List[str] = ["PageableCpuSource"]
