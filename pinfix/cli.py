@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import List, Optional, Sequence, TextIO
+from typing import Iterable, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .config import Config, ConfigError, load_config
@@ -123,24 +123,27 @@ def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO
         err.write(f"pinfix: {e}\n")
         return EXIT_ERROR
 
-    from .files import discover
+    from .files import walk
 
-    found = discover(args.paths, exclude=config.exclude, root=config.root)
     mode = Mode(fix=args.command == "fix", diff_only=bool(getattr(args, "diff", False)))
-    reports = [FileReport(str(p), error=why) for p, why in found.errors]
-    progress = _progress(len(found.files), not args.no_progress, err)
+    errors: List[Tuple[Path, str]] = []
+    files: Iterable[Path] = walk(args.paths, errors, exclude=config.exclude, root=config.root)
+    progress = None
+    if not args.no_progress and err.isatty():
+        files = list(files)  # a bar needs its total; otherwise files stream into the pool
+        progress = _progress(len(files), True, err)
+    reports: List[FileReport] = []
     try:
         if progress is None:
-            reports += list(run(found.files, config, mode, jobs=args.jobs))
+            reports += run(files, config, mode, jobs=args.jobs)
         else:
             with progress:
-                task = progress.add_task("pinfix", total=len(found.files))
-                reports += list(
-                    run(found.files, config, mode, jobs=args.jobs, on_progress=lambda n: progress.advance(task, n))
-                )
+                task = progress.add_task("pinfix", total=len(files))  # type: ignore[arg-type]
+                reports += run(files, config, mode, jobs=args.jobs, on_progress=lambda n: progress.advance(task, n))
     except KeyboardInterrupt:
         err.write("pinfix: interrupted; every file is either as it was or fully rewritten\n")
         return 130
+    reports += [FileReport(str(p), error=why) for p, why in errors]
     reports.sort(key=lambda r: r.path)
     if mode.diff_only:
         # stdout is the patch; everything else goes to stderr.

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import difflib
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Callable, Iterable, Iterator, List, Optional
 
 from .config import Config
-from .prefilter import has_candidate_sink, may_contain_finding
+from .prefilter import candidate_source, may_contain_finding
 
 #: Below this many files to parse, a process pool costs more than it saves.
 POOL_THRESHOLD = 8
@@ -61,37 +61,48 @@ def _decode_error(e: Exception) -> str:
     return f"cannot decode: {e}"
 
 
+def _parse(data: bytes, report: FileReport):  # type: ignore[no-untyped-def]
+    import libcst as cst
+
+    try:
+        return cst.parse_module(data)
+    except cst.ParserSyntaxError as e:
+        report.error = f"syntax error at {e.raw_line}:{e.raw_column + 1}: {e.message}"
+    except (UnicodeDecodeError, LookupError, SyntaxError) as e:
+        report.error = _decode_error(e)
+    except RecursionError:
+        report.error = "too deeply nested for the parser"
+    return None
+
+
 def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
     """Analyse (and maybe fix) one file's bytes; never raises for bad input."""
     report = FileReport(path)
-    if not (may_contain_finding(data) and has_candidate_sink(data)):
+    sliced = candidate_source(data) if may_contain_finding(data) else None
+    if sliced is None:
         return report
-    import libcst as cst
     from libcst.codemod import CodemodContext
-
-    try:
-        module = cst.parse_module(data)
-    except cst.ParserSyntaxError as e:
-        report.error = f"syntax error at {e.raw_line}:{e.raw_column + 1}: {e.message}"
-        return report
-    except (UnicodeDecodeError, LookupError, SyntaxError) as e:
-        report.error = _decode_error(e)
-        return report
-    except RecursionError:
-        report.error = "too deeply nested for the parser"
-        return report
-    report.parsed = True
 
     from codemods.pin_pageable_sources import PinPageableSourcesCommand
 
-
+    module = _parse(sliced, report)
+    if module is None:
+        return report
+    report.parsed = True
     command = PinPageableSourcesCommand(CodemodContext(filename=path), config=config)
-    if mode.fix:
+    _analyse_only(command, module)
+    allowed = {"safe", "unsafe"} if config.unsafe_fixes else {"safe"}
+    wants_fix = mode.fix and any(f.fix_safety in allowed for f in command.findings)
+    new_module = module
+    if wants_fix:
+        # Fixes are made on the whole file, never on the slice.
+        if sliced is not data:
+            module = _parse(data, report)
+            if module is None:
+                return report
+        command = PinPageableSourcesCommand(CodemodContext(filename=path), config=config)
         new_module = command.transform_module(module)
-    else:
-        new_module = module
-        _analyse_only(command, module)
-    applied = {id(f) for f in command.applied} if mode.fix else set()
+    applied = {id(f) for f in command.applied} if wants_fix else set()
     for f in command.findings:
         report.diagnostics.append(
             Diagnostic(
@@ -99,7 +110,7 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
                 f.fix_safety, f.fix_note, fixed=id(f) in applied,
             )
         )
-    if not mode.fix or new_module is module:
+    if not wants_fix or new_module is module:
         return report
     new_bytes = new_module.bytes
     if new_bytes == data:
@@ -162,36 +173,41 @@ def _guarded(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
 
 
 def run(
-    files: Sequence[Path],
+    files: Iterable[Path],
     config: Config,
     mode: Mode,
     jobs: Optional[int] = None,
     on_progress: Optional[Callable[[int], None]] = None,
 ) -> Iterator[FileReport]:
-    """Reports for ``files``, in order. Reads and pre-filters here; parses in a
-    process pool only when enough files need parsing."""
-    pending: List[tuple] = []
-    for path in files:
-        data = _read(path)
-        if isinstance(data, str):
-            yield FileReport(str(path), error=data)
-            if on_progress:
-                on_progress(1)
-        elif not may_contain_finding(data):
-            yield FileReport(str(path))
-            if on_progress:
-                on_progress(1)
-        else:
-            pending.append((str(path), data, config, mode))
+    """Reports for ``files`` (not in order). Reads and byte-filters here as the
+    paths arrive; the files left are analysed in a process pool, started once
+    enough of them need it and fed while discovery goes on."""
     jobs = jobs or os.cpu_count() or 1
-    if jobs > 1 and len(pending) >= POOL_THRESHOLD:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(pending))) as pool:
-            for report in pool.map(_worker, pending, chunksize=1):
-                yield report
+    backlog: List[tuple] = []
+    futures: List[Future] = []
+    pool: Optional[ProcessPoolExecutor] = None
+    try:
+        for path in files:
+            data = _read(path)
+            if isinstance(data, str) or not may_contain_finding(data):
+                yield FileReport(str(path), error=data if isinstance(data, str) else None)
                 if on_progress:
                     on_progress(1)
-    else:
-        for item in pending:
+                continue
+            backlog.append((str(path), data, config, mode))
+            if pool is None and jobs > 1 and len(backlog) >= POOL_THRESHOLD:
+                pool = ProcessPoolExecutor(max_workers=jobs)
+            if pool is not None:
+                futures.extend(pool.submit(_worker, item) for item in backlog)
+                backlog.clear()
+        for item in backlog:  # too few to be worth a pool
             yield _worker(item)
             if on_progress:
                 on_progress(1)
+        for future in as_completed(futures):
+            yield future.result()
+            if on_progress:
+                on_progress(1)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)

@@ -7,7 +7,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 
 #: Directories never worth walking into (ruff skips the same kind).
@@ -105,27 +105,37 @@ class _Ignores:
 
 def discover(paths: Iterable[str], exclude: Sequence[str] = (), root: Optional[Path] = None) -> Discovery:
     found = Discovery()
+    found.files.extend(walk(paths, found.errors, exclude, root))
+    return found
+
+
+def walk(
+    paths: Iterable[str], errors: List[Tuple[Path, str]], exclude: Sequence[str] = (), root: Optional[Path] = None
+) -> Iterator[Path]:
+    """The files to look at, as they are found; unusable arguments go to ``errors``."""
     root = (root or Path.cwd()).resolve()
     ignores = _Ignores(exclude, root)
     seen = set()
 
-    def add(p: Path) -> None:
+    def new(p: Path) -> bool:
         key = os.path.realpath(p)
-        if key not in seen:
-            seen.add(key)
-            found.files.append(p)
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
 
     for raw in paths:
         path = Path(raw)
         if path.is_file():
-            add(path)  # named explicitly: always checked
+            if new(path):
+                yield path  # named explicitly: always checked
             continue
         if not path.exists():
             kind = "broken symlink" if path.is_symlink() else "no such file or directory"
-            found.errors.append((path, kind))
+            errors.append((path, kind))
             continue
         if not path.is_dir():
-            found.errors.append((path, "not a regular file or directory"))
+            errors.append((path, "not a regular file or directory"))
             continue
         tree = path.resolve()
         # .gitignore files count from the repository's top (or the walked tree's).
@@ -146,8 +156,7 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = (), root: Optional[P
                     real = Path(os.path.realpath(candidate))
                     if tree not in real.parents:
                         continue  # never follow a link out of the tree
-                if not ignores.ignored(absolute / name, is_dir=False, top=top):
-                    add(candidate)
+                if not ignores.ignored(absolute / name, is_dir=False, top=top) and new(candidate):
+                    yield candidate
         for error in walk_errors:
-            found.errors.append((Path(error.filename or path), f"cannot list directory: {error.strerror or error}"))
-    return found
+            errors.append((Path(error.filename or path), f"cannot list directory: {error.strerror or error}"))

@@ -299,12 +299,34 @@ def _is_sink(node: ast.AST) -> bool:
 def has_candidate_sink(data: bytes) -> bool:
     """Syntax stage; ``True`` also when ``ast`` cannot parse the file (LibCST
     then decides, and reports the error)."""
+    return candidate_source(data) is not None
+
+
+def candidate_source(data: bytes) -> Optional[bytes]:
+    """``None`` when the file cannot hold a finding; else the bytes to analyse.
+
+    Those are ``data`` with the body of every function or class that holds no
+    candidate sink blanked (``pass`` and empty lines, so every line and column
+    of the rest stays where it was). Findings live in candidate scopes and
+    depend only on them and on module-level bindings, which are all kept, so
+    the analysis of the slice reports exactly what it reports on the whole
+    file, at a fraction of the metadata cost. ``data`` itself when ``ast``
+    cannot parse it (LibCST then decides, and reports the error).
+    """
     if PREFILTER_OFF:
-        return True
+        return data
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
-        return True
+        return data
+    candidates = _candidate_scopes(tree)
+    if not candidates:
+        return None
+    return _blank_other_bodies(data, tree, candidates)
+
+
+def _candidate_scopes(tree: ast.Module) -> List[ast.AST]:
+    found: List[ast.AST] = []
     spelled = set(SOURCE_NAMES)
     scopes: List[ast.AST] = [tree]
     for node in ast.walk(tree):
@@ -340,11 +362,52 @@ def has_candidate_sink(data: bytes) -> bool:
             if _d2h_candidate(sink):
                 reads = reads if reads is not None else _host_reads(nodes)
                 if _d2h_read(sink, nodes, reads):
-                    return True
+                    found.append(scope)
+                    break
             # The source: the receiver, a positional argument, or a keyword's value.
             # Pinned memory matters only through a (maybe gapped) subscript.
             exprs = [sink.func.value, *sink.args[:2], *(kw.value for kw in sink.keywords)]
-            for e in exprs:
-                if any(k == PAGEABLE or sub for k, sub in _flow(e, spelled, bound)):
-                    return True
-    return False
+            if any(any(k == PAGEABLE or sub for k, sub in _flow(e, spelled, bound)) for e in exprs):
+                found.append(scope)
+                break
+    return found
+
+
+def _blank_other_bodies(data: bytes, tree: ast.Module, candidates: List[ast.AST]) -> bytes:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data  # ast columns are UTF-8 offsets: slice only what they describe
+    lines = data.splitlines(keepends=True)
+    spans = [(c.lineno, c.end_lineno or c.lineno) for c in candidates if not isinstance(c, ast.Module)]
+
+    def holds_candidate(node: ast.AST) -> bool:
+        start, end = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+        return any(start <= a <= end or start <= b <= end or (a <= start and end <= b) for a, b in spans)
+
+    def blank(body: List[ast.stmt]) -> None:
+        first, last = body[0].lineno, body[-1].end_lineno or body[-1].lineno
+        text = lines[first - 1]
+        indent = text[: body[0].col_offset]
+        if indent.strip() or last > len(lines):
+            return  # the body shares a line with its header: keep it
+        ending = text[len(text.rstrip(b"\r\n")) :] or b"\n"
+        lines[first - 1] = indent + b"pass" + ending
+        for i in range(first, last):
+            line = lines[i]
+            lines[i] = line[len(line.rstrip(b"\r\n")) :]
+
+    def visit(body: List[ast.stmt]) -> None:
+        for node in body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if holds_candidate(node):
+                if isinstance(node, ast.ClassDef):
+                    visit(node.body)  # keep the class, blank its other methods
+                continue
+            # `global` / `nonlocal` bind names outside: such a body must stay.
+            if not any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(node)):
+                blank(node.body)
+
+    visit(tree.body)
+    return b"".join(lines)
