@@ -175,6 +175,8 @@ def allowed_lines(lines: Sequence[bytes], imports: Set[int], changed: Iterable[i
 
     A changed (removed or added) line is allowed when
       (a) it contains ``from_numpy`` or the helper's name (the rewritten call), or
+          it is a ``pin_memory=`` line (the factory fix; a line that only gains the
+          argument is paired with its original in ``check_hunks``), or
       (b) it lies in the span of an import statement of that side of the diff, or
       (c) it is blank and the nearest non-blank line above or below it, on that
           side, is an import line (isort's blank line between sections, or the
@@ -195,12 +197,19 @@ def allowed_lines(lines: Sequence[bytes], imports: Set[int], changed: Iterable[i
     bad = []
     for i in changed:
         text = lines[i]
-        if SOURCE_NAME in text or HELPER_NAME in text or i in imports:
+        if SOURCE_NAME in text or HELPER_NAME in text or b"pin_memory=" in text or i in imports:
             continue
         if blank(i) and near_import(i):
             continue
         bad.append(i)
     return bad
+
+
+_PIN_MEMORY_ARG = re.compile(rb",\s*pin_memory=(?:[\w.]+\(\)|[\w.]+)")
+
+
+def _without_pin_memory(line: bytes) -> bytes:
+    return _PIN_MEMORY_ARG.sub(b"", line)
 
 
 def check_hunks(before: bytes, after: bytes, tree_before: ast.AST, tree_after: ast.AST) -> List[str]:
@@ -210,9 +219,17 @@ def check_hunks(before: bytes, after: bytes, tree_before: ast.AST, tree_after: a
     removed: List[int] = []
     added: List[int] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
-            removed.extend(range(i1, i2))
-            added.extend(range(j1, j2))
+        if tag == "equal":
+            continue
+        if tag == "replace" and i2 - i1 == j2 - j1:
+            # PIN002's fix: the same line with a `pin_memory=...` argument added.
+            pairs = [(i, j) for i, j in zip(range(i1, i2), range(j1, j2)) if _without_pin_memory(b[j]) == a[i]]
+            done_a, done_b = {i for i, _ in pairs}, {j for _, j in pairs}
+            removed.extend(i for i in range(i1, i2) if i not in done_a)
+            added.extend(j for j in range(j1, j2) if j not in done_b)
+            continue
+        removed.extend(range(i1, i2))
+        added.extend(range(j1, j2))
     problems = []
     for i in allowed_lines(a, import_lines(tree_before), removed):
         problems.append(f"removed line {i + 1} is outside the fix: {a[i]!r}")

@@ -86,6 +86,11 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
     from codemods.pin_pageable_sources import PinPageableSourcesCommand
 
     module = _parse(sliced, report)
+    if module is None and sliced is not data:
+        # Never report an error the file itself does not have.
+        report.error = None
+        sliced = data
+        module = _parse(data, report)
     if module is None:
         return report
     report.parsed = True

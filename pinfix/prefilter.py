@@ -386,9 +386,14 @@ def _blank_other_bodies(data: bytes, tree: ast.Module, candidates: List[ast.AST]
         return any(start <= a <= end or start <= b <= end or (a <= start and end <= b) for a, b in spans)
 
     def blank(body: List[ast.stmt]) -> None:
-        first, last = body[0].lineno, body[-1].end_lineno or body[-1].lineno
+        head = body[0]
+        decorators = getattr(head, "decorator_list", [])
+        # A decorated statement starts at its first decorator's `@`.
+        first = decorators[0].lineno if decorators else head.lineno
+        start = decorators[0].col_offset - 1 if decorators else head.col_offset
+        last = body[-1].end_lineno or body[-1].lineno
         text = lines[first - 1]
-        indent = text[: body[0].col_offset]
+        indent = text[:start]
         if indent.strip() or last > len(lines):
             return  # the body shares a line with its header: keep it
         ending = text[len(text.rstrip(b"\r\n")) :] or b"\n"

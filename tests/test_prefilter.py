@@ -39,6 +39,56 @@ def _cases():
             yield f"{rule.__name__}_{i}", case.code
 
 
+# Code with no candidate sink around the case: the slice blanks these bodies
+# (decorated methods, nested classes, multi-line headers, one-line bodies,
+# `global`), and must keep every line and column of the rest where it was.
+PADDING_BEFORE = '''
+import functools
+
+
+@functools.lru_cache(maxsize=None)
+def cached(n):
+    """Docstring."""
+    return [i for i in range(n)]
+
+
+class Holder:
+    @classmethod
+    @functools.wraps(cached)
+    def build(cls, a,
+              b=2):  # multi-line header
+        if a:
+            return b
+        # a comment in the body
+
+    def one_liner(self): return 1
+
+    class Inner:
+        def deep(self):
+            x = """a string
+            over lines"""
+            return x
+
+
+COUNTER = 0
+
+
+def bump():
+    global COUNTER
+    COUNTER += 1
+'''
+PADDING_AFTER = '''
+
+@functools.lru_cache
+class Later:
+    value = 1
+
+    @property
+    def prop(self):
+        return self.value
+'''
+
+
 def _corpus(root: Path) -> int:
     n = 0
     for name, code in _cases():
@@ -47,6 +97,12 @@ def _corpus(root: Path) -> int:
         for j, (head, respell) in enumerate(SPELLINGS):
             (root / f"{name}_s{j}.py").write_text(head + "import torch\n" + respell(code))
             n += 1
+        # Surrounded by code the slice blanks.
+        lines = code.split("\n")
+        cut = next((k for k, ln in enumerate(lines) if ln.startswith(("def ", "class ", "@"))), len(lines))
+        padded = "\n".join(lines[:cut]) + PADDING_BEFORE + "\n\n" + "\n".join(lines[cut:]) + PADDING_AFTER
+        (root / f"{name}_p.py").write_text(padded)
+        n += 1
         # Move the function body into a method and a nested function.
         if "\ndef f(" in code:
             nested = code.replace("\ndef f(", "\nclass C:\n    @staticmethod\n    def f(", 1)
