@@ -26,6 +26,7 @@ from libcst.metadata import (
 )
 
 from .config import Config
+from .findings import FindingFields
 from .patterns import (
     CONVERSION_METHODS,
     COPY_SINKS,
@@ -56,21 +57,9 @@ UNSAFE = "unsafe"
 
 
 @dataclass
-class Finding:
-    """One pageable source feeding one non_blocking sink."""
+class Finding(FindingFields):
+    """One pageable source feeding one non_blocking sink, with its fix plan."""
 
-    code: str
-    line: int
-    column: int  # 1-based, like ruff and flake8
-    end_line: int
-    end_column: int
-    message: str
-    #: ``<sink>/<how the source reaches it>``, e.g. ``copy_/inline``, ``to/bound``.
-    pattern: str
-    #: ``"safe"``, ``"unsafe"`` or ``None`` (no fix offered).
-    fix_safety: Optional[str]
-    #: Why the fix is unsafe, or why there is none.
-    fix_note: Optional[str]
     #: The calls the fix rewrites: ``torch.from_numpy`` calls renamed to the
     #: helper (``fix_kind == "helper"``), or CPU factories that get
     #: ``pin_memory=<expr>`` (``fix_kind == "pin_memory"``).

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, List, Optional
 
 from .config import Config
+from .findings import FindingFields
 from .prefilter import candidate_source, may_contain_finding
 
 #: Below this many files to parse, a process pool costs more than it saves.
@@ -22,19 +23,10 @@ POOL_THRESHOLD = 8
 
 
 @dataclass
-class Diagnostic:
+class Diagnostic(FindingFields):
     """A finding, detached from the syntax tree (picklable, serialisable)."""
 
-    path: str
-    code: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    message: str
-    pattern: str
-    fix_safety: Optional[str]
-    fix_note: Optional[str]
+    path: str = ""
     fixed: bool = False
 
 
@@ -109,12 +101,7 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
         new_module = command.transform_module(module)
     applied = {id(f) for f in command.applied} if wants_fix else set()
     for f in command.findings:
-        report.diagnostics.append(
-            Diagnostic(
-                path, f.code, f.line, f.column, f.end_line, f.end_column, f.message, f.pattern,
-                f.fix_safety, f.fix_note, fixed=id(f) in applied,
-            )
-        )
+        report.diagnostics.append(Diagnostic(**f.shared_fields(), path=path, fixed=id(f) in applied))
     if not wants_fix or new_module is module:
         return report
     new_bytes = new_module.bytes
