@@ -29,10 +29,14 @@ from pinfix.analysis import (
     Finding,
     analyze,
     helper_local_name,
-    imported_local_name,
 )
 from pinfix.config import Config, load_config
-from pinfix.imports import Sections, add_from_import, first_party_detector
+from pinfix.imports import (
+    Sections,
+    add_from_import,
+    first_party_detector,
+    imported_local_name,
+)
 
 
 class _ReplaceCalls(cst.CSTTransformer):

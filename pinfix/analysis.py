@@ -27,6 +27,7 @@ from libcst.metadata import (
 
 from .config import Config
 from .findings import FindingFields
+from .imports import imported_local_name
 from .patterns import (
     CONVERSION_METHODS,
     COPY_SINKS,
@@ -712,25 +713,6 @@ def _source_text(source: PageableSource) -> str:
     if source.qualified_name.startswith("torch.Tensor."):
         return "." + source.qualified_name.rsplit(".", 1)[-1] + "()"
     return "torch." + source.qualified_name.rsplit(".", 1)[-1] + "(...)"
-
-
-def imported_local_name(module: cst.Module, from_module: str, name: str) -> Optional[str]:
-    """Local name of an existing top-level ``from <from_module> import <name>``."""
-    for stmt in module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if (
-                isinstance(small, cst.ImportFrom)
-                and not small.relative
-                and small.module is not None
-                and _code(small.module) == from_module
-                and not isinstance(small.names, cst.ImportStar)
-            ):
-                for alias in small.names:
-                    if _code(alias.name) == name:
-                        return alias.evaluated_alias or name
-    return None
 
 
 def helper_local_name(module: cst.Module, config: Config) -> Optional[str]:

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-
 #: Directories never worth walking into (ruff skips the same kind).
 ALWAYS_SKIPPED = frozenset(
     {".git", ".hg", ".svn", ".tox", ".nox", ".venv", "__pycache__", "node_modules", ".mypy_cache",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Callable, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Callable, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -129,8 +129,8 @@ def _is_docstring(stmt: cst.BaseStatement) -> bool:
     )
 
 
-def find_from_import(module: cst.Module, from_module: str) -> Optional[Tuple[int, int]]:
-    """(statement index, small-statement index) of a top-level ``from from_module import a, b``."""
+def _from_imports(module: cst.Module, from_module: str) -> Iterator[Tuple[int, int, cst.ImportFrom]]:
+    """Top-level ``from from_module import a, b`` statements (no star, not relative)."""
     for i, stmt in enumerate(module.body):
         for j, small in enumerate(_import_statement(stmt) or ()):
             if (
@@ -140,7 +140,22 @@ def find_from_import(module: cst.Module, from_module: str) -> Optional[Tuple[int
                 and _code(small.module) == from_module
                 and not isinstance(small.names, cst.ImportStar)
             ):
-                return i, j
+                yield i, j, small
+
+
+def find_from_import(module: cst.Module, from_module: str) -> Optional[Tuple[int, int]]:
+    """(statement index, small-statement index) of the first such import."""
+    for i, j, _ in _from_imports(module, from_module):
+        return i, j
+    return None
+
+
+def imported_local_name(module: cst.Module, from_module: str, name: str) -> Optional[str]:
+    """Local name under which ``name`` is already imported from ``from_module``."""
+    for _, _, node in _from_imports(module, from_module):
+        for alias in node.names:  # type: ignore[union-attr]
+            if _code(alias.name) == name:
+                return alias.evaluated_alias or name
     return None
 
 

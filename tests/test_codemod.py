@@ -5,9 +5,9 @@ from typing import Optional
 
 import pytest
 
-from tests.support import ruff_codes
 from pinfix.api import check_text, fix_text
 from pinfix.config import load_config
+from tests.support import ruff_codes
 
 CASES = {
     # The seed's XPU shape: merged into the existing torch_utils import.
