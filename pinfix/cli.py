@@ -37,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--helper", default=None, help="module.path.name of the pinned helper")
     common.add_argument("--exclude", action="append", default=[], help="extra gitignore-style pattern to skip")
     common.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    common.add_argument("--no-cache", action="store_true", help="do not read or write .pinfix_cache")
 
     sub.add_parser("check", parents=[common], help="report findings")
     fix = sub.add_parser("fix", parents=[common], help="apply fixes in place")
@@ -133,13 +134,22 @@ def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO
         files = list(files)  # a bar needs its total; otherwise files stream into the pool
         progress = _progress(len(files), True, err)
     reports: List[FileReport] = []
+    cache = None
+    from .prefilter import PREFILTER_OFF
+
+    if not (args.no_cache or mode.fix or PREFILTER_OFF):  # shortcuts off means all of them
+        from .cache import ResultCache
+
+        cache = ResultCache.for_config(config)
     try:
         if progress is None:
-            reports += run(files, config, mode, jobs=args.jobs)
+            reports += run(files, config, mode, jobs=args.jobs, cache=cache)
         else:
             with progress:
                 task = progress.add_task("pinfix", total=len(files))  # type: ignore[arg-type]
-                reports += run(files, config, mode, jobs=args.jobs, on_progress=lambda n: progress.advance(task, n))
+                reports += run(
+                    files, config, mode, jobs=args.jobs, cache=cache, on_progress=lambda n: progress.advance(task, n)
+                )
     except KeyboardInterrupt:
         err.write("pinfix: interrupted; every file is either as it was or fully rewritten\n")
         return 130

@@ -8,15 +8,19 @@ that cannot hold a finding costs a read and a byte search each.
 from __future__ import annotations
 
 import difflib
+import itertools
 import os
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, List, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional
 
 from .config import Config
 from .findings import FindingFields
 from .prefilter import candidate_source, may_contain_finding
+
+if TYPE_CHECKING:
+    from .cache import ResultCache
 
 #: Below this many files to parse, a process pool costs more than it saves.
 POOL_THRESHOLD = 8
@@ -170,11 +174,16 @@ def run(
     mode: Mode,
     jobs: Optional[int] = None,
     on_progress: Optional[Callable[[int], None]] = None,
+    cache: Optional["ResultCache"] = None,
 ) -> Iterator[FileReport]:
     """Reports for ``files`` (not in order). Reads and byte-filters here as the
     paths arrive; the files left are analysed in a process pool, started once
-    enough of them need it and fed while discovery goes on."""
+    enough of them need it and fed while discovery goes on. ``cache`` (check
+    mode only) answers for files analysed before with the same bytes."""
     jobs = jobs or os.cpu_count() or 1
+    if mode.fix:
+        cache = None
+    known = {}
     backlog: List[tuple] = []
     futures: List[Future] = []
     pool: Optional[ProcessPoolExecutor] = None
@@ -186,18 +195,25 @@ def run(
                 if on_progress:
                     on_progress(1)
                 continue
+            if cache is not None:
+                hit = cache.get(str(path), data)
+                if hit is not None:
+                    yield hit
+                    if on_progress:
+                        on_progress(1)
+                    continue
+                known[str(path)] = data
             backlog.append((str(path), data, config, mode))
             if pool is None and jobs > 1 and len(backlog) >= POOL_THRESHOLD:
                 pool = ProcessPoolExecutor(max_workers=jobs)
             if pool is not None:
                 futures.extend(pool.submit(_worker, item) for item in backlog)
                 backlog.clear()
-        for item in backlog:  # too few to be worth a pool
-            yield _worker(item)
-            if on_progress:
-                on_progress(1)
-        for future in as_completed(futures):
-            yield future.result()
+        done = (_worker(item) for item in backlog)  # too few to be worth a pool
+        for report in itertools.chain(done, (f.result() for f in as_completed(futures))):
+            if cache is not None:
+                cache.put(report.path, known[report.path], report)
+            yield report
             if on_progress:
                 on_progress(1)
     finally:

@@ -1,0 +1,49 @@
+"""The check cache answers only for the same path, bytes, code and settings."""
+
+import io
+from pathlib import Path
+
+from pinfix import cache as cache_module
+from pinfix.cli import main
+
+BAD = "import torch\n\n\ndef f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n"
+
+
+def check(*argv: str):
+    out, err = io.StringIO(), io.StringIO()
+    return main(["check", *argv], out, err), out.getvalue(), err.getvalue()
+
+
+def test_second_run_is_served_from_the_cache(project: Path, monkeypatch) -> None:
+    bad = project / "vllm" / "v1" / "bad.py"
+    bad.write_text(BAD)
+    first = check(str(project))
+    assert (project / ".pinfix_cache").is_dir()
+    # Were the file analysed again, this would show: the cache must answer instead.
+    monkeypatch.setattr("pinfix.engine._worker", lambda item: (_ for _ in ()).throw(AssertionError("analysed")))
+    assert check(str(project)) == first
+    assert first[0] == 1 and "bad.py:5:15: PIN001" in first[1]
+
+
+def test_changed_bytes_settings_or_code_miss(project: Path, monkeypatch) -> None:
+    bad = project / "vllm" / "v1" / "bad.py"
+    bad.write_text(BAD)
+    assert check(str(project))[0] == 1
+    bad.write_text(BAD.replace("non_blocking=True", "non_blocking=False"))
+    assert check(str(project))[:2] == (0, "")
+    bad.write_text(BAD)
+    (project / "pyproject.toml").write_text('[tool.pinfix]\nhelper = "mylib.pin.pinned"\n')
+    code, out, _ = check(str(project))
+    assert code == 1 and "pinned(...)" in out
+    monkeypatch.setattr(cache_module, "__version__", "99")
+    code, out, _ = check(str(project))
+    assert code == 1 and "pinned(...)" in out
+
+
+def test_no_cache_and_unwritable_cache(project: Path) -> None:
+    (project / "vllm" / "v1" / "bad.py").write_text(BAD)
+    assert check("--no-cache", str(project))[0] == 1
+    assert not (project / ".pinfix_cache").exists()
+    (project / ".pinfix_cache").write_text("not a directory")
+    code, out, err = check(str(project))
+    assert code == 1 and "PIN001" in out and "Traceback" not in err
