@@ -70,36 +70,36 @@ def _git_top(start: Path) -> Optional[Path]:
 
 
 class _Ignores:
-    """``.gitignore`` files from the git top down to each walked directory."""
+    """The configured ``exclude`` and the ``.gitignore`` files from the git top
+    down to each walked directory. Works on path strings and keeps each
+    directory's chain of specs: it runs once per file of a large tree."""
 
     def __init__(self, exclude: Sequence[str], root: Path):
         self.exclude = _Spec(exclude) if exclude else None
-        self.root = root
-        self.specs: Dict[Path, Optional[_Spec]] = {}
+        self.root = str(root)
+        self.chains: Dict[Tuple[str, str], List[Tuple[str, _Spec]]] = {}
 
-    def _spec(self, directory: Path) -> Optional[_Spec]:
-        if directory not in self.specs:
-            self.specs[directory] = _gitignore(directory)
-        return self.specs[directory]
+    def _chain(self, directory: str, top: str) -> List[Tuple[str, _Spec]]:
+        key = (directory, top)
+        chain = self.chains.get(key)
+        if chain is None:
+            parent = os.path.dirname(directory)
+            outer = [] if directory == top or parent == directory else self._chain(parent, top)
+            spec = _gitignore(Path(directory))
+            chain = outer + [(directory, spec)] if spec is not None else outer
+            self.chains[key] = chain
+        return chain
 
-    def ignored(self, path: Path, is_dir: bool, top: Path) -> bool:
-        """Whether ``path`` is excluded by config or by a ``.gitignore`` between ``top`` and it."""
+    def ignored(self, path: str, is_dir: bool, top: str) -> bool:
+        """Whether absolute ``path`` is excluded by config or by a ``.gitignore`` between ``top`` and it."""
         suffix = "/" if is_dir else ""
-        if self.exclude is not None:
-            try:
-                rel = path.relative_to(self.root).as_posix()
-            except ValueError:
-                rel = None
-            if rel is not None and self.exclude.match_file(rel + suffix):
+        if self.exclude is not None and path.startswith(self.root + os.sep):
+            if self.exclude.match_file(path[len(self.root) + 1 :].replace(os.sep, "/") + suffix):
                 return True
-        base = path.parent
-        while True:
-            spec = self._spec(base)
-            if spec is not None and spec.match_file(path.relative_to(base).as_posix() + suffix):
+        for base, spec in self._chain(os.path.dirname(path), top):
+            if spec.match_file(path[len(base) + 1 :].replace(os.sep, "/") + suffix):
                 return True
-            if base == top or base == base.parent:
-                return False
-            base = base.parent
+        return False
 
 
 def discover(paths: Iterable[str], exclude: Sequence[str] = (), root: Optional[Path] = None) -> Discovery:
@@ -116,8 +116,8 @@ def walk(
     ignores = _Ignores(exclude, root)
     seen = set()
 
-    def new(p: Path) -> bool:
-        key = os.path.realpath(p)
+    def new(p: Path, key: Optional[str] = None) -> bool:
+        key = key or os.path.realpath(p)
         if key in seen:
             return False
         seen.add(key)
@@ -138,24 +138,25 @@ def walk(
             continue
         tree = path.resolve()
         # .gitignore files count from the repository's top (or the walked tree's).
-        top = _git_top(tree) or tree
+        top = str(_git_top(tree) or tree)
         walk_errors: List[OSError] = []
         for dirpath, dirnames, filenames in os.walk(path, onerror=walk_errors.append, followlinks=False):
             base = Path(dirpath)
-            absolute = base.resolve()
+            absolute = os.path.realpath(dirpath)
             dirnames[:] = sorted(
                 d for d in dirnames
-                if d not in ALWAYS_SKIPPED and not ignores.ignored(absolute / d, is_dir=True, top=top)
+                if d not in ALWAYS_SKIPPED and not ignores.ignored(os.path.join(absolute, d), is_dir=True, top=top)
             )
             for name in sorted(filenames):
                 if not name.endswith(".py"):
                     continue
                 candidate = base / name
-                if candidate.is_symlink():
-                    real = Path(os.path.realpath(candidate))
-                    if tree not in real.parents:
+                key = os.path.join(absolute, name)
+                if os.path.islink(key):
+                    key = os.path.realpath(key)
+                    if tree not in Path(key).parents:
                         continue  # never follow a link out of the tree
-                if not ignores.ignored(absolute / name, is_dir=False, top=top) and new(candidate):
+                if not ignores.ignored(os.path.join(absolute, name), is_dir=False, top=top) and new(candidate, key):
                     yield candidate
         for error in walk_errors:
             errors.append((Path(error.filename or path), f"cannot list directory: {error.strerror or error}"))
