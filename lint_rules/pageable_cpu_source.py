@@ -86,6 +86,10 @@ class PageableCpuSource(LintRule):
 
     VALID = [
         Valid(_H + "def f(ids, dev):\n    return torch.tensor(ids, device=dev).to(dev, non_blocking=True)\n"),
+        # Empty: the copy moves nothing and cannot block.
+        Valid(_H + "def f(dev):\n    return torch.zeros(0).to(dev, non_blocking=True)\n"),
+        Valid(_H + "def f(dev):\n    return torch.empty((4, 0), dtype=torch.int32).to(dev, non_blocking=True)\n"),
+        Valid(_H + "def f(dev):\n    return torch.full([0], 1.0).to(dev, non_blocking=True)\n"),
         Valid(_H + "def f(ids, dev):\n    return torch.tensor(ids, pin_memory=True).to(dev, non_blocking=True)\n"),
         Valid(_H + "def f(ids, dev, pin):\n    return torch.tensor(ids, pin_memory=pin).to(dev, non_blocking=True)\n"),
         Valid(_H + "def f(ids, dev):\n    return torch.tensor(ids).to(dev)\n"),

@@ -358,6 +358,8 @@ class _ModuleAnalysis:
         if any(a.star for a in call.args):
             return None  # *args / **kwargs could carry device= or pin_memory=
         explicit = False
+        if source.sized and _literally_empty(call, varargs=not source.qualified_name.endswith("full")):
+            return None  # an empty tensor: its copy moves nothing and cannot block
         if source.factory:
             device = _keyword(call, "device")
             if device is not None and not self._is_plainly_cpu(device.value):
@@ -718,6 +720,23 @@ def _source_text(source: PageableSource) -> str:
 def helper_local_name(module: cst.Module, config: Config) -> Optional[str]:
     """Local name of an existing top-level ``from <helper module> import <helper>``."""
     return imported_local_name(module, config.helper_module, config.helper_name)
+
+
+def _literally_empty(call: cst.Call, varargs: bool) -> bool:
+    """``zeros(0)``, ``empty(0, 4)``, ``zeros((4, 0))``, ``full([0], 1.0)``, ``zeros(size=[0])``.
+
+    ``varargs``: the sizes may be passed one by one (not ``full``, whose second
+    argument is the fill value)."""
+    keyword = _keyword(call, "size")
+    positional = [a.value for a in _positional(call)]
+    first = keyword.value if keyword is not None else (positional[0] if positional else None)
+    if isinstance(first, (cst.Tuple, cst.List)):
+        dims = [e.value for e in first.elements]
+    elif keyword is None and varargs:
+        dims = positional
+    else:
+        dims = [first] if first is not None else []
+    return any(isinstance(d, cst.Integer) and d.evaluated_value == 0 for d in dims)
 
 
 def _home_scope(scope: Scope) -> Scope:

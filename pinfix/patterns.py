@@ -37,6 +37,9 @@ class PageableSource:
     #: plainly host data (a list or tuple display, a number, a NumPy call, a
     #: ``.numpy()`` / ``.tolist()`` result, or a CPU tensor pinfix can see).
     host_data_only: bool = False
+    #: The size comes first (``zeros(0)``, ``empty((0, 4))``): a literally empty
+    #: size makes an empty tensor, whose copy moves nothing and never blocks.
+    sized: bool = False
 
 
 def _pin002(name: str, **kw: bool) -> PageableSource:
@@ -54,7 +57,8 @@ PAGEABLE_SOURCES: Tuple[PageableSource, ...] = (
     _pin002("torch.as_tensor", host_data_only=True),
     _pin002("torch.asarray", host_data_only=True),
     # CPU factories (device= and pin_memory= are keyword-only).
-    *(_pin002("torch." + n, factory=True) for n in ("arange", "zeros", "ones", "empty", "full")),
+    _pin002("torch.arange", factory=True),
+    *(_pin002("torch." + n, factory=True, sized=True) for n in ("zeros", "ones", "empty", "full")),
     *(_pin002("torch." + n, factory=True, like=True) for n in ("zeros_like", "ones_like", "empty_like", "full_like")),
 )
 
