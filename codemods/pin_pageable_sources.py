@@ -79,7 +79,7 @@ def _add_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst
 
 
 class PinPageableSourcesCommand(CodemodCommand):
-    DESCRIPTION = "Make the sources of non_blocking host-to-device copies pinned (pinfix PIN001)."
+    DESCRIPTION = "Make the sources of non_blocking host-to-device copies pinned (pinfix PIN001, PIN002)."
     METADATA_DEPENDENCIES = REQUIRED_METADATA
 
     def __init__(
