@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from .config import Config
-from .engine import Diagnostic, Mode, process_source
+from .engine import Diagnostic, FileReport, Mode, parse, process_source
 
 
 class SourceError(ValueError):
@@ -42,15 +42,14 @@ def fix_text(
     config: Optional[Config] = None,
 ) -> str:
     """``source`` with every applicable fix applied (unchanged if none)."""
-    import libcst as cst
     from libcst.codemod import CodemodContext
 
     from codemods.pin_pageable_sources import PinPageableSourcesCommand
 
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as e:
-        raise SourceError(f"syntax error at {e.raw_line}:{e.raw_column + 1}: {e.message}") from None
+    report = FileReport(path or "<string>")
+    module = parse(source, report)
+    if module is None:
+        raise SourceError(report.error)
     command = PinPageableSourcesCommand(
         CodemodContext(filename=str(Path(path)) if path else None),
         config=_config(helper, unsafe_fixes, strict, config),

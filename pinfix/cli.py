@@ -60,12 +60,14 @@ def _config(args: argparse.Namespace) -> Config:
     )
 
 
-def _progress(total: int, enabled: bool, stream: TextIO):  # type: ignore[no-untyped-def]
-    if not enabled or total < PROGRESS_MIN_FILES or not stream.isatty():
+def _progress(total: int, stream: TextIO):  # type: ignore[no-untyped-def]
+    """A progress bar on ``stream`` (a terminal) for long runs; ``None`` otherwise."""
+    if total < PROGRESS_MIN_FILES:
         return None
+    from rich.console import Console
     from rich.progress import Progress
 
-    return Progress(transient=True, console=None)
+    return Progress(transient=True, console=Console(file=stream))
 
 
 def _rule_doc(code: Optional[str], out: TextIO, err: TextIO) -> int:
@@ -132,7 +134,7 @@ def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO
     progress = None
     if not args.no_progress and err.isatty():
         files = list(files)  # a bar needs its total; otherwise files stream into the pool
-        progress = _progress(len(files), True, err)
+        progress = _progress(len(files), err)
     reports: List[FileReport] = []
     cache = None
     from .prefilter import PREFILTER_OFF

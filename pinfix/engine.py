@@ -53,11 +53,8 @@ class Mode:
     diff_only: bool = False
 
 
-def _decode_error(e: Exception) -> str:
-    return f"cannot decode: {e}"
-
-
-def _parse(data: bytes, report: FileReport):  # type: ignore[no-untyped-def]
+def parse(data: "bytes | str", report: FileReport):  # type: ignore[no-untyped-def]
+    """The LibCST module, or ``None`` with ``report.error`` saying why."""
     import libcst as cst
 
     try:
@@ -65,7 +62,7 @@ def _parse(data: bytes, report: FileReport):  # type: ignore[no-untyped-def]
     except cst.ParserSyntaxError as e:
         report.error = f"syntax error at {e.raw_line}:{e.raw_column + 1}: {e.message}"
     except (UnicodeDecodeError, LookupError, SyntaxError) as e:
-        report.error = _decode_error(e)
+        report.error = f"cannot decode: {e}"
     except RecursionError:
         report.error = "too deeply nested for the parser"
     return None
@@ -81,12 +78,12 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
 
     from codemods.pin_pageable_sources import PinPageableSourcesCommand
 
-    module = _parse(sliced, report)
+    module = parse(sliced, report)
     if module is None and sliced is not data:
         # Never report an error the file itself does not have.
         report.error = None
         sliced = data
-        module = _parse(data, report)
+        module = parse(data, report)
     if module is None:
         return report
     report.parsed = True
@@ -98,7 +95,7 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
     if wants_fix:
         # Fixes are made on the whole file, never on the slice.
         if sliced is not data:
-            module = _parse(data, report)
+            module = parse(data, report)
             if module is None:
                 return report
         command = PinPageableSourcesCommand(CodemodContext(filename=path), config=config)
