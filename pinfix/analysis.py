@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 import libcst.matchers as m
@@ -26,18 +26,24 @@ from libcst.metadata import (
 )
 
 from .config import Config
-from .findings import FindingFields
+from .findings import Evidence, FindingFields
 from .imports import imported_local_name
 from .patterns import (
+    ARITHMETIC_SOURCE,
+    COMPUTED_FUNCTIONS,
+    COMPUTED_METHODS,
+    CONTIGUOUS_SOURCE,
     CONVERSION_METHODS,
     COPY_SINKS,
     CPU_DEVICE_STRINGS,
+    GATHER_SOURCE,
     HOST_DATA_METHODS,
     HOST_DATA_MODULES,
     NON_BLOCKING_KEYWORD,
     NON_DENSE_SOURCE,
     PAGEABLE_METHOD_SOURCES,
     PINNING_METHODS,
+    SCALAR_METHODS,
     SOURCES_BY_NAME,
     TORCH_DTYPES,
     VIEW_METHODS,
@@ -45,6 +51,9 @@ from .patterns import (
     PageableSource,
 )
 from .suppression import Suppressions
+
+if TYPE_CHECKING:
+    from .deep.resolver import ProjectResolver
 
 #: Metadata every front end must resolve before calling :func:`analyze`.
 #: Qualified names are asked of the scope for the few nodes that need them:
@@ -81,13 +90,16 @@ class _Sink:
 
 @dataclass(frozen=True)
 class _Trace:
-    """What a CPU tensor expression is, as far as simple local data flow shows.
+    """What a CPU tensor expression is, as far as the data flow shows.
 
     Either a pageable tensor made by ``source`` (``calls``: the calls that made
-    it, one per reaching binding) or, with ``pinned``, a pinned (or maybe
-    pinned) one. The flow runs through local names (``names``, outermost
-    first), dense views and slices (nothing recorded), CPU conversions that
-    may allocate afresh (``converted``) and gapped views (``gapped``).
+    it, one per reaching binding), or, with ``pinned``, a pinned (or maybe
+    pinned) one, or (neither: ``source is None`` and not ``pinned``) a CPU
+    tensor whose memory pinfix cannot tell (``x.to("cpu")``): not reported,
+    but what is computed from it is pageable. The flow runs through local
+    names (``names``, outermost first), dense views and slices (nothing
+    recorded), CPU conversions that may allocate afresh (``converted``) and
+    gapped views (``gapped``); ``steps`` is the evidence, origin first.
     """
 
     pinned: bool
@@ -99,6 +111,12 @@ class _Trace:
     gapped: Optional[str] = None
     #: ``pin_memory=False`` written out: someone chose pageable memory.
     explicit_pageable: bool = False
+    steps: Tuple[Evidence, ...] = ()
+    #: The step that made the pageable tensor (its source call or computation).
+    made: Optional[Evidence] = None
+    #: Deep mode: the flow left the function (an attribute, a call's return);
+    #: the step where it did.
+    via: Optional[Evidence] = None
 
 
 def _merge(traces: Sequence[_Trace]) -> Optional[_Trace]:
@@ -114,6 +132,7 @@ def _merge(traces: Sequence[_Trace]) -> Optional[_Trace]:
         converted=next((t.converted for t in traces if t.converted), None),
         gapped=next((t.gapped for t in traces if t.gapped), None),
         explicit_pageable=any(t.explicit_pageable for t in traces),
+        via=next((t.via for t in traces if t.via), None),
     )
 
 
@@ -163,14 +182,36 @@ def _string_value(expr: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+def _short(node: cst.CSTNode, limit: int = 60) -> str:
+    """The node's code on one line, cut to ``limit`` characters."""
+    text = " ".join(_code(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class _ModuleAnalysis:
-    def __init__(self, module: cst.Module, get_metadata: GetMetadata, config: Config, path: Optional[Path]):
+    def __init__(
+        self,
+        module: cst.Module,
+        get_metadata: GetMetadata,
+        config: Config,
+        path: Optional[Path],
+        resolver: Optional["ProjectResolver"] = None,
+        evidence_path: Optional[str] = None,
+    ):
         self.module = module
         self.md = get_metadata
         self.config = config
         self.path = path
+        #: Deep mode: answers what the function cannot see (attributes, calls).
+        self.resolver = resolver
+        #: How evidence in this module names its file (``None``: the finding's own).
+        self.evidence_path = evidence_path
         self.suppressions = Suppressions(module, get_metadata)
         self._d2h: Optional[Any] = None
+
+    def step(self, node: cst.CSTNode, message: str) -> Evidence:
+        start = self.pos(node).start
+        return Evidence(self.evidence_path, start.line, start.column + 1, message)
 
     # --- metadata helpers -------------------------------------------------
 
@@ -323,36 +364,184 @@ class _ModuleAnalysis:
                 return None
             kind = _subscript_kind(expr)
             if kind == "gapped":
-                return replace(inner, gapped=inner.gapped or _code(expr))
+                step = self.step(expr, f"`{_short(expr)}` is a gapped view")
+                return replace(inner, gapped=inner.gapped or _code(expr), steps=(*inner.steps, step))
             if kind == "unknown":
+                if self._gathers(expr, depth):
+                    return self._computed(GATHER_SOURCE, expr, inner, "gathers (advanced indexing)")
                 # Maybe advanced indexing: a fresh (pageable) gather, or a view.
                 return None if inner.pinned else replace(inner, converted=inner.converted or _code(expr))
             return inner
         if isinstance(expr, cst.Name):
             return self._trace_name(expr, depth)
+        if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
+            return self._arithmetic(expr, depth)
+        if isinstance(expr, cst.Attribute):
+            return self.resolver.attribute(self, expr, depth) if self.resolver is not None else None
         if not isinstance(expr, cst.Call):
             return None
         source = self.direct_source(expr)
         if source is not None:
             return self._source_trace(source, expr, depth)
-        func = expr.func
-        if not isinstance(func, cst.Attribute) or any(a.star for a in expr.args):
+        if any(a.star for a in expr.args):
             return None
+        qualified = self.qualified_names(expr.func)
+        if qualified & self.config.pinned_producers:
+            return _Trace(pinned=True, source=None, steps=(self.step(expr, f"`{_short(expr)}` returns pinned memory"),))
+        computed = next((COMPUTED_FUNCTIONS[q] for q in qualified if q in COMPUTED_FUNCTIONS), None)
+        if computed is not None:
+            return self._computed_call(computed[0], computed[1], expr, depth)
+        func = expr.func
+        if not isinstance(func, cst.Attribute):
+            return self.resolver.call(self, expr, depth) if self.resolver is not None else None
         method = func.attr.value
         if method in PINNING_METHODS:
-            return _Trace(pinned=True, source=None)
+            return _Trace(pinned=True, source=None, steps=(self.step(expr, f"`{_short(expr)}` pins it"),))
         if method in PAGEABLE_METHOD_SOURCES and not _positional(expr):
-            return _Trace(pinned=False, source=PAGEABLE_METHOD_SOURCES[method], calls=(expr,))
+            step = self.step(expr, f"`{_short(expr)}` makes a pageable CPU tensor")
+            return _Trace(pinned=False, source=PAGEABLE_METHOD_SOURCES[method], calls=(expr,), steps=(step,), made=step)
         if method in VIEW_METHODS:
             return self.trace(func.value, depth + 1)
+        if method in COMPUTED_METHODS:
+            inner = self.trace(func.value, depth + 1)
+            return None if inner is None else self._computed(COMPUTED_METHODS[method], expr, inner, "computes a fresh tensor")
         if method in CONVERSION_METHODS:
-            if method == "to" and self._to_moves_to_device(expr, _positional(expr)):
+            moves = method == "to" and self._to_moves_to_device(expr, _positional(expr))
+            if moves:
                 return None
             inner = self.trace(func.value, depth + 1)
-            if inner is None or inner.pinned:
+            if inner is None:
+                if method == "to" and self._to_plainly_cpu(expr):
+                    # `x.to("cpu")`: a CPU tensor, pinned only if `x` was.
+                    return _Trace(pinned=False, source=None, steps=(self.step(expr, f"`{_short(expr)}` is on the CPU"),))
+                return None
+            if method == "contiguous" and inner.gapped:
+                return self._computed(CONTIGUOUS_SOURCE, expr, inner, "copies the gapped view into a fresh tensor")
+            if inner.pinned:
                 return None  # a conversion of pinned memory may or may not copy
             return replace(inner, converted=inner.converted or f".{method}()")
-        return None
+        return self.resolver.call(self, expr, depth) if self.resolver is not None else None
+
+    def _computed(self, source: PageableSource, expr: cst.BaseExpression, inner: _Trace, what: str) -> _Trace:
+        """A fresh tensor computed on the CPU from ``inner``'s (CPU) tensor."""
+        step = self.step(expr, f"`{_short(expr)}` {what}: a fresh pageable CPU tensor")
+        calls = (expr,) if isinstance(expr, cst.Call) else ()
+        return _Trace(pinned=False, source=source, calls=calls, steps=(*inner.steps, step), made=step, via=inner.via)
+
+    def _computed_call(self, source: PageableSource, inputs: str, call: cst.Call, depth: int) -> Optional[_Trace]:
+        args = _positional(call)
+        if not args:
+            return None
+        first = args[0].value
+        if inputs == "sequence":
+            # torch.cat needs every tensor on one device: one CPU tensor settles it.
+            elements = self._sequence_elements(first)
+            inner = next((t for t in (self.trace(e, depth + 1) for e in elements) if t is not None), None)
+        else:
+            inner = self.trace(first, depth + 1)
+            if inner is not None and self._maybe_scalar(first) and len(args) > 1:
+                inner = None  # a 0-dim CPU input follows the other's device
+        if inner is None:
+            return None
+        return self._computed(source, call, inner, "computes a fresh tensor")
+
+    def _sequence_elements(self, expr: cst.BaseExpression) -> List[cst.BaseExpression]:
+        """The tensors of a list/tuple display, a comprehension's element, or a
+        local name bound to a display and grown with ``.append(x)``."""
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return [e.value for e in expr.elements if not isinstance(e, cst.StarredElement)]
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+            return [expr.elt]
+        if not isinstance(expr, cst.Name):
+            return []
+        found = self._reaching_values(expr)
+        if not found:
+            return []
+        out: List[cst.BaseExpression] = []
+        for ref, value in found:
+            if not isinstance(value, (cst.List, cst.Tuple)):
+                return []
+            out += self._sequence_elements(value)
+            for access in ref.references:
+                call = self.parent(self.parent(access.node) or access.node)
+                func = self.parent(access.node)
+                if (
+                    isinstance(func, cst.Attribute)
+                    and func.attr.value == "append"
+                    and isinstance(call, cst.Call)
+                    and len(call.args) == 1
+                ):
+                    out.append(call.args[0].value)
+        return out
+
+    def _arithmetic(self, expr: cst.BaseExpression, depth: int) -> Optional[_Trace]:
+        """``a - b``, ``-a``, ``a == b`` on CPU tensors: a fresh pageable tensor.
+
+        A 0-dim CPU tensor combines with a device tensor on the device, so the
+        result is on the CPU only when an operand is a CPU tensor that may not
+        be 0-dim, or every operand is a CPU tensor or a number."""
+        if isinstance(expr, cst.UnaryOperation):
+            if not isinstance(expr.operator, (cst.Minus, cst.BitInvert)):
+                return None
+            operands = [expr.expression]
+        elif isinstance(expr, cst.BinaryOperation):
+            if isinstance(expr.operator, cst.MatrixMultiply):
+                return None
+            operands = [expr.left, expr.right]
+        else:
+            assert isinstance(expr, cst.Comparison)
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+                return None
+            operands = [expr.left, *(c.comparator for c in expr.comparisons)]
+        traces = [self.trace(o, depth + 1) for o in operands]
+        known = [(o, t) for o, t in zip(operands, traces) if t is not None]
+        if not known:
+            return None
+        settled = any(not self._maybe_scalar(o) for o, _ in known) or all(
+            t is not None or isinstance(o, (cst.Integer, cst.Float)) for o, t in zip(operands, traces)
+        )
+        if not settled:
+            return None
+        return self._computed(ARITHMETIC_SOURCE, expr, known[0][1], "computes a fresh tensor")
+
+    def _maybe_scalar(self, expr: cst.BaseExpression) -> bool:
+        """Could ``expr`` be a 0-dim tensor (``x[i]``, ``x.sum()``, ``torch.tensor(n)``)?"""
+        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS | CONVERSION_METHODS:
+            expr = expr.func.value
+        if isinstance(expr, cst.Subscript):
+            return all(not isinstance(el.slice, cst.Slice) for el in expr.slice)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in SCALAR_METHODS:
+                return True
+            if "torch.tensor" in self.qualified_names(func) or "torch.as_tensor" in self.qualified_names(func):
+                data = _positional(expr)
+                return not data or not isinstance(data[0].value, (cst.List, cst.Tuple, cst.ListComp))
+            return False
+        if isinstance(expr, cst.Name):
+            found = self._reaching_values(expr)
+            return not found or any(v is None or self._maybe_scalar(v) for _, v in found)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._maybe_scalar(expr.left) and self._maybe_scalar(expr.right)
+        return True
+
+    def _gathers(self, sub: cst.Subscript, depth: int) -> bool:
+        """``x[idx]`` with a list display or a CPU tensor index: advanced
+        indexing, which gathers into a fresh tensor."""
+        for el in sub.slice:
+            index = el.slice
+            if not isinstance(index, cst.Index) or isinstance(index.value, (cst.Integer, cst.Ellipsis)):
+                continue
+            if isinstance(index.value, (cst.List, cst.ListComp)) or self.trace(index.value, depth + 1) is not None:
+                return True
+        return False
+
+    def _to_plainly_cpu(self, call: cst.Call) -> bool:
+        device = _keyword(call, "device")
+        positional = _positional(call)
+        if device is None and positional:
+            device = positional[0]
+        return device is not None and self._is_plainly_cpu(device.value)
 
     def _source_trace(self, source: PageableSource, call: cst.Call, depth: int) -> Optional[_Trace]:
         if any(a.star for a in call.args):
@@ -367,7 +556,7 @@ class _ModuleAnalysis:
             pin = _keyword(call, "pin_memory")
             if pin is not None:
                 if _literal_bool(pin.value) is not False:
-                    return _Trace(pinned=True, source=None)
+                    return _Trace(pinned=True, source=None, steps=(self.step(call, f"`{_short(call)}` is pinned"),))
                 explicit = True
             if source.like and device is None:
                 data = _positional(call)
@@ -381,11 +570,12 @@ class _ModuleAnalysis:
             if _keyword(call, "device") is not None and not self._is_plainly_cpu(_keyword(call, "device").value):  # type: ignore[union-attr]
                 return None
             inner = self.trace(data_arg.value, depth + 1)
-            if inner is not None and inner.pinned:
-                return None  # as_tensor returns its (pinned) argument
+            if inner is not None and (inner.pinned or inner.source is None):
+                return None  # as_tensor returns its argument, pinned or maybe pinned
             if inner is None and not self._host_data(data_arg.value, depth + 1):
                 return None
-        return _Trace(pinned=False, source=source, calls=(call,), explicit_pageable=explicit)
+        step = self.step(call, f"`{_short(call)}` makes a pageable CPU tensor")
+        return _Trace(pinned=False, source=source, calls=(call,), explicit_pageable=explicit, steps=(step,), made=step)
 
     def _host_data(self, expr: cst.BaseExpression, depth: int) -> bool:
         """Plainly host data: a display, a number, a NumPy call, ``.numpy()``."""
@@ -412,7 +602,11 @@ class _ModuleAnalysis:
             if inner is None:
                 return None
             traces.append(replace(inner, names=(name.value, *inner.names), bindings=(ref, *inner.bindings)))
-        return _merge(traces)
+        merged = _merge(traces)
+        if merged is None:
+            return None
+        where = self.step(found[0][0].node, f"bound to `{name.value}`")
+        return replace(merged, steps=(*merged.steps, where))
 
     def _reaching_values(self, name: cst.Name) -> Optional[List[Tuple[Assignment, Optional[cst.BaseExpression]]]]:
         """The local assignments of ``name`` that can reach this use, with their
@@ -596,14 +790,30 @@ class _ModuleAnalysis:
                 "a pageable temporary and blocks the host; copy a dense block (whole rows) and slice it on the "
                 "device, or gather it into a contiguous pinned buffer first (no fix)"
             )
-            return self._make(source.code, position, message, f"{spec.method}/non-dense", None, "gapped view", (), None, reported)
+            finding = self._make(source.code, position, message, f"{spec.method}/non-dense", None, "gapped view", (), None, reported)
+            finding.evidence = (*trace.steps, self.step(call, f"copied with {what}"))
+            return finding
 
         source_text = _source_text(source)
-        if origin.bound_name is None:
-            subject = f"`{source_text}` is pageable memory"
+        quoted = f"`{source_text}`" if not source.qualified_name.startswith("<") else f"the result of {source_text}"
+        made = trace.made
+        if made is not None and (made.path is not None or trace.via is not None):
+            at = made.where(self.evidence_path or (self.path.as_posix() if self.path else ""))
+        elif origin.calls and not trace.via:
+            at = "line " + ", ".join(str(self.line(c)) for c in origin.calls)
         else:
-            lines = ", ".join(str(self.line(c)) for c in origin.calls)
-            subject = f"`{origin.bound_name}` holds pageable `{source_text}` (line {lines})"
+            at = f"line {made.line}" if made is not None else ""
+        at_text = f" ({at})" if at else ""
+        if trace.via is not None:
+            held = _code(sink.source) if isinstance(sink.source, (cst.Name, cst.Attribute)) else None
+            subject = f"`{_short(sink.source)}`" if held else "the source"
+            subject += f" is pageable {quoted}{at_text}, reached through {trace.via.message} ({trace.via.where(self.evidence_path or '')})"
+        elif origin.bound_name is None and not source.computed:
+            subject = f"{quoted} is pageable memory"
+        elif origin.bound_name is None:
+            subject = f"{quoted}{at_text} is a fresh pageable CPU tensor"
+        else:
+            subject = f"`{origin.bound_name}` holds pageable {quoted}{at_text}"
         pattern = f"{spec.method}/{how}" if source.code == "PIN001" and not trace.converted else f"{spec.method}/{how}/{source.qualified_name}"
         if trace.converted:
             pattern += "/converted"
@@ -627,6 +837,9 @@ class _ModuleAnalysis:
         elif trace.gapped:
             remedy = f"`{trace.gapped}` is also a gapped view; copy dense rows and slice on the device"
             safety, note = None, f"`{trace.gapped}` is a gapped view: pinning the base would not make the copy asynchronous"
+        elif trace.via is not None and (made is None or made.path is not None or not origin.calls):
+            remedy = staging if not source.factory else f"allocate it pinned at its origin ({at}) with `pin_memory=...`"
+            safety, note = None, "the source is made in another function; fix it there"
         elif source.fixable:
             remedy = f"make the source pinned with `{local}(...)`"
             kind = "helper"
@@ -643,6 +856,11 @@ class _ModuleAnalysis:
             remedy = f"allocate it pinned with `pin_memory={expr}`"
             kind = "pin_memory"
             safety, note = self._pin_memory_safety(trace, call)
+            if trace.via is not None and safety == SAFE:
+                safety, note = UNSAFE, f"the tensor is made in another function ({at}); check its other uses there"
+        elif source.computed:
+            remedy = staging
+            safety, note = None, "a computed result cannot be allocated pinned"
         else:
             remedy = staging
             safety, note = None, f"`{source_text}` takes no `pin_memory=`"
@@ -653,9 +871,11 @@ class _ModuleAnalysis:
             message += f" (no fix: {note})"
         # A conversion's fresh tensor is the pageable source then (even of `from_numpy`).
         code = "PIN002" if trace.converted else source.code
-        return self._make(
+        finding = self._make(
             code, position, message, pattern, safety, note, origin.calls if safety is not None else (), kind, reported
         )
+        finding.evidence = (*trace.steps, self.step(call, f"copied with {what}"))
+        return finding
 
     def _pin_memory_safety(self, trace: _Trace, sink_call: cst.Call) -> Tuple[Optional[str], Optional[str]]:
         if trace.explicit_pageable:
@@ -712,6 +932,8 @@ class _ModuleAnalysis:
 
 
 def _source_text(source: PageableSource) -> str:
+    if source.qualified_name.startswith("<"):
+        return source.qualified_name.strip("<>")
     if source.qualified_name.startswith("torch.Tensor."):
         return "." + source.qualified_name.rsplit(".", 1)[-1] + "()"
     return "torch." + source.qualified_name.rsplit(".", 1)[-1] + "(...)"
@@ -814,5 +1036,12 @@ def analyze(
     ``get_metadata`` is a resolved ``MetadataDependent.get_metadata`` that
     provides :data:`REQUIRED_METADATA` for ``module``.
     """
-    return _ModuleAnalysis(module, get_metadata, config or Config(), path).findings()
+    config = config or Config()
+    resolver = None
+    if config.deep:
+        from .deep import project_resolver
+
+        resolver = project_resolver(config)
+        resolver.register(path)
+    return _ModuleAnalysis(module, get_metadata, config, path, resolver=resolver).findings()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, FrozenSet, Optional, Tuple
 
 from .patterns import DEFAULT_HELPER
 
@@ -39,6 +39,13 @@ class Config:
     pin_memory_expr: Optional[str] = None
     #: ``module.path.name`` to import for ``pin_memory_expr`` (optional).
     pin_memory_import: Optional[str] = None
+    #: Functions (``module.path.name``) whose result is pinned CPU memory,
+    #: beyond ``helper``; a copy from one is never a finding.
+    extra_pinned_producers: Tuple[str, ...] = ()
+    #: Deep mode: follow tensors into attributes and other functions and files.
+    deep: bool = False
+    #: Deep mode: also report sources whose memory cannot be told (informational).
+    show_unknown: bool = False
     #: Directory of the ``pyproject.toml`` the settings came from (or the cwd).
     root: Path = field(default_factory=Path.cwd)
     #: Where the settings came from, for messages.
@@ -51,6 +58,10 @@ class Config:
     @property
     def helper_name(self) -> str:
         return self.helper.rpartition(".")[2]
+
+    @property
+    def pinned_producers(self) -> FrozenSet[str]:
+        return frozenset((self.helper, *self.extra_pinned_producers))
 
     def with_overrides(self, **changes: Any) -> "Config":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -66,6 +77,8 @@ _KEYS = {
     "line-length": int,
     "pin-memory-expr": str,
     "pin-memory-import": str,
+    "pinned-producers": list,
+    "deep": bool,
 }
 
 
@@ -90,6 +103,11 @@ def _validate(table: Dict[str, Any], where: Path) -> Dict[str, Any]:
         "." not in helper or not all(part.isidentifier() for part in helper.split("."))
     ):
         raise ConfigError(f"{where}: [tool.pinfix] helper must look like 'package.module.function', got {helper!r}")
+    for producer in out.get("pinned-producers", ()):
+        if not _dotted(producer):
+            raise ConfigError(
+                f"{where}: [tool.pinfix] pinned-producers entries must look like 'package.module.function', got {producer!r}"
+            )
     expr = out.get("pin-memory-expr")
     if expr is not None:
         import ast
@@ -145,6 +163,8 @@ def load_config(start: Optional[Path] = None, explicit: Optional[Path] = None) -
         known_first_party=tuple(values.get("known-first-party", ())),
         pin_memory_expr=values.get("pin-memory-expr"),
         pin_memory_import=values.get("pin-memory-import"),
+        extra_pinned_producers=tuple(values.get("pinned-producers", ())),
+        deep=values.get("deep", False),
         line_length=line_length if isinstance(line_length, int) and line_length > 0 else 88,
         root=path.parent.resolve(),
         source=path,

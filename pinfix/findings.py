@@ -6,8 +6,23 @@ pre-commit fast path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, Dict, Optional
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, Optional, Tuple
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One step of a finding's evidence chain: where the tensor was made, or a
+    step that kept or lost pinnedness on its way to the copy."""
+
+    #: The file, as the finding's own path is given; ``None``: the finding's file.
+    path: Optional[str]
+    line: int
+    column: int  # 1-based
+    message: str
+
+    def where(self, default: str = "") -> str:
+        return f"{self.path or default}:{self.line}"
 
 
 @dataclass
@@ -24,6 +39,8 @@ class FindingFields:
     fix_safety: Optional[str]
     #: Why the fix is unsafe, or why there is none.
     fix_note: Optional[str]
+    #: Origin first, then each step to the copy (deep mode fills in the other files).
+    evidence: Tuple[Evidence, ...] = field(default=())
 
     def shared_fields(self) -> Dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(FindingFields)}

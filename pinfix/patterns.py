@@ -40,6 +40,10 @@ class PageableSource:
     #: The size comes first (``zeros(0)``, ``empty((0, 4))``): a literally empty
     #: size makes an empty tensor, whose copy moves nothing and never blocks.
     sized: bool = False
+    #: An operation whose result is a fresh tensor on its inputs' device
+    #: (``torch.cat``, arithmetic, ``.cumsum()``): pageable when an input is a
+    #: CPU tensor pinfix can see, pinned or not; report only.
+    computed: bool = False
 
 
 def _pin002(name: str, **kw: bool) -> PageableSource:
@@ -97,6 +101,54 @@ COPY_SINKS: Mapping[str, CopySink] = {
 
 NON_BLOCKING_KEYWORD = "non_blocking"
 
+def _computed(name: str) -> PageableSource:
+    return PageableSource(qualified_name=name, code="PIN002", fixable=False, computed=True)
+
+
+#: Functions that compute a fresh tensor from tensor inputs, on their device:
+#: name -> how the inputs are passed (``"sequence"``: the first argument is a
+#: list or tuple of tensors, as for ``torch.cat``; ``"first"``: the first
+#: argument is the input tensor). A CPU input makes a pageable CPU result,
+#: even of pinned inputs (torch allocates results with the default allocator).
+COMPUTED_FUNCTIONS: Mapping[str, Tuple[PageableSource, str]] = {
+    **{
+        "torch." + n: (_computed("torch." + n), "sequence")
+        for n in ("cat", "concat", "concatenate", "stack", "hstack", "vstack", "column_stack")
+    },
+    **{
+        "torch." + n: (_computed("torch." + n), "first")
+        for n in (
+            "repeat_interleave", "cumsum", "cumprod", "diff", "flip", "nonzero", "argsort", "clone",
+            "bucketize", "abs", "neg", "clamp", "masked_select", "index_select", "gather", "tril", "triu",
+        )
+    },
+    "torch.nn.functional.pad": (_computed("torch.nn.functional.pad"), "first"),
+}
+
+#: Tensor methods that compute a fresh tensor on the receiver's device
+#: (``x.repeat_interleave(n)``, ``x.cumsum(0)``, ``x.clone()``).
+COMPUTED_METHODS: Mapping[str, PageableSource] = {
+    n: _computed("torch.Tensor." + n)
+    for n in (
+        "repeat_interleave", "cumsum", "cumprod", "diff", "flip", "nonzero", "argsort", "clone", "repeat",
+        "prod", "sum", "abs", "neg", "clamp", "masked_fill", "masked_select", "index_select", "gather",
+        "tril", "triu", "add", "sub", "mul", "div", "floor_divide", "remainder", "pow",
+    )
+}
+
+#: Arithmetic on CPU tensors (``a - b``, ``-a``, ``a == b``) makes a fresh
+#: pageable tensor.
+ARITHMETIC_SOURCE = _computed("<arithmetic>")
+#: Advanced indexing (``x[idx]`` with a tensor or list index) gathers into a
+#: fresh pageable tensor, even from a pinned ``x``.
+GATHER_SOURCE = _computed("<advanced indexing>")
+#: ``.contiguous()`` of a gapped view copies it into a fresh pageable tensor.
+CONTIGUOUS_SOURCE = _computed("torch.Tensor.contiguous")
+
+#: Reductions whose result may be a 0-dim tensor: arithmetic with one is
+#: on the other operand's device (a 0-dim CPU tensor mixes with CUDA ones).
+SCALAR_METHODS: FrozenSet[str] = frozenset({"sum", "prod", "max", "min", "mean", "amax", "amin", "item"})
+
 #: Calls that return pinned memory; a chain through them is never a finding.
 PINNING_METHODS: FrozenSet[str] = frozenset({"pin_memory"})
 
@@ -124,7 +176,7 @@ VIEW_METHODS: FrozenSet[str] = frozenset(
 CONVERSION_METHODS: FrozenSet[str] = frozenset(
     {
         "long", "int", "short", "char", "byte", "bool", "float", "double", "half", "bfloat16",
-        "contiguous", "clone", "type", "type_as", "to",
+        "contiguous", "type", "type_as", "to",
     }
 )
 

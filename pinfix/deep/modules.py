@@ -1,0 +1,78 @@
+"""Where a module's file is: the project's import roots, found from its files.
+
+A root is the directory above a file's outermost package (the highest
+directory still holding ``__init__.py``); ``vllm/v1/utils.py`` in a checkout
+gives the checkout. Only files under a root are ever read: a name that
+resolves outside the project (torch, numpy) stays unknown.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+
+def import_root(path: Path) -> Path:
+    """The directory that ``path``'s module is imported from."""
+    directory = path.resolve().parent
+    while (directory / "__init__.py").is_file() and directory.parent != directory:
+        directory = directory.parent
+    return directory
+
+
+def module_name(path: Path, root: Path) -> Optional[str]:
+    """``root/a/b/c.py`` -> ``a.b.c``; ``root/a/__init__.py`` -> ``a``."""
+    try:
+        parts = list(path.resolve().relative_to(root).with_suffix("").parts)
+    except ValueError:
+        return None
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts) if parts and all(p.isidentifier() for p in parts) else None
+
+
+def absolute_name(name: str, current: Optional[str], is_package: bool) -> Optional[str]:
+    """Resolve a relative qualified name (``.utils.f``) against the module ``current``."""
+    if not name.startswith("."):
+        return name
+    if current is None:
+        return None
+    level = len(name) - len(name.lstrip("."))
+    package = current.split(".") if is_package else current.split(".")[:-1]
+    if level - 1 > len(package):
+        return None
+    base = package[: len(package) - (level - 1)]
+    rest = name[level:]
+    return ".".join([*base, rest] if rest else base) or None
+
+
+class ModuleIndex:
+    """Module name -> file, over the roots seen so far."""
+
+    def __init__(self) -> None:
+        self.roots: List[Path] = []
+
+    def add_root_of(self, path: Path) -> Path:
+        root = import_root(path)
+        if root not in self.roots:
+            self.roots.append(root)
+        return root
+
+    def find(self, dotted: str) -> Optional[Path]:
+        """The file defining module ``dotted``, or ``None`` when it is not the project's."""
+        parts = dotted.split(".")
+        for root in self.roots:
+            base = root.joinpath(*parts)
+            for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+                if candidate.is_file():
+                    return candidate
+        return None
+
+    def split(self, qualified: str) -> Optional[tuple]:
+        """``a.b.c.f`` -> (file of the longest module prefix, remaining names)."""
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            found = self.find(".".join(parts[:cut]))
+            if found is not None:
+                return found, parts[cut:]
+        return None
