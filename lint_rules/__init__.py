@@ -2,6 +2,7 @@
 
 from .pageable_cpu_source import PageableCpuSource
 from .pageable_non_blocking_copy import PageableNonBlockingCopy
+from .unknown_pinnedness import UnknownPinnedness
 from .unsynchronized_host_read import UnsynchronizedHostRead
 
-__all__ = ["PageableCpuSource", "PageableNonBlockingCopy", "UnsynchronizedHostRead"]
+__all__ = ["PageableCpuSource", "PageableNonBlockingCopy", "UnknownPinnedness", "UnsynchronizedHostRead"]

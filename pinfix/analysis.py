@@ -340,6 +340,9 @@ class _ModuleAnalysis:
         if trace.pinned:
             return _Origin(NON_DENSE_SOURCE, (), trace.names[0] if trace.names else None, None, trace)
         assert trace.source is not None
+        if trace.via is not None:
+            # Made in another function (maybe another file): nothing here to edit.
+            return _Origin(trace.source, (), trace.names[0] if trace.names else None, None, trace)
         reason: Optional[str] = None
         if len(trace.names) == 1 and isinstance(expr, cst.Name) and trace.source.fixable:
             reaching = [b for b in trace.bindings if b.name == expr.value]
@@ -426,7 +429,8 @@ class _ModuleAnalysis:
         """A fresh tensor computed on the CPU from ``inner``'s (CPU) tensor."""
         step = self.step(expr, f"`{_short(expr)}` {what}: a fresh pageable CPU tensor")
         calls = (expr,) if isinstance(expr, cst.Call) else ()
-        return _Trace(pinned=False, source=source, calls=calls, steps=(*inner.steps, step), made=step, via=inner.via)
+        # Made here: how its inputs arrived no longer matters to the finding.
+        return _Trace(pinned=False, source=source, calls=calls, steps=(*inner.steps, step), made=step)
 
     def _computed_call(self, source: PageableSource, inputs: str, call: cst.Call, depth: int) -> Optional[_Trace]:
         args = _positional(call)
@@ -459,6 +463,8 @@ class _ModuleAnalysis:
             return []
         out: List[cst.BaseExpression] = []
         for ref, value in found:
+            if m.matches(value, m.Call(func=m.Name("list") | m.Name("tuple"), args=[])):
+                value = cst.List([])  # `list()`: an empty display, grown below
             if not isinstance(value, (cst.List, cst.Tuple)):
                 return []
             out += self._sequence_elements(value)
@@ -746,6 +752,10 @@ class _ModuleAnalysis:
                     found.append(self._finding(call, sink, origin, local))
                 elif sink.spec.method == "copy_" and origin is None:
                     found += self.d2h.findings_for(call)
+                if origin is None and self.config.show_unknown and not found:
+                    unknown = self._unknown(call, sink)
+                    if unknown is not None:
+                        found.append(unknown)
             for finding in found:
                 if not self.suppressions.suppressed(finding.node, finding.code, finding.line, finding.end_line):
                     out.append(finding)
@@ -781,6 +791,8 @@ class _ModuleAnalysis:
         if sink.non_blocking is None:
             what = f"`.{spec.method}(...)` with `non_blocking={_code(sink.non_blocking_node)}`"  # type: ignore[arg-type]
         how = "inline" if origin.bound_name is None else "bound"
+        if trace.via is not None:
+            how = "deep"
         source = origin.source
         if source is NON_DENSE_SOURCE:
             view = trace.gapped or _code(sink.source)
@@ -797,17 +809,20 @@ class _ModuleAnalysis:
         source_text = _source_text(source)
         quoted = f"`{source_text}`" if not source.qualified_name.startswith("<") else f"the result of {source_text}"
         made = trace.made
-        if made is not None and (made.path is not None or trace.via is not None):
-            at = made.where(self.evidence_path or (self.path.as_posix() if self.path else ""))
-        elif origin.calls and not trace.via:
+        here = self.evidence_path or (self.path.as_posix() if self.path else "<module>")
+        if made is not None and (trace.via is not None or made.path not in (None, here)):
+            at = made.where(here)
+        elif origin.calls:
             at = "line " + ", ".join(str(self.line(c)) for c in origin.calls)
         else:
             at = f"line {made.line}" if made is not None else ""
         at_text = f" ({at})" if at else ""
         if trace.via is not None:
-            held = _code(sink.source) if isinstance(sink.source, (cst.Name, cst.Attribute)) else None
-            subject = f"`{_short(sink.source)}`" if held else "the source"
-            subject += f" is pageable {quoted}{at_text}, reached through {trace.via.message} ({trace.via.where(self.evidence_path or '')})"
+            # Deep mode: name the origin and the hop out of this function.
+            subject = (
+                f"`{_short(sink.source)}` is pageable: {quoted} made at {at} reaches the copy through "
+                f"{trace.via.message} ({trace.via.where(here)})"
+            )
         elif origin.bound_name is None and not source.computed:
             subject = f"{quoted} is pageable memory"
         elif origin.bound_name is None:
@@ -875,6 +890,35 @@ class _ModuleAnalysis:
             code, position, message, pattern, safety, note, origin.calls if safety is not None else (), kind, reported
         )
         finding.evidence = (*trace.steps, self.step(call, f"copied with {what}"))
+        return finding
+
+    def _unknown(self, call: cst.Call, sink: _Sink) -> Optional[Finding]:
+        """PIN004 (``--show-unknown``): a non_blocking copy whose CPU side pinfix
+        cannot tell pinned or pageable. Informational: it never fails a run."""
+        source = sink.source
+        if self.trace(source) is not None or self._cpu_destination(call, sink):
+            return None  # pinned, or known to be on the CPU: a host-to-host or D2H copy
+        root = source
+        while isinstance(root, (cst.Subscript, cst.Call)) and not (
+            isinstance(root, cst.Call) and not isinstance(root.func, cst.Attribute)
+        ):
+            root = root.value if isinstance(root, cst.Subscript) else root.func.value  # type: ignore[union-attr]
+        if isinstance(root, cst.Name) and not self._reaching_values(root):
+            why = f"`{root.value}` is a parameter or a name from outside the function"
+        elif isinstance(root, cst.Attribute):
+            why = f"pinfix cannot see every assignment to `{_short(root)}`" + ("" if self.resolver else " (try --deep)")
+        elif isinstance(root, cst.Call):
+            why = f"pinfix cannot see what `{_short(root.func)}()` returns" + ("" if self.resolver else " (try --deep)")
+        else:
+            why = "pinfix does not follow how it is made"
+        what = f"`.{sink.spec.method}(..., non_blocking=True)`"
+        message = (
+            f"cannot tell whether `{_short(source)}` is pinned or pageable ({why}); if it is a pageable CPU "
+            f"tensor, {what} blocks the host (informational)"
+        )
+        finding = self._make("PIN004", self.pos(source), message, f"{sink.spec.method}/unknown", None, None, (), None, source)
+        finding.severity = "info"
+        finding.evidence = (self.step(call, f"copied with {what}"),)
         return finding
 
     def _pin_memory_safety(self, trace: _Trace, sink_call: cst.Call) -> Tuple[Optional[str], Optional[str]]:
@@ -1044,4 +1088,16 @@ def analyze(
         resolver = project_resolver(config)
         resolver.register(path)
     return _ModuleAnalysis(module, get_metadata, config, path, resolver=resolver).findings()
+
+
+def analyze_checked_file(module: cst.Module, config: Config, path: Path) -> Optional[List[Finding]]:
+    """Deep ``check``: the resolver resolves ``module``'s metadata and keeps it,
+    so other files' questions about this one need no second parse (``None``
+    when it cannot: the caller then analyses ``module`` itself)."""
+    from .deep import project_resolver
+
+    resolver = project_resolver(config)
+    resolver.register(path)
+    analysis = resolver.load(path, module)
+    return analysis.findings() if analysis is not None else None
 

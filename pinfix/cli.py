@@ -15,7 +15,7 @@ from typing import Iterable, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .config import Config, ConfigError, load_config
-from .engine import FileReport, Mode, run
+from .engine import Diagnostic, FileReport, Mode, run
 from .output import FORMATS, render
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -38,6 +38,12 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--exclude", action="append", default=[], help="extra gitignore-style pattern to skip")
     common.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     common.add_argument("--no-cache", action="store_true", help="do not read or write .pinfix_cache")
+    common.add_argument(
+        "--deep", action="store_true", default=None, help="follow tensors across functions, attributes and files"
+    )
+    common.add_argument(
+        "--show-unknown", action="store_true", default=None, help="with --deep: also note copies whose source memory is unknown (PIN004)"
+    )
 
     sub.add_parser("check", parents=[common], help="report findings")
     fix = sub.add_parser("fix", parents=[common], help="apply fixes in place")
@@ -56,6 +62,8 @@ def _config(args: argparse.Namespace) -> Config:
         strict=args.strict,
         helper=args.helper,
         unsafe_fixes=getattr(args, "unsafe_fixes", None),
+        deep=args.deep,
+        show_unknown=args.show_unknown,
         exclude=tuple(config.exclude) + tuple(args.exclude) if args.exclude else None,
     )
 
@@ -90,13 +98,15 @@ def _rule_doc(code: Optional[str], out: TextIO, err: TextIO) -> int:
 
 
 def _summary(command: str, reports: Sequence[FileReport], mode: Mode, err: TextIO) -> None:
-    findings = [d for r in reports for d in r.diagnostics]
+    notes = sum(1 for r in reports for d in r.diagnostics if d.severity == "info")
+    findings = [d for r in reports for d in r.diagnostics if d.severity != "info"]
     left = [d for d in findings if not d.fixed]
     errors = sum(1 for r in reports if r.error)
     parsed = sum(1 for r in reports if r.parsed)
     head = f"pinfix: {len(reports)} files scanned ({parsed} parsed)"
     if command == "check":
-        err.write(f"{head}, {len(findings)} findings" + (f", {errors} errors" if errors else "") + "\n")
+        noted = f", {notes} notes (PIN004)" if notes else ""
+        err.write(f"{head}, {len(findings)} findings{noted}" + (f", {errors} errors" if errors else "") + "\n")
         return
     changed = sum(1 for r in reports if r.changed)
     fixed = sum(r.fixes_applied for r in reports)
@@ -139,7 +149,9 @@ def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO
     cache = None
     from .prefilter import PREFILTER_OFF
 
-    if not (args.no_cache or mode.fix or PREFILTER_OFF):  # shortcuts off means all of them
+    # Shortcuts off means all of them; deep findings depend on other files, which a
+    # cache keyed by one file's bytes cannot see change.
+    if not (args.no_cache or mode.fix or PREFILTER_OFF or config.deep):
         from .cache import ResultCache
 
         cache = ResultCache.for_config(config)
@@ -170,7 +182,12 @@ def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO
         return EXIT_ERROR
     if mode.diff_only:
         return EXIT_FINDINGS if any(r.changed for r in reports) else EXIT_CLEAN
-    return EXIT_FINDINGS if any(not d.fixed for r in reports for d in r.diagnostics) else EXIT_CLEAN
+    return EXIT_FINDINGS if any(_fails(d) for r in reports for d in r.diagnostics) else EXIT_CLEAN
+
+
+def _fails(d: Diagnostic) -> bool:
+    """A finding left open fails the run; an informational note (PIN004) never does."""
+    return not d.fixed and d.severity != "info"
 
 
 if __name__ == "__main__":  # pragma: no cover

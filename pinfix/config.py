@@ -79,6 +79,7 @@ _KEYS = {
     "pin-memory-import": str,
     "pinned-producers": list,
     "deep": bool,
+    "show-unknown": bool,
 }
 
 
@@ -165,6 +166,7 @@ def load_config(start: Optional[Path] = None, explicit: Optional[Path] = None) -
         pin_memory_import=values.get("pin-memory-import"),
         extra_pinned_producers=tuple(values.get("pinned-producers", ())),
         deep=values.get("deep", False),
+        show_unknown=values.get("show-unknown", False),
         line_length=line_length if isinstance(line_length, int) and line_length > 0 else 88,
         root=path.parent.resolve(),
         source=path,

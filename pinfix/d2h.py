@@ -108,15 +108,15 @@ class DeviceToHost:
         source = next((x for x in call.args if x.keyword is None and not x.star), None)
         if source is None:
             source = next((x for x in call.args if x.keyword is not None and x.keyword.value == "src"), None)
-        if source is None or a.trace(source.value) is not None:
-            return []  # host-to-host (or a host-to-device copy PIN001/PIN002 judge)
-        trace = a.trace(receiver)
-        if trace is None or trace.pinned or trace.source is None:
-            return []
         root = receiver
         while isinstance(root, cst.Subscript):
             root = root.value
         if not isinstance(root, cst.Name):
+            return []  # only a local name's later reads can be followed
+        if source is None or a.trace(source.value) is not None:
+            return []  # host-to-host (or a host-to-device copy PIN001/PIN002 judge)
+        trace = a.trace(receiver)
+        if trace is None or trace.pinned or trace.source is None:
             return []
         line = a.line(call)
         message = (

@@ -71,7 +71,11 @@ def parse(data: "bytes | str", report: FileReport):  # type: ignore[no-untyped-d
 def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
     """Analyse (and maybe fix) one file's bytes; never raises for bad input."""
     report = FileReport(path)
-    sliced = candidate_source(data) if may_contain_finding(data) else None
+    if config.deep:
+        # The source may be made anywhere: analyse every file with a sink, whole.
+        sliced = data if may_contain_finding(data, deep=True) else None
+    else:
+        sliced = candidate_source(data) if may_contain_finding(data) else None
     if sliced is None:
         return report
     from libcst.codemod import CodemodContext
@@ -137,8 +141,13 @@ def _analyse_only(command, module) -> None:  # type: ignore[no-untyped-def]
     """Run the command's analysis without transforming (``check`` mode)."""
     from libcst.metadata import MetadataWrapper
 
-    from .analysis import analyze
+    from .analysis import analyze, analyze_checked_file
 
+    if command.config.deep:
+        found = analyze_checked_file(module, command.config, Path(command.context.filename))
+        if found is not None:
+            command.findings = found
+            return
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     with command.resolve(wrapper):
         command.findings = analyze(wrapper.module, command.get_metadata, command.config, Path(command.context.filename))
@@ -187,7 +196,7 @@ def run(
     try:
         for path in files:
             data = _read(path)
-            if isinstance(data, str) or not may_contain_finding(data):
+            if isinstance(data, str) or not may_contain_finding(data, deep=config.deep):
                 yield FileReport(str(path), error=data if isinstance(data, str) else None)
                 if on_progress:
                     on_progress(1)

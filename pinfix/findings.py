@@ -41,6 +41,12 @@ class FindingFields:
     fix_note: Optional[str]
     #: Origin first, then each step to the copy (deep mode fills in the other files).
     evidence: Tuple[Evidence, ...] = field(default=())
+    #: ``"error"``, or ``"info"`` for notes that never fail a run (PIN004).
+    severity: str = "error"
+
+    def __post_init__(self) -> None:
+        # Read back from JSON (the check cache), the steps are plain mappings.
+        self.evidence = tuple(e if isinstance(e, Evidence) else Evidence(**e) for e in self.evidence)
 
     def shared_fields(self) -> Dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(FindingFields)}

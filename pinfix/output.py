@@ -17,6 +17,16 @@ def _open(reports: Sequence[FileReport]) -> List[Diagnostic]:
     return [d for r in reports for d in r.diagnostics if not d.fixed]
 
 
+def _chain(d: Diagnostic) -> List[Dict[str, object]]:
+    """The evidence chain, each step with its file (the finding's own when unnamed)."""
+    return [{"path": e.path or d.path, "line": e.line, "column": e.column, "message": e.message} for e in d.evidence]
+
+
+#: SARIF result levels (and GitHub annotation commands) by severity.
+_LEVELS = {"error": "error", "info": "note"}
+_GITHUB = {"error": "error", "info": "notice"}
+
+
 def _errors(reports: Sequence[FileReport]) -> List[FileReport]:
     return [r for r in reports if r.error is not None]
 
@@ -38,7 +48,7 @@ def _github_escape(text: str, prop: bool = False) -> str:
 def _github(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
     for d in _open(reports):
         out.write(
-            f"::error file={_github_escape(d.path, True)},line={d.line},col={d.column},"
+            f"::{_GITHUB.get(d.severity, 'error')} file={_github_escape(d.path, True)},line={d.line},col={d.column},"
             f"endLine={d.end_line},endColumn={d.end_column},title={d.code}::{_github_escape(d.message)}\n"
         )
     for r in _errors(reports):
@@ -58,7 +68,9 @@ def _json(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
                 "end_column": d.end_column,
                 "message": d.message,
                 "pattern": d.pattern,
+                "severity": d.severity,
                 "fix": {"safety": d.fix_safety, "note": d.fix_note},
+                "evidence": _chain(d),
             }
             for d in _open(reports)
         ],
@@ -84,35 +96,37 @@ def _sarif(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
             "shortDescription": {"text": docs.get(code, "").strip().splitlines()[0] if docs.get(code) else name},
             "fullDescription": {"text": docs.get(code, name).strip()},
             "help": {"text": docs.get(code, name).strip(), "markdown": docs.get(code, name).strip()},
-            "defaultConfiguration": {"level": "error"},
+            "defaultConfiguration": {"level": "note" if code == "PIN004" else "error"},
         }
         for code, name in RULE_NAMES.items()
     ]
     index = {code: i for i, code in enumerate(RULE_NAMES)}
     results = []
     for d in _open(reports):
-        results.append(
-            {
-                "ruleId": d.code,
-                "ruleIndex": index.get(d.code, 0),
-                "level": "error",
-                "message": {"text": d.message},
-                "locations": [
-                    {
-                        "physicalLocation": {
-                            "artifactLocation": {"uri": d.path.replace("\\", "/")},
-                            "region": {
-                                "startLine": d.line,
-                                "startColumn": d.column,
-                                "endLine": d.end_line,
-                                "endColumn": d.end_column,
-                            },
-                        }
+        result = {
+            "ruleId": d.code,
+            "ruleIndex": index.get(d.code, 0),
+            "level": _LEVELS.get(d.severity, "error"),
+            "message": {"text": d.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": d.path.replace("\\", "/")},
+                        "region": {
+                            "startLine": d.line,
+                            "startColumn": d.column,
+                            "endLine": d.end_line,
+                            "endColumn": d.end_column,
+                        },
                     }
-                ],
-                "properties": {"pattern": d.pattern, "fixSafety": d.fix_safety},
-            }
-        )
+                }
+            ],
+            "properties": {"pattern": d.pattern, "fixSafety": d.fix_safety},
+        }
+        if d.evidence:
+            # Where the tensor was made and each step that kept or lost pinnedness.
+            result["codeFlows"] = [{"threadFlows": [{"locations": [_flow_location(e) for e in _chain(d)]}]}]
+        results.append(result)
     notifications = [
         {
             "level": "error",
@@ -141,6 +155,18 @@ def _sarif(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
     }
     json.dump(sarif, out, indent=2)
     out.write("\n")
+
+
+def _flow_location(step: Dict[str, object]) -> Dict[str, object]:
+    return {
+        "location": {
+            "physicalLocation": {
+                "artifactLocation": {"uri": str(step["path"]).replace("\\", "/")},
+                "region": {"startLine": step["line"], "startColumn": step["column"]},
+            },
+            "message": {"text": step["message"]},
+        }
+    }
 
 
 WRITERS = {"text": _text, "json": _json, "sarif": _sarif, "github": _github}

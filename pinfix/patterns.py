@@ -217,4 +217,5 @@ RULE_NAMES: Mapping[str, str] = {
     "PIN001": "PageableNonBlockingCopy",
     "PIN002": "PageableCpuSource",
     "PIN003": "UnsynchronizedHostRead",
+    "PIN004": "UnknownPinnedness",
 }

@@ -62,12 +62,13 @@ _GAP = rb"(?:\s|\\(?:\r\n|\r|\n)|#[^\r\n]*(?:\r\n|\r|\n))*"
 POSITIONAL_TRUE = re.compile(rb"," + _GAP + rb"True" + _GAP + rb"[,)]")
 
 
-def may_contain_finding(data: bytes) -> bool:
+def may_contain_finding(data: bytes, deep: bool = False) -> bool:
     """Byte stage. Python source encodings are ASCII-compatible, so an
-    identifier's bytes appear verbatim whatever the declared encoding."""
+    identifier's bytes appear verbatim whatever the declared encoding.
+    ``deep``: a source may be made in another file, so only the sink counts."""
     if PREFILTER_OFF:
         return True
-    if not any(s in data for s in SOURCE_SPELLINGS):
+    if not deep and not any(s in data for s in SOURCE_SPELLINGS):
         return False
     if NON_BLOCKING_KEYWORD.encode() in data:
         return True

@@ -5,7 +5,10 @@ from fixit.testing import add_lint_rule_tests_to_module
 from lint_rules import (
     PageableCpuSource,
     PageableNonBlockingCopy,
+    UnknownPinnedness,
     UnsynchronizedHostRead,
 )
 
-add_lint_rule_tests_to_module(globals(), [PageableNonBlockingCopy(), PageableCpuSource(), UnsynchronizedHostRead()])
+add_lint_rule_tests_to_module(
+    globals(), [PageableNonBlockingCopy(), PageableCpuSource(), UnsynchronizedHostRead(), UnknownPinnedness()]
+)

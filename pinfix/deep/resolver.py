@@ -122,8 +122,9 @@ class ProjectResolver:
         if path is not None:
             self.index.add_root_of(path)
 
-    def load(self, path: Path) -> Optional["_ModuleAnalysis"]:
-        """A project module, parsed and analysed once; ``None`` when unreadable."""
+    def load(self, path: Path, module: Optional[cst.Module] = None) -> Optional["_ModuleAnalysis"]:
+        """A project module, parsed (or ``module``, already parsed from it) and
+        analysed once; ``None`` when unreadable."""
         path = path.resolve()
         if path in self._loaded:
             return self._loaded[path]
@@ -131,7 +132,7 @@ class ProjectResolver:
 
         self._loaded[path] = None
         try:
-            module = cst.parse_module(path.read_bytes())
+            module = module if module is not None else cst.parse_module(path.read_bytes())
             wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
             resolved = wrapper.resolve_many(REQUIRED_METADATA)
         except Exception:  # unreadable or unparsable: its answers stay unknown
@@ -146,6 +147,24 @@ class ProjectResolver:
         analysis = _ModuleAnalysis(wrapper.module, get_metadata, self.config, path, resolver=self, evidence_path=_display(path))
         self._loaded[path] = analysis
         return analysis
+
+    def _full(self, analysis: "_ModuleAnalysis") -> "_ModuleAnalysis":
+        """The whole module behind ``analysis`` (in deep mode the engine
+        analyses whole files, which :meth:`register` adopts)."""
+        if analysis.path is None:
+            return analysis
+        return self.load(analysis.path) or analysis
+
+    def _unsliced(self, analysis: "_ModuleAnalysis", cls: cst.ClassDef) -> Owner:
+        """``cls`` as it stands in the whole module (same name, same line)."""
+        full = self._full(analysis)
+        if full is analysis or full.module is analysis.module:
+            return analysis, cls
+        line = analysis.line(cls)
+        for node in m.findall(full.module, m.ClassDef(name=m.Name(cls.name.value))):
+            if full.line(node) == line:
+                return full, node  # type: ignore[return-value]
+        return analysis, cls
 
     def _module_of(self, analysis: "_ModuleAnalysis") -> Tuple[Optional[str], bool]:
         path = analysis.path
@@ -206,7 +225,7 @@ class ProjectResolver:
         current, package = self._module_of(analysis)
         for q in scope.get_qualified_names_for(func):
             if q.source is QualifiedNameSource.LOCAL and "<locals>" not in q.name:
-                found = self._top_level(analysis, q.name.split("."))
+                found = self._top_level(self._full(analysis), q.name.split("."))
             elif q.source is QualifiedNameSource.IMPORT:
                 name = absolute_name(q.name, current, package)
                 found = self._qualified(name, []) if name else None
@@ -282,7 +301,7 @@ class ProjectResolver:
             parent = analysis.parent(anc)
             cls = analysis.parent(parent) if isinstance(parent, cst.IndentedBlock) else None
             if isinstance(cls, cst.ClassDef):
-                return (analysis, cls) if _first_param(anc) == name.value else None
+                return self._unsliced(analysis, cls) if _first_param(anc) == name.value else None
             if name.value in params:
                 return None  # a parameter of a plain (nested) function
         return None
@@ -296,6 +315,19 @@ class ProjectResolver:
         return self._class_attribute(owner[0], owner[1], expr.attr.value, 0)
 
     def _class_attribute(self, analysis: "_ModuleAnalysis", cls: cst.ClassDef, attr: str, seen: int) -> Optional[List[Tuple["_ModuleAnalysis", cst.CSTNode, cst.BaseExpression]]]:
+        if not self._lives(analysis):
+            return self._find_class_attribute(analysis, cls, attr, seen)
+        key = ("attribute", id(cls), attr)
+        if key not in self._memo:
+            self._memo[key] = self._find_class_attribute(analysis, cls, attr, seen)  # type: ignore[assignment]
+        return self._memo[key]  # type: ignore[return-value]
+
+    def _lives(self, analysis: "_ModuleAnalysis") -> bool:
+        """Whether ``analysis`` is held for the process's life, so its nodes'
+        ids are safe memo keys."""
+        return analysis.path is not None and self._loaded.get(analysis.path.resolve()) is analysis
+
+    def _find_class_attribute(self, analysis: "_ModuleAnalysis", cls: cst.ClassDef, attr: str, seen: int) -> Optional[List[Tuple["_ModuleAnalysis", cst.CSTNode, cst.BaseExpression]]]:
         """Every value assigned to ``self.<attr>`` in ``cls``'s methods (or as a
         class attribute); the bases' when ``cls`` assigns none; ``None`` when one
         assignment cannot be read (a tuple target, an augmented one)."""
@@ -350,7 +382,7 @@ class ProjectResolver:
             finally:
                 self._active.discard(key)
             if inner is not None:
-                where = mod.step(node, f"`{_short(expr)}` assigned" + _in_function(mod, node))
+                where = mod.step(node, f"the attribute `{_short(expr)}` assigned{_in_function(mod, node)}")
                 inner = replace(inner, steps=(*inner.steps, where), via=inner.via or where)
             traces.append(inner)
         joined = _join(traces)
@@ -380,11 +412,11 @@ class ProjectResolver:
                 summary = self._summarise(mod, func, depth)
             finally:
                 self._active.discard(key)
-            if mod.resolver is self and mod.path is not None and self._loaded.get(mod.path.resolve()) is mod:
+            if self._lives(mod):
                 self._memo[key] = summary  # only loaded modules live long enough to key by id
         if summary is None:
             return None
-        use = analysis.step(call, f"returned by `{_short(call.func)}()`")
+        use = analysis.step(call, f"the return value of `{_short(call.func)}()`")
         return replace(summary, steps=(*summary.steps, use), via=summary.via or use)
 
     def _summarise(self, mod: "_ModuleAnalysis", func: cst.FunctionDef, depth: int) -> Optional["_Trace"]:

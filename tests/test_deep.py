@@ -1,0 +1,289 @@
+"""Deep mode (``--deep``): pinnedness followed through attributes, returns,
+imports and base classes, across files; evidence chains in the outputs."""
+
+import io
+import json
+import textwrap
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from pinfix.cli import main
+
+HEADER = "import torch\n\n\n"
+
+
+def project(root: Path, files: Dict[str, str]) -> Path:
+    """A package ``pkg`` under ``root`` with ``files`` (``name.py`` -> body)."""
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(files.pop("__init__.py", ""))
+    for name, body in files.items():
+        (pkg / name).write_text(textwrap.dedent(body))
+    return pkg
+
+
+def check(paths: List[Path], *extra: str) -> Tuple[int, List[dict]]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["check", "--no-progress", "--output-format", "json", *extra, *map(str, paths)], out=out, err=err)
+    assert code in (0, 1), err.getvalue()
+    return code, json.loads(out.getvalue())["findings"]
+
+
+def deep(paths: List[Path], *extra: str) -> List[dict]:
+    return check(paths, "--deep", *extra)[1]
+
+
+def lines(findings: List[dict]) -> List[Tuple[int, str]]:
+    return sorted((f["line"], f["code"]) for f in findings)
+
+
+RUNNER = """\
+import torch
+
+from .helpers import make_index, make_pinned
+
+
+class Runner:
+    def __init__(self, n):
+        self.host = torch.zeros(n, dtype=torch.int32)
+        self.pinned = torch.zeros(n, pin_memory=True)
+
+    def step(self, dev, n, idx):
+        a = self.host[:n].to(dev, non_blocking=True)
+        b = self.pinned[:n].to(dev, non_blocking=True)
+        c = make_index(n).to(dev, non_blocking=True)
+        d = make_pinned(n).to(dev, non_blocking=True)
+        return a, b, c, d
+"""
+
+HELPERS = """\
+import torch
+
+
+def make_index(n):
+    return torch.arange(n)
+
+
+def make_pinned(n):
+    return torch.zeros(n, pin_memory=True)
+"""
+
+
+def test_attribute_and_return_across_files(tmp_path):
+    pkg = project(tmp_path, {"runner.py": RUNNER, "helpers.py": HELPERS})
+    found = deep([pkg / "runner.py"])
+    assert lines(found) == [(12, "PIN002"), (14, "PIN002")]
+    attr, ret = found
+    assert "made at" in attr["message"] and "runner.py:8" in attr["message"] and "`self.host`" in attr["message"]
+    assert "helpers.py:5" in ret["message"] and "make_index" in ret["message"]
+    assert attr["pattern"] == "to/deep/torch.zeros" and attr["fix"]["safety"] is None
+    # The chain: made in helpers.py, returned there, used in runner.py, copied.
+    chain = [(Path(e["path"]).name, e["line"]) for e in ret["evidence"]]
+    assert chain[0] == ("helpers.py", 5) and chain[-1] == ("runner.py", 14)
+    assert ("runner.py", 14) in chain[:-1]
+
+
+def test_plain_mode_does_not_follow(tmp_path):
+    pkg = project(tmp_path, {"runner.py": RUNNER, "helpers.py": HELPERS})
+    assert check([pkg / "runner.py"], "--no-cache")[1] == []
+
+
+def test_deep_from_config(tmp_path):
+    pkg = project(tmp_path, {"runner.py": RUNNER, "helpers.py": HELPERS})
+    (tmp_path / "pyproject.toml").write_text("[tool.pinfix]\ndeep = true\n")
+    assert lines(check([pkg])[1]) == [(12, "PIN002"), (14, "PIN002")]
+    # Deep results depend on other files: no per-file cache is written.
+    assert not (tmp_path / ".pinfix_cache").exists()
+
+
+def test_sarif_code_flows_name_the_other_file(tmp_path):
+    pkg = project(tmp_path, {"runner.py": RUNNER, "helpers.py": HELPERS})
+    out = io.StringIO()
+    main(["check", "--deep", "--output-format", "sarif", str(pkg / "runner.py")], out=out, err=io.StringIO())
+    results = json.loads(out.getvalue())["runs"][0]["results"]
+    flows = [r["codeFlows"][0]["threadFlows"][0]["locations"] for r in results if r["locations"][0]["physicalLocation"]["region"]["startLine"] == 14]
+    uris = [loc["location"]["physicalLocation"]["artifactLocation"]["uri"] for loc in flows[0]]
+    assert uris[0].endswith("pkg/helpers.py") and uris[-1].endswith("pkg/runner.py")
+    assert all(loc["location"]["message"]["text"] for loc in flows[0])
+
+
+# One function body per case: (helper module, copying module, expected finding lines in main.py).
+CASES = {
+    "reexport_through_package": (
+        {
+            "__init__.py": "from .impl import build\n",
+            "impl.py": HEADER + "def build(ids):\n    return torch.tensor(ids)\n",
+        },
+        "from pkg import build\n\n\ndef f(ids, dev):\n    return build(ids).to(dev, non_blocking=True)\n",
+        [5],
+    ),
+    "base_class_in_other_module": (
+        {"base.py": HEADER + "class Base:\n    def __init__(self, n):\n        self.buf = torch.empty(n)\n"},
+        "from pkg.base import Base\n\n\nclass Child(Base):\n    def go(self, dev):\n        return self.buf.to(dev, non_blocking=True)\n",
+        [6],
+    ),
+    "object_of_project_class": (
+        {"bufs.py": HEADER + "class Bufs:\n    def __init__(self, n):\n        self.cpu = torch.zeros(n)\n"},
+        "from pkg.bufs import Bufs\n\n\ndef f(n, dev):\n    b = Bufs(n)\n    return b.cpu.to(dev, non_blocking=True)\n",
+        [6],
+    ),
+    "method_return": (
+        {},
+        HEADER + "class A:\n    def make(self, n):\n        return torch.ones(n)\n\n"
+        "    def go(self, n, dev):\n        return self.make(n).to(dev, non_blocking=True)\n",
+        [9],
+    ),
+    "from_numpy_in_helper": (
+        {"np_helpers.py": HEADER + "def wrap(a):\n    return torch.from_numpy(a)\n"},
+        "from pkg.np_helpers import wrap\n\n\ndef f(a, dst):\n    dst.copy_(wrap(a), non_blocking=True)\n",
+        [5],
+    ),
+    # Steps that lose pinnedness, from a pinned attribute.
+    "gather_of_pinned_attribute": (
+        {},
+        HEADER + "class A:\n    def __init__(self, n):\n        self.buf = torch.zeros(n, pin_memory=True)\n\n"
+        "    def go(self, idx, dev):\n        sel = torch.tensor(idx)\n        return self.buf[sel].to(dev, non_blocking=True)\n",
+        [10],
+    ),
+    "cat_of_pinned_attribute": (
+        {},
+        HEADER + "class A:\n    def __init__(self, n):\n        self.buf = torch.zeros(n, pin_memory=True)\n\n"
+        "    def go(self, n, dev):\n        return torch.cat([self.buf[:n], self.buf[:n]]).to(dev, non_blocking=True)\n",
+        [9],
+    ),
+    "clone_of_pinned_attribute": (
+        {},
+        HEADER + "class A:\n    def __init__(self, n):\n        self.buf = torch.zeros(n, pin_memory=True)\n\n"
+        "    def go(self, n, dev):\n        return self.buf[:n].clone().to(dev, non_blocking=True)\n",
+        [9],
+    ),
+    "arithmetic_on_pinned_attribute": (
+        {},
+        HEADER + "class A:\n    def __init__(self, n):\n        self.buf = torch.zeros(n, 4, pin_memory=True)\n\n"
+        "    def go(self, n, dev):\n        return (self.buf[:n] + 1).to(dev, non_blocking=True)\n",
+        [9],
+    ),
+    "gapped_view_of_pinned_attribute": (
+        {},
+        HEADER + "class A:\n    def __init__(self, n):\n        self.buf = torch.zeros(4, n, pin_memory=True)\n\n"
+        "    def go(self, n, dev):\n        return self.buf[:, :n].to(dev, non_blocking=True)\n",
+        [9],
+    ),
+    "contiguous_of_gapped_view": (
+        {},
+        HEADER + "class A:\n    def __init__(self, n):\n        self.buf = torch.zeros(4, n, pin_memory=True)\n\n"
+        "    def go(self, n, dev):\n        return self.buf[:, :n].contiguous().to(dev, non_blocking=True)\n",
+        [9],
+    ),
+    # Must stay silent.
+    "helper_returns_pinned": (
+        {"mk.py": HEADER + "def pinned(n):\n    return torch.empty(n).pin_memory()\n"},
+        "from pkg.mk import pinned\n\n\ndef f(n, dev):\n    return pinned(n).to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "buffer_pinned_by_its_caller": (
+        {},
+        HEADER + "def upload(host, dev):\n    return host.to(dev, non_blocking=True)\n\n\n"
+        "def caller(n, dev):\n    return upload(torch.zeros(n, pin_memory=True), dev)\n",
+        [],
+    ),
+    "views_keep_pinnedness": (
+        {},
+        HEADER + "class A:\n    def __init__(self, n):\n        self.buf = torch.zeros(n, 4, pin_memory=True)\n\n"
+        "    def go(self, n, dev):\n        a = self.buf[:n].view(-1).to(dev, non_blocking=True)\n"
+        "        b = self.buf.narrow(0, 0, n).reshape(-1, 2).to(dev, non_blocking=True)\n"
+        "        return a, b, self.buf.t().to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "pinned_by_configured_flag": (
+        {"flags.py": "PIN_MEMORY = True\n"},
+        HEADER + "from pkg.flags import PIN_MEMORY\n\n\nclass A:\n    def __init__(self, n):\n"
+        "        self.buf = torch.zeros(n, pin_memory=PIN_MEMORY)\n\n"
+        "    def go(self, n, dev):\n        return self.buf[:n].to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "cpugpubuffer_like_class": (
+        {
+            "buffers.py": HEADER + "class CpuGpu:\n    def __init__(self, n, dev, pin_memory=True):\n"
+            "        self.cpu = torch.zeros(n, pin_memory=pin_memory)\n        self.gpu = torch.zeros(n, device=dev)\n"
+        },
+        "from pkg.buffers import CpuGpu\n\n\nclass A:\n    def __init__(self, n, dev):\n        self.b = CpuGpu(n, dev)\n\n"
+        "    def go(self, n):\n        self.b.gpu[:n].copy_(self.b.cpu[:n], non_blocking=True)\n",
+        [],
+    ),
+    "attribute_pinned_on_one_path_only": (
+        {},
+        HEADER + "class A:\n    def __init__(self, n, pin):\n        if pin:\n            self.buf = torch.zeros(n, pin_memory=True)\n"
+        "        else:\n            self.buf = torch.zeros(n)\n\n"
+        "    def go(self, dev):\n        return self.buf.to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "recursion_is_unknown": (
+        {},
+        HEADER + "def loop(n):\n    return loop(n - 1) if n else torch.zeros(1)\n\n\n"
+        "def f(dev):\n    return loop(3).to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "self_reassigned_from_itself": (
+        {},
+        HEADER + "class A:\n    def __init__(self):\n        self.buf = self.buf[1:]\n\n"
+        "    def go(self, dev):\n        return self.buf.to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "outside_the_project_stays_unknown": (
+        {},
+        "import numpy as np\nimport torch\n\n\ndef f(dev):\n    return torch.nn.Parameter(torch.zeros(2)).data.to(dev, non_blocking=True)\n",
+        [],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_deep_cases(tmp_path, name):
+    others, main_py, expected = CASES[name]
+    pkg = project(tmp_path, {**others, "main.py": main_py})
+    assert [line for line, _ in lines(deep([pkg / "main.py"]))] == expected
+
+
+def test_configured_pinned_producer(tmp_path):
+    pkg = project(
+        tmp_path,
+        {
+            "main.py": "from ext.mem import staged\n\n\ndef f(dev):\n    x = staged()\n    return torch.cat([x, x]).to(dev, non_blocking=True)\n",
+        },
+    )
+    (pkg / "main.py").write_text("import torch\n" + (pkg / "main.py").read_text())
+    # An outside producer is unknown: nothing is computed from a CPU tensor pinfix can see.
+    assert deep([pkg / "main.py"]) == []
+    (tmp_path / "pyproject.toml").write_text('[tool.pinfix]\npinned-producers = ["ext.mem.staged"]\n')
+    # Configured as pinned CPU memory: torch.cat of it makes a fresh pageable tensor.
+    assert lines(deep([pkg / "main.py"])) == [(7, "PIN002")]
+
+
+def test_show_unknown_notes_never_fail(tmp_path):
+    pkg = project(
+        tmp_path, {"main.py": HEADER + "def upload(host, dev):\n    return host.to(dev, non_blocking=True)\n"}
+    )
+    code, found = check([pkg / "main.py"], "--deep", "--show-unknown")
+    assert code == 0
+    assert [(f["code"], f["severity"], f["line"]) for f in found] == [("PIN004", "info", 5)]
+    assert "parameter" in found[0]["message"]
+    err = io.StringIO()
+    main(["check", "--deep", "--show-unknown", str(pkg / "main.py")], out=io.StringIO(), err=err)
+    assert "1 notes (PIN004)" in err.getvalue()
+    # Without the flag, nothing.
+    assert check([pkg / "main.py"], "--deep")[1] == []
+
+
+def test_unparsable_dependency_stays_unknown(tmp_path):
+    pkg = project(
+        tmp_path,
+        {
+            "broken.py": "def make(:\n",
+            "main.py": "from pkg.broken import make\n\n\ndef f(dev):\n    return make().to(dev, non_blocking=True)\n",
+        },
+    )
+    code, found = check([pkg / "main.py"], "--deep")
+    assert (code, found) == (0, [])
