@@ -21,7 +21,6 @@ import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, QualifiedNameSource, ScopeProvider
 
 from ..config import Config
-from ..findings import Evidence
 from .modules import ModuleIndex, absolute_name, module_name
 
 if TYPE_CHECKING:
