@@ -1089,15 +1089,3 @@ def analyze(
         resolver.register(path)
     return _ModuleAnalysis(module, get_metadata, config, path, resolver=resolver).findings()
 
-
-def analyze_checked_file(module: cst.Module, config: Config, path: Path) -> Optional[List[Finding]]:
-    """Deep ``check``: the resolver resolves ``module``'s metadata and keeps it,
-    so other files' questions about this one need no second parse (``None``
-    when it cannot: the caller then analyses ``module`` itself)."""
-    from .deep import project_resolver
-
-    resolver = project_resolver(config)
-    resolver.register(path)
-    analysis = resolver.load(path, module)
-    return analysis.findings() if analysis is not None else None
-

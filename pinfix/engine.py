@@ -71,11 +71,7 @@ def parse(data: "bytes | str", report: FileReport):  # type: ignore[no-untyped-d
 def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
     """Analyse (and maybe fix) one file's bytes; never raises for bad input."""
     report = FileReport(path)
-    if config.deep:
-        # The source may be made anywhere: analyse every file with a sink, whole.
-        sliced = data if may_contain_finding(data, deep=True) else None
-    else:
-        sliced = candidate_source(data) if may_contain_finding(data) else None
+    sliced = candidate_source(data, config.deep) if may_contain_finding(data, config.deep) else None
     if sliced is None:
         return report
     from libcst.codemod import CodemodContext
@@ -141,13 +137,8 @@ def _analyse_only(command, module) -> None:  # type: ignore[no-untyped-def]
     """Run the command's analysis without transforming (``check`` mode)."""
     from libcst.metadata import MetadataWrapper
 
-    from .analysis import analyze, analyze_checked_file
+    from .analysis import analyze
 
-    if command.config.deep:
-        found = analyze_checked_file(module, command.config, Path(command.context.filename))
-        if found is not None:
-            command.findings = found
-            return
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     with command.resolve(wrapper):
         command.findings = analyze(wrapper.module, command.get_metadata, command.config, Path(command.context.filename))

@@ -303,7 +303,7 @@ def has_candidate_sink(data: bytes) -> bool:
     return candidate_source(data) is not None
 
 
-def candidate_source(data: bytes) -> Optional[bytes]:
+def candidate_source(data: bytes, deep: bool = False) -> Optional[bytes]:
     """``None`` when the file cannot hold a finding; else the bytes to analyse.
 
     Those are ``data`` with the body of every function or class that holds no
@@ -320,7 +320,7 @@ def candidate_source(data: bytes) -> Optional[bytes]:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
         return data
-    candidates = _candidate_scopes(tree)
+    candidates = _sink_scopes(tree) if deep else _candidate_scopes(tree)
     if not candidates:
         return None
     return _blank_other_bodies(data, tree, candidates)
@@ -372,6 +372,13 @@ def _candidate_scopes(tree: ast.Module) -> List[ast.AST]:
                 found.append(scope)
                 break
     return found
+
+
+def _sink_scopes(tree: ast.Module) -> List[ast.AST]:
+    """Deep mode: a source may come from anywhere, so every scope with a sink
+    whose non_blocking may be true is a candidate."""
+    scopes = [tree, *(n for n in ast.walk(tree) if isinstance(n, _SCOPES))]
+    return [scope for scope in scopes if any(_is_sink(n) for n in _scope_nodes(scope))]
 
 
 def _blank_other_bodies(data: bytes, tree: ast.Module, candidates: List[ast.AST]) -> bytes:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 import libcst.matchers as m
@@ -22,6 +22,7 @@ from libcst.metadata import MetadataWrapper, QualifiedNameSource, ScopeProvider
 
 from ..config import Config
 from .modules import ModuleIndex, absolute_name, module_name
+from .slices import ModuleText, read
 
 if TYPE_CHECKING:
     from ..analysis import _ModuleAnalysis, _Trace
@@ -110,7 +111,10 @@ class ProjectResolver:
     def __init__(self, config: Config):
         self.config = config
         self.index = ModuleIndex()
-        self._loaded: Dict[Path, Optional["_ModuleAnalysis"]] = {}
+        self._texts: Dict[Path, Optional[ModuleText]] = {}
+        self._views: Dict[Tuple[Path, FrozenSet[int]], Optional["_ModuleAnalysis"]] = {}
+        #: Per view: line of a def's name -> the def, to find it again by line.
+        self._defs: Dict[int, Dict[int, Definition]] = {}
         self._memo: Dict[Tuple[Any, ...], Optional["_Trace"]] = {}
         self._active: Set[Tuple[Any, ...]] = set()
 
@@ -121,20 +125,34 @@ class ProjectResolver:
         if path is not None:
             self.index.add_root_of(path)
 
-    def load(self, path: Path, module: Optional[cst.Module] = None) -> Optional["_ModuleAnalysis"]:
-        """A project module, parsed (or ``module``, already parsed from it) and
-        analysed once; ``None`` when unreadable."""
+    def _text(self, path: Path) -> Optional[ModuleText]:
+        if path not in self._texts:
+            self._texts[path] = read(path)
+        return self._texts[path]
+
+    def view(self, path: Path, keep: FrozenSet[int] = frozenset()) -> Optional["_ModuleAnalysis"]:
+        """A project module with only the function bodies defined at the lines
+        in ``keep`` (none: the skeleton, for definitions), parsed and analysed
+        once; ``None`` when unreadable."""
         path = path.resolve()
-        if path in self._loaded:
-            return self._loaded[path]
+        key = (path, keep)
+        if key in self._views:
+            return self._views[key]
+        self._views[key] = None
+        text = self._text(path)
+        if text is None:
+            return None
+        self._views[key] = self._analyse(path, text.source(keep))
+        return self._views[key]
+
+    def _analyse(self, path: Path, code: Union[bytes, cst.Module]) -> Optional["_ModuleAnalysis"]:
         from ..analysis import REQUIRED_METADATA, _ModuleAnalysis
 
-        self._loaded[path] = None
         try:
-            module = module if module is not None else cst.parse_module(path.read_bytes())
+            module = code if isinstance(code, cst.Module) else cst.parse_module(code)
             wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
             resolved = wrapper.resolve_many(REQUIRED_METADATA)
-        except Exception:  # unreadable or unparsable: its answers stay unknown
+        except Exception:  # what ast took but LibCST does not: its answers stay unknown
             return None
 
         def get_metadata(key: Any, node: cst.CSTNode, default: Any = _MISSING) -> Any:
@@ -144,26 +162,32 @@ class ProjectResolver:
             return value
 
         analysis = _ModuleAnalysis(wrapper.module, get_metadata, self.config, path, resolver=self, evidence_path=_display(path))
-        self._loaded[path] = analysis
+        self._defs[id(analysis)] = {
+            analysis.line(node.name): node for node in m.findall(wrapper.module, m.FunctionDef() | m.ClassDef())  # type: ignore[union-attr]
+        }
         return analysis
 
-    def _full(self, analysis: "_ModuleAnalysis") -> "_ModuleAnalysis":
-        """The whole module behind ``analysis`` (in deep mode the engine
-        analyses whole files, which :meth:`register` adopts)."""
+    def _same_def(self, analysis: "_ModuleAnalysis", node: Definition, keep: FrozenSet[int] = frozenset()) -> Tuple["_ModuleAnalysis", Definition]:
+        """``node`` (a def or class of ``analysis``) as it stands in the view of
+        its module that keeps ``keep``; unchanged where there is no such view."""
+        if analysis.path is None:
+            return analysis, node  # a module with no file: analysed whole
+        line = analysis.line(node.name)
+        other = self.view(analysis.path, keep)
+        found = self._defs.get(id(other), {}).get(line) if other is not None else None
+        if other is None or type(found) is not type(node):
+            return analysis, node
+        return other, found  # type: ignore[return-value]
+
+    def _with_body(self, analysis: "_ModuleAnalysis", func: cst.FunctionDef) -> Tuple["_ModuleAnalysis", cst.FunctionDef]:
+        if analysis.path is None:
+            return analysis, func
+        return self._same_def(analysis, func, frozenset({analysis.line(func.name)}))  # type: ignore[return-value]
+
+    def _skeleton(self, analysis: "_ModuleAnalysis") -> "_ModuleAnalysis":
         if analysis.path is None:
             return analysis
-        return self.load(analysis.path) or analysis
-
-    def _unsliced(self, analysis: "_ModuleAnalysis", cls: cst.ClassDef) -> Owner:
-        """``cls`` as it stands in the whole module (same name, same line)."""
-        full = self._full(analysis)
-        if full is analysis or full.module is analysis.module:
-            return analysis, cls
-        line = analysis.line(cls)
-        for node in m.findall(full.module, m.ClassDef(name=m.Name(cls.name.value))):
-            if full.line(node) == line:
-                return full, node  # type: ignore[return-value]
-        return analysis, cls
+        return self.view(analysis.path) or analysis
 
     def _module_of(self, analysis: "_ModuleAnalysis") -> Tuple[Optional[str], bool]:
         path = analysis.path
@@ -209,7 +233,7 @@ class ProjectResolver:
         if split is None:
             return None
         path, names = split
-        loaded = self.load(path)
+        loaded = self.view(path)
         return self._top_level(loaded, [*names, *rest], hops) if loaded is not None else None
 
     def definition(self, analysis: "_ModuleAnalysis", func: cst.BaseExpression, depth: int) -> Optional[Tuple["_ModuleAnalysis", Definition]]:
@@ -224,7 +248,7 @@ class ProjectResolver:
         current, package = self._module_of(analysis)
         for q in scope.get_qualified_names_for(func):
             if q.source is QualifiedNameSource.LOCAL and "<locals>" not in q.name:
-                found = self._top_level(self._full(analysis), q.name.split("."))
+                found = self._top_level(self._skeleton(analysis), q.name.split("."))
             elif q.source is QualifiedNameSource.IMPORT:
                 name = absolute_name(q.name, current, package)
                 found = self._qualified(name, []) if name else None
@@ -278,6 +302,7 @@ class ProjectResolver:
             mod, node = target
             if isinstance(node, cst.ClassDef):
                 return mod, node
+            mod, node = self._with_body(mod, node)
             returned = _returns(node)
             if not returned:
                 return None
@@ -300,7 +325,7 @@ class ProjectResolver:
             parent = analysis.parent(anc)
             cls = analysis.parent(parent) if isinstance(parent, cst.IndentedBlock) else None
             if isinstance(cls, cst.ClassDef):
-                return self._unsliced(analysis, cls) if _first_param(anc) == name.value else None
+                return self._same_def(analysis, cls) if _first_param(anc) == name.value else None  # type: ignore[return-value]
             if name.value in params:
                 return None  # a parameter of a plain (nested) function
         return None
@@ -314,17 +339,19 @@ class ProjectResolver:
         return self._class_attribute(owner[0], owner[1], expr.attr.value, 0)
 
     def _class_attribute(self, analysis: "_ModuleAnalysis", cls: cst.ClassDef, attr: str, seen: int) -> Optional[List[Tuple["_ModuleAnalysis", cst.CSTNode, cst.BaseExpression]]]:
-        if not self._lives(analysis):
+        key = self._key("attribute", analysis, cls, attr)
+        if key is None:
             return self._find_class_attribute(analysis, cls, attr, seen)
-        key = ("attribute", id(cls), attr)
         if key not in self._memo:
             self._memo[key] = self._find_class_attribute(analysis, cls, attr, seen)  # type: ignore[assignment]
         return self._memo[key]  # type: ignore[return-value]
 
-    def _lives(self, analysis: "_ModuleAnalysis") -> bool:
-        """Whether ``analysis`` is held for the process's life, so its nodes'
-        ids are safe memo keys."""
-        return analysis.path is not None and self._loaded.get(analysis.path.resolve()) is analysis
+    @staticmethod
+    def _key(kind: str, analysis: "_ModuleAnalysis", node: Definition, *rest: str) -> Optional[Tuple[Any, ...]]:
+        """A memo key that outlives the nodes: file and line; ``None`` for a module with no file."""
+        if analysis.path is None:
+            return None
+        return (kind, analysis.path.resolve(), analysis.line(node.name), *rest)
 
     def _find_class_attribute(self, analysis: "_ModuleAnalysis", cls: cst.ClassDef, attr: str, seen: int) -> Optional[List[Tuple["_ModuleAnalysis", cst.CSTNode, cst.BaseExpression]]]:
         """Every value assigned to ``self.<attr>`` in ``cls``'s methods (or as a
@@ -338,7 +365,13 @@ class ProjectResolver:
                         out.append((analysis, small, small.value))
                     elif isinstance(small, cst.AnnAssign) and m.matches(small.target, m.Name(attr)) and small.value is not None:
                         out.append((analysis, small, small.value))
-        for func in _body_functions(cls):
+        owner, with_bodies = analysis, cls
+        if analysis.path is not None:
+            # Only the methods that assign the attribute are parsed with bodies.
+            text = self._text(analysis.path.resolve())
+            lines = text.assigning_methods(analysis.line(cls.name), attr) if text is not None else frozenset()
+            owner, with_bodies = self._same_def(analysis, cls, lines) if lines else (analysis, None)  # type: ignore[assignment]
+        for func in _body_functions(with_bodies) if with_bodies is not None else ():
             me = _first_param(func)
             if me is None:
                 continue
@@ -347,12 +380,12 @@ class ProjectResolver:
                 if isinstance(node, cst.Assign):
                     for t in node.targets:
                         if m.matches(t.target, target):
-                            out.append((analysis, node, node.value))
+                            out.append((owner, node, node.value))
                         elif m.findall(t.target, target):
                             return None  # `self.x, y = ...`: we cannot tell its part
                 elif isinstance(node, cst.AnnAssign) and m.matches(node.target, target):
                     if node.value is not None:
-                        out.append((analysis, node, node.value))
+                        out.append((owner, node, node.value))
                 elif isinstance(node, cst.AugAssign) and m.matches(node.target, target):
                     return None
         if out:
@@ -400,7 +433,8 @@ class ProjectResolver:
         if target is None or not isinstance(target[1], cst.FunctionDef):
             return None
         mod, func = target
-        key = ("returns", id(mod), id(func))
+        lasting = self._key("returns", mod, func)
+        key = lasting or ("returns", id(mod), id(func))
         if key in self._memo:
             summary = self._memo[key]
         elif key in self._active:
@@ -411,8 +445,8 @@ class ProjectResolver:
                 summary = self._summarise(mod, func, depth)
             finally:
                 self._active.discard(key)
-            if self._lives(mod):
-                self._memo[key] = summary  # only loaded modules live long enough to key by id
+            if lasting is not None:
+                self._memo[key] = summary  # keyed by file and line, not by a node that may go
         if summary is None:
             return None
         use = analysis.step(call, f"the return value of `{_short(call.func)}()`")
@@ -421,6 +455,7 @@ class ProjectResolver:
     def _summarise(self, mod: "_ModuleAnalysis", func: cst.FunctionDef, depth: int) -> Optional["_Trace"]:
         from dataclasses import replace
 
+        mod, func = self._with_body(mod, func)
         returned = _returns(func)
         if not returned:
             return None
