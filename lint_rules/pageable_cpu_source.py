@@ -109,6 +109,14 @@ class PageableCpuSource(LintRule):
         Valid(_H + "def f(dst, n):\n    torch.zeros(n, pin_memory=True).copy_(torch.arange(n), non_blocking=True)\n"),
         Valid(_H + "def f(ids, dev):\n    return torch.tensor(ids).to(dev, non_blocking=True)  # noqa: PIN002\n"),
         Valid(_H + "def f(buf, dev):\n    return buf[::2].to(dev, non_blocking=True)\n"),
+        # Computed from tensors pinfix cannot see (maybe on the device): unknown.
+        Valid(_H + "def f(a, b, dev):\n    return torch.cat([a, b]).to(dev, non_blocking=True)\n"),
+        Valid(_H + "def f(x, dev):\n    return (x * 2).to(dev, non_blocking=True)\n"),
+        # A 0-dim CPU tensor combines with a device tensor on the device.
+        Valid(_H + "def f(x, dev):\n    return (torch.tensor(5) + x).to(dev, non_blocking=True)\n"),
+        # An int index is a view of pinned memory; narrow(0, ...) too.
+        Valid(_H + "def f(i, n, dev):\n    buf = torch.zeros(n, 4, pin_memory=True)\n    return buf[i].to(dev, non_blocking=True)\n"),
+        Valid(_H + "def f(n, dev):\n    buf = torch.zeros(n, 4, pin_memory=True)\n    return buf.narrow(0, 0, 2).to(dev, non_blocking=True)\n"),
     ]
 
     INVALID = [
@@ -135,6 +143,23 @@ class PageableCpuSource(LintRule):
             "    return buf[:, :4].to(dev, non_blocking=True)\n"
         ),
         Invalid(_H + "def f(t, dev):\n    return t.pin_memory()[::2].to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(n, dev):\n    buf = torch.zeros(1, n, pin_memory=True)\n    return buf.expand(4, -1).to(dev, non_blocking=True)\n"),
+        # Fresh tensors computed on the CPU (report only).
+        Invalid(_H + "def f(n, dev):\n    return torch.cat([torch.arange(n), torch.arange(n)]).to(dev, non_blocking=True)\n"),
+        Invalid(
+            _H + "def f(sizes, dev):\n    parts = list()\n    for n in sizes:\n        parts.append(torch.arange(n))\n"
+            "    return torch.concat(parts, dim=0).to(dev, non_blocking=True)\n"
+        ),
+        Invalid(_H + "def f(n, dev):\n    return (torch.arange(n) * 2).to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(n, tag, dev):\n    mask = torch.arange(n) == tag\n    return mask.to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(ids, dev):\n    return torch.tensor(ids).repeat_interleave(2).to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(n, dev):\n    buf = torch.zeros(n, pin_memory=True)\n    return buf[[0, 2]].to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(n, dev):\n    buf = torch.zeros(n, pin_memory=True)\n    return buf.clone().to(dev, non_blocking=True)\n"),
+        Invalid(
+            _H + "def f(n, counts, dev):\n    buf = torch.zeros(n, pin_memory=True)\n    idx = np.repeat(np.arange(3), counts)\n"
+            "    return buf[idx].to(dev, non_blocking=True)\n"
+        ),
+        Invalid(_H + "def f(n, dev):\n    buf = torch.zeros(4, n, pin_memory=True)\n    return buf[:, :2].contiguous().to(dev, non_blocking=True)\n"),
         Invalid(
             _H + "def f(n, dst):\n    buf = torch.empty(n, 8, pin_memory=True)\n    col = buf[:, 0]\n"
             "    dst.copy_(col, non_blocking=True)\n"

@@ -39,8 +39,10 @@ from .patterns import (
     GATHER_SOURCE,
     HOST_DATA_METHODS,
     HOST_DATA_MODULES,
+    MAYBE_GAPPED_VIEW_METHODS,
     NON_BLOCKING_KEYWORD,
     NON_DENSE_SOURCE,
+    NUMPY_ARRAY_FUNCTIONS,
     PAGEABLE_METHOD_SOURCES,
     PINNING_METHODS,
     SCALAR_METHODS,
@@ -405,6 +407,14 @@ class _ModuleAnalysis:
             return _Trace(pinned=False, source=PAGEABLE_METHOD_SOURCES[method], calls=(expr,), steps=(step,), made=step)
         if method in VIEW_METHODS:
             return self.trace(func.value, depth + 1)
+        if method in MAYBE_GAPPED_VIEW_METHODS:
+            inner = self.trace(func.value, depth + 1)
+            args = _positional(expr)
+            dense = method == "narrow" and bool(args) and m.matches(args[0].value, m.Integer("0"))
+            if inner is None or not inner.pinned or dense:
+                return inner
+            step = self.step(expr, f"`{_short(expr)}` may be a non-dense view")
+            return replace(inner, gapped=inner.gapped or _code(expr), steps=(*inner.steps, step))
         if method in COMPUTED_METHODS:
             inner = self.trace(func.value, depth + 1)
             return None if inner is None else self._computed(COMPUTED_METHODS[method], expr, inner, "computes a fresh tensor")
@@ -540,6 +550,18 @@ class _ModuleAnalysis:
                 continue
             if isinstance(index.value, (cst.List, cst.ListComp)) or self.trace(index.value, depth + 1) is not None:
                 return True
+            if self._numpy_array(index.value):
+                return True
+        return False
+
+    def _numpy_array(self, expr: cst.BaseExpression) -> bool:
+        """A NumPy array for sure: a call of an array-making NumPy function, or
+        a local name only ever bound to one."""
+        if isinstance(expr, cst.Call):
+            return bool(self.qualified_names(expr.func) & NUMPY_ARRAY_FUNCTIONS)
+        if isinstance(expr, cst.Name):
+            found = self._reaching_values(expr)
+            return bool(found) and all(v is not None and isinstance(v, cst.Call) and self._numpy_array(v) for _, v in found)  # type: ignore[arg-type]
         return False
 
     def _to_plainly_cpu(self, call: cst.Call) -> bool:

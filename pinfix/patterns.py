@@ -170,6 +170,12 @@ VIEW_METHODS: FrozenSet[str] = frozenset(
     {"view", "reshape", "squeeze", "unsqueeze", "flatten", "t", "transpose", "permute", "view_as", "reshape_as"}
 )
 
+#: Views that may not be dense: ``expand`` (stride 0), ``narrow`` of a
+#: dimension other than the first, ``diagonal``, ``unfold``, ``as_strided``.
+#: Of pageable memory they stay pageable; of pinned memory they are reported
+#: as gapped (torch stages a non-dense copy), except ``narrow(0, ...)``.
+MAYBE_GAPPED_VIEW_METHODS: FrozenSet[str] = frozenset({"expand", "expand_as", "narrow", "diagonal", "unfold", "as_strided"})
+
 #: Methods that stay on the CPU but may allocate a fresh (pageable) tensor:
 #: the flow follows them, but pinning the base no longer helps (no fix).
 #: ``.to(...)`` without a device (a dtype only, or ``"cpu"``) counts too.
@@ -183,6 +189,15 @@ CONVERSION_METHODS: FrozenSet[str] = frozenset(
 #: Calls whose result is plainly host data (for ``as_tensor`` / ``asarray``).
 HOST_DATA_METHODS: FrozenSet[str] = frozenset({"numpy", "tolist"})
 HOST_DATA_MODULES: Tuple[str, ...] = ("numpy.",)
+#: NumPy functions that return an array (never a scalar): indexing a tensor
+#: with one is advanced indexing, which gathers into a fresh tensor.
+NUMPY_ARRAY_FUNCTIONS: FrozenSet[str] = frozenset(
+    "numpy." + n
+    for n in (
+        "arange", "array", "asarray", "repeat", "tile", "concatenate", "cumsum", "flatnonzero", "argsort", "sort",
+        "unique", "zeros", "ones", "empty", "full", "take", "diff", "clip", "stack", "hstack", "argwhere",
+    )
+)
 
 #: PIN003: reading a D2H destination on the host. ``.numpy()`` and
 #: ``list(t)`` are not reads: they make views (``t.to("cpu",

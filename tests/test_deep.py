@@ -177,7 +177,43 @@ CASES = {
         "    def go(self, n, dev):\n        return self.buf[:, :n].contiguous().to(dev, non_blocking=True)\n",
         [9],
     ),
+    "expand_of_pinned_attribute_is_non_dense": (
+        {},
+        HEADER + "class A:\n    def __init__(self, n):\n        self.buf = torch.zeros(1, n, pin_memory=True)\n\n"
+        "    def go(self, dev):\n        return self.buf.expand(4, -1).to(dev, non_blocking=True)\n",
+        [9],
+    ),
+    "numpy_index_gathers_from_pinned_attribute": (
+        {},
+        "import numpy as np\n" + HEADER + "class A:\n    def __init__(self, n):\n"
+        "        self.buf = torch.zeros(n, pin_memory=True)\n\n"
+        "    def go(self, counts, dev):\n        idx = np.repeat(np.arange(len(counts)), counts)\n"
+        "        return self.buf[idx].to(dev, non_blocking=True)\n",
+        [11],
+    ),
+    "long_chain_through_two_functions": (
+        {
+            "masks.py": HEADER + "def mask(n):\n    seq = torch.arange(n).unsqueeze(0).expand(n, -1)\n"
+            "    col = torch.arange(n).unsqueeze(-1)\n    a = seq >= col\n    b = seq < col + 2\n    return a & b\n"
+        },
+        "from pkg.masks import mask\n\n\nclass M:\n    def _m(self, n):\n"
+        "        m = mask(n).unsqueeze(0).expand([2, -1, -1])\n        return m\n\n"
+        "    def go(self, x, n):\n        m = self._m(n)\n        return m.contiguous().to(x.device, non_blocking=True)\n",
+        [11],
+    ),
     # Must stay silent.
+    "narrow_of_first_dimension_keeps_pinnedness": (
+        {},
+        HEADER + "class A:\n    def __init__(self, n):\n        self.buf = torch.zeros(n, 4, pin_memory=True)\n\n"
+        "    def go(self, n, dev):\n        return self.buf.narrow(0, 0, n).to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "int_index_is_a_view": (
+        {},
+        HEADER + "class A:\n    def __init__(self, n):\n        self.buf = torch.zeros(n, 4, pin_memory=True)\n\n"
+        "    def go(self, i, dev):\n        return self.buf[i].to(dev, non_blocking=True)\n",
+        [],
+    ),
     "helper_returns_pinned": (
         {"mk.py": HEADER + "def pinned(n):\n    return torch.empty(n).pin_memory()\n"},
         "from pkg.mk import pinned\n\n\ndef f(n, dev):\n    return pinned(n).to(dev, non_blocking=True)\n",

@@ -32,6 +32,8 @@ Owner = Tuple["_ModuleAnalysis", cst.ClassDef]
 
 #: How many re-exports (``from .impl import f`` in a package) are followed.
 _MAX_HOPS = 4
+#: How many attributes and calls one chain of evidence may pass through.
+_MAX_CHAIN = 8
 _MISSING = object()
 
 
@@ -406,11 +408,12 @@ class ProjectResolver:
         traces = []
         for mod, node, value in assigned:
             key = ("value", id(mod), id(value))
-            if key in self._active:
-                return None  # `self.x = self.x[1:]`: a cycle, unknown
+            if key in self._active or len(self._active) >= _MAX_CHAIN:
+                return None  # `self.x = self.x[1:]`: a cycle, unknown; or too far to follow
             self._active.add(key)
             try:
-                inner = mod.trace(value, depth + 1)
+                # An attribute's value does not depend on where it is read: a fresh depth.
+                inner = mod.trace(value, 0)
             finally:
                 self._active.discard(key)
             if inner is not None:
@@ -439,10 +442,13 @@ class ProjectResolver:
             summary = self._memo[key]
         elif key in self._active:
             return None  # recursion: unknown
+        elif len(self._active) >= _MAX_CHAIN:
+            return None  # too far to follow (not remembered: a shorter way in may reach it)
         else:
             self._active.add(key)
             try:
-                summary = self._summarise(mod, func, depth)
+                # A summary does not depend on the caller: a fresh depth, so it can be remembered.
+                summary = self._summarise(mod, func, 0)
             finally:
                 self._active.discard(key)
             if lasting is not None:
