@@ -9,6 +9,7 @@ fix plan (which ``torch.from_numpy`` calls to rewrite, and how safe that is).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -337,9 +338,9 @@ class _ModuleAnalysis:
 
     def origin(self, expr: cst.BaseExpression, sink_call: cst.Call) -> Optional[_Origin]:
         trace = self.trace(expr)
-        if trace is None or trace.source is None and not (trace.pinned and trace.gapped):
-            return None
-        if trace.pinned:
+        if trace is None or trace.source is None and not trace.gapped:
+            return None  # unknown, pinned, or a CPU tensor of unknown memory: no finding
+        if trace.source is None:  # a gapped view of pinned (or unknown) CPU memory
             return _Origin(NON_DENSE_SOURCE, (), trace.names[0] if trace.names else None, None, trace)
         assert trace.source is not None
         if trace.via is not None:
@@ -378,11 +379,12 @@ class _ModuleAnalysis:
                 return None if inner.pinned else replace(inner, converted=inner.converted or _code(expr))
             return inner
         if isinstance(expr, cst.Name):
-            return self._trace_name(expr, depth)
+            return self._trace_name(expr, depth) or self._cpu_by_name(expr, expr.value)
         if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
             return self._arithmetic(expr, depth)
         if isinstance(expr, cst.Attribute):
-            return self.resolver.attribute(self, expr, depth) if self.resolver is not None else None
+            found = self.resolver.attribute(self, expr, depth) if self.resolver is not None else None
+            return found or self._cpu_by_name(expr, expr.attr.value)
         if not isinstance(expr, cst.Call):
             return None
         source = self.direct_source(expr)
@@ -434,6 +436,15 @@ class _ModuleAnalysis:
                 return None  # a conversion of pinned memory may or may not copy
             return replace(inner, converted=inner.converted or f".{method}()")
         return self.resolver.call(self, expr, depth) if self.resolver is not None else None
+
+    def _cpu_by_name(self, node: cst.BaseExpression, name: str) -> Optional[_Trace]:
+        """A tensor the project's naming convention puts on the CPU
+        (``[tool.pinfix] cpu-tensor-names``, vLLM: ``*_cpu``): its memory is
+        unknown, but what is computed from it, or a gapped view of it, is not
+        dense pinned memory."""
+        if not any(fnmatchcase(name, pattern) for pattern in self.config.cpu_tensor_names):
+            return None
+        return _Trace(pinned=False, source=None, steps=(self.step(node, f"`{_short(node)}` is a CPU tensor by its name"),))
 
     def _computed(self, source: PageableSource, expr: cst.BaseExpression, inner: _Trace, what: str) -> _Trace:
         """A fresh tensor computed on the CPU from ``inner``'s (CPU) tensor."""
@@ -573,6 +584,11 @@ class _ModuleAnalysis:
 
     def _source_trace(self, source: PageableSource, call: cst.Call, depth: int) -> Optional[_Trace]:
         if any(a.star for a in call.args):
+            # `torch.zeros(*size, pin_memory=flag)`: *size cannot override a keyword.
+            pin = _keyword(call, "pin_memory")
+            if source.factory and pin is not None and _literal_bool(pin.value) is not False:
+                if not any(a.star == "**" for a in call.args):
+                    return _Trace(pinned=True, source=None, steps=(self.step(call, f"`{_short(call)}` is pinned"),))
             return None  # *args / **kwargs could carry device= or pin_memory=
         explicit = False
         if source.sized and _literally_empty(call, varargs=not source.qualified_name.endswith("full")):
@@ -820,7 +836,7 @@ class _ModuleAnalysis:
             view = trace.gapped or _code(sink.source)
             held = f" (held by `{origin.bound_name}`)" if origin.bound_name and origin.bound_name not in view else ""
             message = (
-                f"`{view}`{held} is a gapped (non-dense) view of a pinned tensor, so {what} is staged through "
+                f"`{view}`{held} is a gapped (non-dense) view of a {'pinned' if trace.pinned else 'CPU'} tensor, so {what} is staged through "
                 "a pageable temporary and blocks the host; copy a dense block (whole rows) and slice it on the "
                 "device, or gather it into a contiguous pinned buffer first (no fix)"
             )
@@ -849,6 +865,8 @@ class _ModuleAnalysis:
             subject = f"{quoted} is pageable memory"
         elif origin.bound_name is None:
             subject = f"{quoted}{at_text} is a fresh pageable CPU tensor"
+        elif source.computed:
+            subject = f"`{origin.bound_name}` holds {quoted}{at_text}, a fresh pageable CPU tensor"
         else:
             subject = f"`{origin.bound_name}` holds pageable {quoted}{at_text}"
         pattern = f"{spec.method}/{how}" if source.code == "PIN001" and not trace.converted else f"{spec.method}/{how}/{source.qualified_name}"
@@ -918,8 +936,9 @@ class _ModuleAnalysis:
         """PIN004 (``--show-unknown``): a non_blocking copy whose CPU side pinfix
         cannot tell pinned or pageable. Informational: it never fails a run."""
         source = sink.source
-        if self.trace(source) is not None or self._cpu_destination(call, sink):
-            return None  # pinned, or known to be on the CPU: a host-to-host or D2H copy
+        trace = self.trace(source)
+        if trace is not None and (trace.pinned or trace.source is not None) or self._cpu_destination(call, sink):
+            return None  # pinned, or a CPU destination: a host-to-host or D2H copy
         root = source
         while isinstance(root, (cst.Subscript, cst.Call)) and not (
             isinstance(root, cst.Call) and not isinstance(root.func, cst.Attribute)
@@ -1002,7 +1021,7 @@ def _source_text(source: PageableSource) -> str:
         return source.qualified_name.strip("<>")
     if source.qualified_name.startswith("torch.Tensor."):
         return "." + source.qualified_name.rsplit(".", 1)[-1] + "()"
-    return "torch." + source.qualified_name.rsplit(".", 1)[-1] + "(...)"
+    return source.qualified_name + "(...)"
 
 
 def helper_local_name(module: cst.Module, config: Config) -> Optional[str]:

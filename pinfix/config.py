@@ -42,6 +42,9 @@ class Config:
     #: Functions (``module.path.name``) whose result is pinned CPU memory,
     #: beyond ``helper``; a copy from one is never a finding.
     extra_pinned_producers: Tuple[str, ...] = ()
+    #: Name patterns (fnmatch) of variables and attributes that hold CPU tensors
+    #: by the project's convention (vLLM: ``*_cpu``, ``*_cpu_tensor``).
+    cpu_tensor_names: Tuple[str, ...] = ()
     #: Deep mode: follow tensors into attributes and other functions and files.
     deep: bool = False
     #: Deep mode: also report sources whose memory cannot be told (informational).
@@ -78,6 +81,7 @@ _KEYS = {
     "pin-memory-expr": str,
     "pin-memory-import": str,
     "pinned-producers": list,
+    "cpu-tensor-names": list,
     "deep": bool,
     "show-unknown": bool,
 }
@@ -165,6 +169,7 @@ def load_config(start: Optional[Path] = None, explicit: Optional[Path] = None) -
         pin_memory_expr=values.get("pin-memory-expr"),
         pin_memory_import=values.get("pin-memory-import"),
         extra_pinned_producers=tuple(values.get("pinned-producers", ())),
+        cpu_tensor_names=tuple(values.get("cpu-tensor-names", ())),
         deep=values.get("deep", False),
         show_unknown=values.get("show-unknown", False),
         line_length=line_length if isinstance(line_length, int) and line_length > 0 else 88,

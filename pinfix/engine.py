@@ -68,10 +68,20 @@ def parse(data: "bytes | str", report: FileReport):  # type: ignore[no-untyped-d
     return None
 
 
+def _sink_only_prefilter(config: Config) -> bool:
+    """Whether a source may be spelled in no way the pre-filter knows: deep
+    mode (made in another function), configured pinned producers or CPU tensor
+    names. Then only the sink decides which scopes are analysed."""
+    from .patterns import DEFAULT_HELPER
+
+    return bool(config.deep or config.cpu_tensor_names or config.extra_pinned_producers or config.helper != DEFAULT_HELPER)
+
+
 def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
     """Analyse (and maybe fix) one file's bytes; never raises for bad input."""
     report = FileReport(path)
-    sliced = candidate_source(data, config.deep) if may_contain_finding(data, config.deep) else None
+    wide = _sink_only_prefilter(config)
+    sliced = candidate_source(data, wide) if may_contain_finding(data, wide) else None
     if sliced is None:
         return report
     from libcst.codemod import CodemodContext
@@ -187,7 +197,7 @@ def run(
     try:
         for path in files:
             data = _read(path)
-            if isinstance(data, str) or not may_contain_finding(data, deep=config.deep):
+            if isinstance(data, str) or not may_contain_finding(data, _sink_only_prefilter(config)):
                 yield FileReport(str(path), error=data if isinstance(data, str) else None)
                 if on_progress:
                     on_progress(1)

@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from .patterns import (
     CONVERSION_METHODS,
+    DEFAULT_HELPER,
     COPY_SINKS,
     HOST_READ_BUILTINS,
     HOST_READ_METHODS,
@@ -36,6 +37,10 @@ from .patterns import (
     PINNING_METHODS,
     VIEW_METHODS,
 )
+
+#: The default pinned helper; another configured one turns the pre-filter to
+#: sinks only (see ``engine._sink_only_prefilter``).
+DEFAULT_HELPER_NAME = DEFAULT_HELPER.rsplit(".", 1)[-1]
 
 PREFILTER_OFF = os.environ.get("PINFIX_NO_PREFILTER", "") not in ("", "0")
 
@@ -205,6 +210,23 @@ def _flow(expr: ast.AST, names: Set[str], bound: Dict[str, Set[Tuple[str, bool]]
     return set()
 
 
+def _spells_a_cpu_tensor(nodes: List[ast.AST], names: Set[str]) -> bool:
+    """Whether the scope makes a CPU tensor the analysis can see: a
+    source-spelled call (pinned or not), the pinned helper, or a ``"cpu"``
+    device (``x.to("cpu")``)."""
+    return any(
+        _root_kind(n, names) is not None
+        or _cpu_literal(n)
+        or isinstance(n, ast.Call) and _called_name(n) == DEFAULT_HELPER_NAME
+        for n in nodes
+    )
+
+
+def _called_name(call: ast.Call) -> Optional[str]:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
 def _d2h_candidate(sink: ast.Call) -> bool:
     """PIN003's ``.to("cpu", non_blocking=True)``."""
     assert isinstance(sink.func, ast.Attribute)
@@ -369,6 +391,11 @@ def _candidate_scopes(tree: ast.Module) -> List[ast.AST]:
             # Pinned memory matters only through a (maybe gapped) subscript.
             exprs = [sink.func.value, *sink.args[:2], *(kw.value for kw in sink.keywords)]
             if any(any(k == PAGEABLE or sub for k, sub in _flow(e, spelled, bound)) for e in exprs):
+                found.append(scope)
+                break
+            # What the analysis computes from a CPU tensor (`torch.cat`, arithmetic,
+            # indexing) starts at a spelled call in this scope all the same.
+            if _spells_a_cpu_tensor(nodes, spelled):
                 found.append(scope)
                 break
     return found

@@ -323,3 +323,43 @@ def test_unparsable_dependency_stays_unknown(tmp_path):
     )
     code, found = check([pkg / "main.py"], "--deep")
     assert (code, found) == (0, [])
+
+
+NAMED = "[tool.pinfix]\ncpu-tensor-names = ['*_cpu']\n"
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        # Arithmetic of a tensor named as CPU by the project's convention: a fresh pageable tensor.
+        ("def f(meta, dev):\n    lens = meta.loc_cpu[1:] - meta.loc_cpu[:-1]\n    return lens.to(dev, non_blocking=True)\n", [6]),
+        # A gapped view of any CPU tensor is staged.
+        ("def f(pos_cpu, n, dst):\n    dst.copy_(pos_cpu[:, :n], non_blocking=True)\n", [5]),
+        # The name alone says nothing about pinnedness: a dense view stays silent.
+        ("def f(pos_cpu, n, dst):\n    dst.copy_(pos_cpu[:n], non_blocking=True)\n", []),
+        # A D2H copy into a CPU destination is not H2D.
+        ("def f(out_cpu, x):\n    out_cpu.copy_(x[:, :2], non_blocking=True)\n", []),
+    ],
+)
+def test_cpu_tensor_names(tmp_path, body, expected):
+    pkg = project(tmp_path, {"main.py": HEADER + body})
+    assert check([pkg / "main.py"], "--no-cache")[1] == []  # not configured: unknown
+    (tmp_path / "pyproject.toml").write_text(NAMED)
+    # Plain mode too: the pre-filter then keeps every scope with a sink.
+    assert [f["line"] for f in check([pkg / "main.py"], "--no-cache")[1]] == expected
+    assert [f["line"] for f in deep([pkg / "main.py"])] == expected
+
+
+def test_star_size_with_pin_memory_flag_is_pinned(tmp_path):
+    pkg = project(
+        tmp_path,
+        {
+            "main.py": HEADER + "class B:\n    def __init__(self, *size, pin_memory=True):\n"
+            "        self.cpu = torch.zeros(*size, pin_memory=pin_memory)\n\n"
+            "    def go(self, n, dst):\n        dst.copy_(self.cpu[:n], non_blocking=True)\n"
+            "        dst.copy_(self.cpu[:, :n], non_blocking=True)\n"
+        },
+    )
+    found = deep([pkg / "main.py"])
+    assert [(f["line"], f["pattern"]) for f in found] == [(10, "copy_/non-dense")]
+    assert "gapped (non-dense) view of a pinned tensor" in found[0]["message"]
