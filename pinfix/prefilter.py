@@ -27,8 +27,8 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from .patterns import (
     CONVERSION_METHODS,
-    DEFAULT_HELPER,
     COPY_SINKS,
+    DEFAULT_HELPER,
     HOST_READ_BUILTINS,
     HOST_READ_METHODS,
     NON_BLOCKING_KEYWORD,
