@@ -36,9 +36,21 @@ class PageableCpuSource(LintRule):
     (``.long()``, ``.to(torch.int32)``, ``.contiguous()``...); anything pinfix cannot see
     through (a parameter, an attribute, an unknown call) stops the search.
 
-    It also reports a gapped (non-dense) view of a pinned tensor copied non_blocking: a slice
+    It also reports fresh tensors computed on the CPU from a CPU tensor pinfix can see, pinned
+    or not: ``torch.cat`` / ``stack`` / ``concat`` of a list display or of a list grown with
+    ``.append``, arithmetic and comparisons, advanced indexing (``x[idx]`` with a list, a CPU
+    tensor or a NumPy array), ``.clone()``, ``.repeat_interleave()``, ``.cumsum()``,
+    ``torch.nn.functional.pad`` and the like: torch allocates such results with the default
+    (pageable) allocator. A 0-dim CPU operand (``x.sum()``, ``torch.tensor(n)``) is left alone:
+    it combines with a device tensor on the device. With ``[tool.pinfix] cpu-tensor-names``
+    (vLLM: ``["*_cpu", "*_cpu_tensor"]``) a variable or attribute so named counts as a CPU
+    tensor of unknown memory: what is computed from it, or a gapped view of it, is reported.
+
+    It also reports a gapped (non-dense) view of a CPU tensor copied non_blocking: a slice
     with a step (``x[::2]``) or a narrowed dimension after a wider one (``x[:, :k]``,
-    ``x[:, 0]``) of ``torch.empty(..., pin_memory=...)`` or ``t.pin_memory()``.
+    ``x[:, 0]``), or a view that may not be dense (``expand``, ``narrow`` of a dimension other
+    than the first, ``diagonal``, ``unfold``), of ``torch.empty(..., pin_memory=...)``,
+    ``t.pin_memory()`` or any other CPU tensor pinfix can see.
 
     ## Why is this bad?
     The runtime cannot DMA from pageable memory asynchronously: it stages the data through a
@@ -74,6 +86,8 @@ class PageableCpuSource(LintRule):
     between the source and the copy (pinning the source would not help), or for sources with no
     ``pin_memory=`` (``as_tensor``, ``asarray``, ``.cpu()``): the message suggests a persistent
     pinned staging buffer (allocated once with ``pin_memory=True``, as vLLM's ``CpuGpuBuffer``).
+    Computed results get no fix either (a fresh tensor cannot be allocated pinned); in deep
+    mode neither do sources made in another function: the message names the origin to fix.
 
     ## Not reported
     An accelerator ``device=``; ``pin_memory=`` given (any value but ``False``); a copy whose

@@ -155,6 +155,27 @@ NOT_FIXED = {
         "PIN001", None, "gapped",
     ),
     "d2h_read": ("import torch\n\n\ndef f(t):\n    y = t.to('cpu', non_blocking=True)\n    return y.tolist()\n", "PIN003", None, "report only"),
+    # Computed on the CPU: a fresh tensor that no pin_memory= can reach (report only).
+    "cat_of_factories": (
+        "import torch\n\n\ndef f(n, dev):\n    return torch.cat([torch.arange(n), torch.ones(n)]).to(dev, non_blocking=True)\n",
+        "PIN002", None, "computed result",
+    ),
+    "arithmetic_bound": (
+        "import torch\n\n\ndef f(n, dev):\n    x = torch.arange(n) * 2 + 1\n    return x.to(dev, non_blocking=True)\n",
+        "PIN002", None, "computed result",
+    ),
+    "gather_of_pinned": (
+        "import torch\n\n\ndef f(n, dev):\n    b = torch.zeros(n, pin_memory=True)\n    return b[[1, 0]].to(dev, non_blocking=True)\n",
+        "PIN002", None, "computed result",
+    ),
+    "clone_of_pinned": (
+        "import torch\n\n\ndef f(n, dev):\n    b = torch.zeros(n).pin_memory()\n    return b.clone().to(dev, non_blocking=True)\n",
+        "PIN002", None, "computed result",
+    ),
+    "expand_of_pinned": (
+        "import torch\n\n\ndef f(n, dev):\n    b = torch.zeros(1, n, pin_memory=True)\n    return b.expand(3, -1).to(dev, non_blocking=True)\n",
+        "PIN002", None, "gapped",
+    ),
 }
 
 
