@@ -883,6 +883,7 @@ class _ModuleAnalysis:
         safety: Optional[str] = SAFE
         note: Optional[str] = None
         kind: Optional[str] = None
+        edits: Tuple[cst.Call, ...] = origin.calls
         if trace.converted:
             remedy = (
                 f"`{trace.converted}` makes a fresh pageable tensor on the way; build the data in its final "
@@ -892,9 +893,22 @@ class _ModuleAnalysis:
         elif trace.gapped:
             remedy = f"`{trace.gapped}` is also a gapped view; copy dense rows and slice on the device"
             safety, note = None, f"`{trace.gapped}` is a gapped view: pinning the base would not make the copy asynchronous"
-        elif trace.via is not None and (made is None or made.path is not None or not origin.calls):
-            remedy = staging if not source.factory else f"allocate it pinned at its origin ({at}) with `pin_memory=...`"
+        elif trace.via is not None:
+            expr = self.config.pin_memory_expr or "True"
+            remedy = staging if not source.factory else f"allocate it pinned at its origin ({at}) with `pin_memory={expr}`"
             safety, note = None, "the source is made in another function; fix it there"
+            if source.factory and len(trace.calls) == 1 and self._in_this_file(made):
+                # Pinning an allocation changes no value; but the tensor lives on
+                # past this copy, and once pinned the copy really is asynchronous.
+                # (A slice of this file may not hold the origin: then the engine
+                # finds it when it analyses the whole file to fix it.)
+                origin_call = self._call_at(made)  # type: ignore[arg-type]
+                edits = (origin_call,) if origin_call is not None else ()
+                kind = "pin_memory"
+                safety, note = UNSAFE, (
+                    f"the tensor is made at line {made.line} in another function and kept; once pinned, the "  # type: ignore[union-attr]
+                    "copy is truly asynchronous, so a host write to it before the copy has finished would race"
+                )
         elif source.fixable:
             remedy = f"make the source pinned with `{local}(...)`"
             kind = "helper"
@@ -927,7 +941,7 @@ class _ModuleAnalysis:
         # A conversion's fresh tensor is the pageable source then (even of `from_numpy`).
         code = "PIN002" if trace.converted else source.code
         finding = self._make(
-            code, position, message, pattern, safety, note, origin.calls if safety is not None else (), kind, reported
+            code, position, message, pattern, safety, note, edits if safety is not None else (), kind, reported
         )
         finding.evidence = (*trace.steps, self.step(call, f"copied with {what}"))
         return finding
@@ -961,6 +975,19 @@ class _ModuleAnalysis:
         finding.severity = "info"
         finding.evidence = (self.step(call, f"copied with {what}"),)
         return finding
+
+    def _in_this_file(self, made: Optional[Evidence]) -> bool:
+        if made is None or self.path is None:
+            return False
+        return made.path is None or Path(made.path).resolve() == self.path.resolve()
+
+    def _call_at(self, made: Evidence) -> Optional[cst.Call]:
+        """The source call of this module that ``made`` (deep evidence) names."""
+        for call in m.findall(self.module, m.Call()):
+            start = self.pos(call).start
+            if (start.line, start.column + 1) == (made.line, made.column):
+                return call if self.direct_source(call) is not None else None
+        return None
 
     def _pin_memory_safety(self, trace: _Trace, sink_call: cst.Call) -> Tuple[Optional[str], Optional[str]]:
         if trace.explicit_pageable:

@@ -78,7 +78,8 @@ def test_attribute_and_return_across_files(tmp_path):
     attr, ret = found
     assert "made at" in attr["message"] and "runner.py:8" in attr["message"] and "`self.host`" in attr["message"]
     assert "helpers.py:5" in ret["message"] and "make_index" in ret["message"]
-    assert attr["pattern"] == "to/deep/torch.zeros" and attr["fix"]["safety"] is None
+    assert attr["pattern"] == "to/deep/torch.zeros" and attr["fix"]["safety"] == "unsafe"
+    assert ret["fix"]["safety"] is None  # made in another file: fixed there, not from here
     # The chain: made in helpers.py, returned there, used in runner.py, copied.
     chain = [(Path(e["path"]).name, e["line"]) for e in ret["evidence"]]
     assert chain[0] == ("helpers.py", 5) and chain[-1] == ("runner.py", 14)
@@ -363,3 +364,32 @@ def test_star_size_with_pin_memory_flag_is_pinned(tmp_path):
     found = deep([pkg / "main.py"])
     assert [(f["line"], f["pattern"]) for f in found] == [(10, "copy_/non-dense")]
     assert "gapped (non-dense) view of a pinned tensor" in found[0]["message"]
+
+
+def test_origin_in_the_same_file_gets_an_unsafe_pin_memory_fix(tmp_path):
+    source = (
+        HEADER + "class Runner:\n    def __init__(self, n):\n        # staging\n"
+        "        self.host = torch.zeros(n, dtype=torch.int32)\n\n"
+        "    def step(self, dev, n):\n        return self.host[:n].to(dev, non_blocking=True)\n"
+    )
+    pkg = project(tmp_path, {"runner.py": source})
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pinfix]\npin-memory-expr = "is_pin_memory_available()"\n'
+        'pin-memory-import = "pkg.platform.is_pin_memory_available"\n'
+    )
+    (found,) = deep([pkg / "runner.py"])
+    assert found["fix"]["safety"] == "unsafe" and "race" in found["fix"]["note"]
+    path = pkg / "runner.py"
+    err = io.StringIO()
+    # Safe fixes only: nothing changes.
+    assert main(["fix", "--deep", str(path)], out=io.StringIO(), err=err) == 1
+    assert path.read_text() == source
+    assert main(["fix", "--deep", "--unsafe-fixes", str(path)], out=io.StringIO(), err=io.StringIO()) == 0
+    fixed = path.read_text()
+    assert "from pkg.platform import is_pin_memory_available\n" in fixed
+    assert "torch.zeros(n, dtype=torch.int32, pin_memory=is_pin_memory_available())" in fixed
+    assert "# staging" in fixed
+    # Idempotent: nothing left to find or fix.
+    assert deep([path]) == []
+    assert main(["fix", "--deep", "--unsafe-fixes", str(path)], out=io.StringIO(), err=io.StringIO()) == 0
+    assert path.read_text() == fixed
