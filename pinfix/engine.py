@@ -71,7 +71,7 @@ def parse(data: "bytes | str", report: FileReport):  # type: ignore[no-untyped-d
 def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
     """Analyse (and maybe fix) one file's bytes; never raises for bad input."""
     report = FileReport(path)
-    sliced = candidate_source(data) if may_contain_finding(data) else None
+    sliced = candidate_source(data, config) if may_contain_finding(data, config) else None
     if sliced is None:
         return report
     from libcst.codemod import CodemodContext
@@ -187,7 +187,7 @@ def run(
     try:
         for path in files:
             data = _read(path)
-            if isinstance(data, str) or not may_contain_finding(data):
+            if isinstance(data, str) or not may_contain_finding(data, config):
                 yield FileReport(str(path), error=data if isinstance(data, str) else None)
                 if on_progress:
                     on_progress(1)
