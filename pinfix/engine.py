@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional
 
 from .config import Config
 from .findings import FindingFields
-from .prefilter import candidate_source, may_contain_finding
+from .prefilter import candidate_source, gc_paused, may_contain_finding
 
 if TYPE_CHECKING:
     from .cache import ResultCache
@@ -155,7 +155,18 @@ def _read(path: Path) -> "bytes | str":
 
 def _worker(args) -> FileReport:  # type: ignore[no-untyped-def]
     path, data, config, mode = args
-    return _guarded(path, data, config, mode)
+    # One file's syntax trees are freed by reference counting; the collector
+    # would only walk the growing heap again and again while they are built.
+    with gc_paused():
+        return _guarded(path, data, config, mode)
+
+
+def _warm_up() -> None:
+    """Pool initializer: import LibCST and the codemod while the parent is
+    still walking and reading the tree, not when the first file arrives."""
+    import libcst  # noqa: F401
+
+    import codemods.pin_pageable_sources  # noqa: F401
 
 
 def _guarded(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
@@ -202,7 +213,7 @@ def run(
                 known[str(path)] = data
             backlog.append((str(path), data, config, mode))
             if pool is None and jobs > 1 and len(backlog) >= POOL_THRESHOLD:
-                pool = ProcessPoolExecutor(max_workers=jobs)
+                pool = ProcessPoolExecutor(max_workers=jobs, initializer=_warm_up)
             if pool is not None:
                 futures.extend(pool.submit(_worker, item) for item in backlog)
                 backlog.clear()

@@ -332,18 +332,23 @@ def _reach(expr: ast.AST, names: Set[str], pinned_names: FrozenSet[str], bound: 
                 stack.append((func.value, False))  # `x.cumsum(0)`, `x.clone()`: computed from x
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
             if name in COMPUTED_NAMES:
-                stack.extend((a, False) for a in [*node.args, *(k.value for k in node.keywords)])
+                # Inputs are positional (`out=` and the like are not).
+                stack.extend((a, False) for a in node.args)
         elif isinstance(node, _COMPOUND):
             stack.extend((child, False) for child in ast.iter_child_nodes(node))
     return out
 
 
 #: Expressions a tensor may be computed from or taken out of, part by part.
+#: (Not ``a if c else b``, ``a or b``: the analysis follows neither.)
 _COMPOUND = (
-    ast.Subscript, ast.Slice, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp, ast.List, ast.Tuple,
+    ast.Subscript, ast.Slice, ast.BinOp, ast.UnaryOp, ast.Compare, ast.List, ast.Tuple,
     ast.Set, ast.Starred, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.comprehension, ast.NamedExpr,
-    ast.Await,
 )
+
+
+#: Calls that put a value into the container they are called on.
+_GROWING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "__setitem__"})
 
 
 def _bind(target: ast.AST, value: ast.AST, plain: bool, out: List[Tuple[str, bool, ast.AST]]) -> None:
@@ -355,14 +360,13 @@ def _bind(target: ast.AST, value: ast.AST, plain: bool, out: List[Tuple[str, boo
             _bind(element, value, False, out)
     elif isinstance(target, ast.Starred):
         _bind(target.value, value, False, out)
-    elif isinstance(target, (ast.Subscript, ast.Attribute)):
-        _bind(target.value, value, False, out)  # `xs[i] = t`: xs now holds t
+    # `xs[i] = t`, `obj.x = t`: the analysis follows a name only to its own bindings.
 
 
 def _bindings(nodes: Sequence[ast.AST]) -> List[Tuple[str, bool, ast.AST]]:
     """(name, plainly, value) for each way a scope's names may come to hold a
-    value: assignments of any form, loop and ``with`` targets, and method
-    calls on a name (``xs.append(t)``: a ``torch.cat(xs)`` may carry ``t``)."""
+    value: assignments of any form, loop and ``with`` targets, and calls
+    that grow a container (``xs.append(t)``: a ``torch.cat(xs)`` may carry ``t``)."""
     out: List[Tuple[str, bool, ast.AST]] = []
     for n in nodes:
         if isinstance(n, ast.Assign):
@@ -376,7 +380,12 @@ def _bindings(nodes: Sequence[ast.AST]) -> List[Tuple[str, bool, ast.AST]]:
             _bind(n.target, n.iter, False, out)
         elif isinstance(n, ast.withitem) and n.optional_vars is not None:
             _bind(n.optional_vars, n.context_expr, False, out)
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
+        elif (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in _GROWING_METHODS
+            and isinstance(n.func.value, ast.Name)
+        ):
             for a in [*n.args, *(k.value for k in n.keywords)]:
                 out.append((n.func.value.id, False, a))
     return out
@@ -474,10 +483,11 @@ def _scope_nodes(scope: ast.AST) -> List[ast.AST]:
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
-    """``ast`` trees hold no reference cycles, so the collector finds nothing
-    in them; yet building one triggers it again and again as the heap grows
-    (three times the parse's own cost on a large file)."""
+def gc_paused() -> Iterator[None]:
+    """The collector off for a while: syntax trees (``ast``'s, LibCST's) are
+    freed by reference counting, so it finds little in them; yet building one
+    triggers it again and again as the heap grows (for ``ast``, three times
+    the parse's own cost on a large file). The previous state is restored."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -578,7 +588,7 @@ def candidate_source(data: bytes, config: "Optional[Config]" = None) -> Optional
     if PREFILTER_OFF:
         return data
     options = _options_for(config)
-    with _gc_paused():
+    with gc_paused():
         try:
             tree = ast.parse(data)
         except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
@@ -599,6 +609,30 @@ def candidate_source(data: bytes, config: "Optional[Config]" = None) -> Optional
         return _slice(data, tree, candidates)
 
 
+def _operands(sink: ast.Call) -> List[ast.AST]:
+    """Where a sink's CPU tensor may be: its source (the receiver of
+    ``x.to(...)``, the argument of ``dst.copy_(src)``, by position or keyword),
+    shifted by one for the function form (``torch.Tensor.copy_(dst, src)``:
+    any receiver that is a plain name may be a class), and, for PIN003's copy
+    into pageable memory, a destination that is a name or a slice of one."""
+    assert isinstance(sink.func, ast.Attribute)
+    spec = COPY_SINKS[sink.func.attr]
+    receiver = sink.func.value
+    function_form = isinstance(receiver, (ast.Name, ast.Attribute))
+    out: List[ast.AST] = []
+    if spec.source == "receiver":
+        out += [receiver, *sink.args[:1]] if function_form else [receiver]
+    else:
+        out += sink.args[:2] if function_form else sink.args[:1]
+        out += [kw.value for kw in sink.keywords if kw.arg == spec.source_keyword]
+        root = receiver
+        while isinstance(root, ast.Subscript):
+            root = root.value
+        if isinstance(root, ast.Name):
+            out.append(receiver)
+    return out
+
+
 def _candidate_scopes(tree: ast.Module, scopes: List[ast.AST], names: Set[str], options: _Options) -> List[ast.AST]:
     found: List[ast.AST] = []
     for scope in scopes:
@@ -615,10 +649,8 @@ def _candidate_scopes(tree: ast.Module, scopes: List[ast.AST], names: Set[str], 
                 if _d2h_read(sink, nodes, reads):
                     found.append(scope)
                     break
-            # The source (the receiver, an argument, a keyword's value) or, for
-            # PIN003's copy into pageable memory, the destination.
             reach: Reach = set()
-            for e in [sink.func.value, *sink.args, *(kw.value for kw in sink.keywords)]:
+            for e in _operands(sink):
                 reach |= _reach(e, names, options.pinned_names, bound)
             if any(k == PAGEABLE or not plain for k, plain in reach):
                 found.append(scope)
