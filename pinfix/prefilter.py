@@ -576,8 +576,9 @@ def candidate_source(data: bytes, config: "Optional[Config]" = None) -> Optional
     """``None`` when the file cannot hold a finding; else the bytes to analyse.
 
     Those are ``data`` with every function or class that holds no candidate
-    sink reduced to a one-line stub (its body only, where its header runs in
-    a candidate scope), every line and column of the rest where it was.
+    sink reduced to a stub (``def f():`` and a string literal spanning its
+    lines; its body only, where its header runs in a candidate scope), every
+    line and column of the rest where it was.
     Findings live in candidate scopes and depend only on them and on
     module-level bindings, which are all kept, so the analysis of the slice
     reports exactly what it reports on the whole file, at a fraction of the
@@ -659,9 +660,10 @@ def _candidate_scopes(tree: ast.Module, scopes: List[ast.AST], names: Set[str], 
 
 
 def _binds_outside(node: ast.AST) -> bool:
-    """Whether a def or class binds names outside its own scope (``global``,
-    ``nonlocal``, a ``:=`` in a decorator, default or base): a stub would lose them."""
-    if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(node)):
+    """Whether a module- or class-level def or class binds names outside its
+    own scope (``global``, a ``:=`` in a decorator, default or base): a stub
+    would lose them. (A ``nonlocal`` there can only name its own locals.)"""
+    if any(isinstance(n, ast.Global) for n in ast.walk(node)):
         return True
     return any(isinstance(n, ast.NamedExpr) for part in _evaluated_outside(node) for n in ast.walk(part))
 
@@ -678,18 +680,35 @@ def _slice(data: bytes, tree: ast.Module, candidates: List[ast.AST]) -> bytes:
         start, end = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
         return any(start <= a <= end or start <= b <= end or (a <= start and end <= b) for a, b in spans)
 
-    def replace(first: int, start: int, last: int, stub: bytes) -> None:
-        """Lines ``first``..``last`` become ``stub`` (at column ``start`` of
-        ``first``) and empty lines; unless something precedes ``start``."""
+    def replace(first: int, start: int, last: int, head: bytes) -> None:
+        """Lines ``first``..``last`` become ``head`` (at column ``start`` of
+        ``first``) and a body that spans them: ``pass`` on one line, else one
+        string literal holding just their line ends. One node, where empty
+        lines would be one LibCST node each (and metadata visits each).
+        Nothing is done when something precedes ``start`` on its line."""
         text = lines[first - 1]
         indent = text[:start]
         if indent.strip() or last > len(lines):
             return  # the body shares a line with its header: keep it
         ending = text[len(text.rstrip(b"\r\n")) :] or b"\n"
-        lines[first - 1] = indent + stub + ending
-        for i in range(first, last):
+        if first == last:
+            lines[first - 1] = indent + head + b"pass" + ending
+            return
+        lines[first - 1] = indent + head + b'"""' + ending
+        for i in range(first, last - 1):
             line = lines[i]
             lines[i] = line[len(line.rstrip(b"\r\n")) :]
+        line = lines[last - 1]
+        lines[last - 1] = b'"""' + line[len(line.rstrip(b"\r\n")) :]
+
+    def replace_value(first: int, start: int, last: int) -> None:
+        text = lines[first - 1]
+        lines[first - 1] = text[:start] + b'"""' + text[len(text.rstrip(b"\r\n")) :]
+        for i in range(first, last - 1):
+            line = lines[i]
+            lines[i] = line[len(line.rstrip(b"\r\n")) :]
+        line = lines[last - 1]
+        lines[last - 1] = b'"""' + line[len(line.rstrip(b"\r\n")) :]
 
     def first_of(node: ast.stmt) -> Tuple[int, int]:
         decorators = getattr(node, "decorator_list", [])
@@ -713,12 +732,27 @@ def _slice(data: bytes, tree: ast.Module, candidates: List[ast.AST]) -> bytes:
                 # Its decorators, defaults and annotations run in a candidate
                 # scope (they may even hold its sink): keep the header.
                 first, start = first_of(node.body[0])
-                replace(first, start, node.body[-1].end_lineno or node.body[-1].lineno, b"pass")
+                replace(first, start, node.body[-1].end_lineno or node.body[-1].lineno, b"")
             else:
                 first, start = first_of(node)
-                keyword = b"class " if isinstance(node, ast.ClassDef) else b"def "
-                stub = keyword + node.name.encode("utf-8") + (b": pass" if keyword == b"class " else b"(): pass")
-                replace(first, start, node.end_lineno or node.lineno, stub)
+                name = node.name.encode("utf-8")
+                head = b"class " + name + b": " if isinstance(node, ast.ClassDef) else b"def " + name + b"(): "
+                replace(first, start, node.end_lineno or node.lineno, head)
 
-    visit(tree.body, any(isinstance(c, ast.Module) for c in candidates))
+    module_is_candidate = any(isinstance(c, ast.Module) for c in candidates)
+    visit(tree.body, module_is_candidate)
+    if not module_is_candidate:
+        # A function reads a module-level name's value never (the analysis
+        # follows a name only within its own scope): a long value becomes one
+        # string literal spanning its lines, the name stays bound where it was.
+        for node in tree.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                value = node.value
+                last = value.end_lineno or value.lineno
+                if last == value.lineno or value.end_col_offset is None:
+                    continue
+                tail = lines[last - 1][value.end_col_offset :].strip()
+                if tail and not tail.startswith(b"#"):
+                    continue  # another statement follows on its last line
+                replace_value(value.lineno, value.col_offset, last)
     return b"".join(lines)

@@ -117,6 +117,14 @@ CASES = {
         "    def m(self, a, dev):\n"
         "        return torch.from_numpy(a).to(dev, non_blocking=True)\n"
     ),
+    "module_values": (
+        "import numpy as np\nimport torch\n\nTABLE = {\n    'a': torch.from_numpy(np.zeros(2)),\n    'b': 2,\n}  # why\n"
+        "HOST = torch.from_numpy(\n    np.zeros(3)\n)\nCOUNT = 0\n\n\n"
+        "def bump():\n    global COUNT\n    COUNT += 1\n\n\n"
+        "def closure():\n    n = 0\n\n    def inc():\n        nonlocal n\n        n += 1\n\n    return inc\n\n\n"
+        "def f(a, dev):\n    HOST.to(dev, non_blocking=True)\n    TABLE['a'].to(dev, non_blocking=True)\n"
+        "    t = torch.from_numpy(a)\n    return t.to(dev, non_blocking=True)\n"
+    ),
     "strict_positional": (
         "import torch\n\n\n"
         "def f(a, dst, flag):\n"
@@ -132,7 +140,7 @@ CASES = {
 #: Cases the analysis reports (so each checks that its shortcut keeps the file).
 REPORTED = (
     "computed_cat", "computed_arith", "module_level", "in_lambda", "nested", "tabs", "backslash",
-    "comment_before_true", "odd_strings", "decorated", "aliased",
+    "comment_before_true", "odd_strings", "decorated", "aliased", "module_values",
 )
 
 
@@ -195,5 +203,15 @@ def test_slice_stubs_other_defs() -> None:
     )
     sliced = candidate_source(text)
     assert sliced is not None and sliced.count(b"\n") == text.count(b"\n")
-    assert b"def other(): pass" in sliced and b"decorate" not in sliced
+    assert b'def other(): """' in sliced and b"decorate" not in sliced
     assert sliced.splitlines()[-1] == text.splitlines()[-1]
+
+
+def test_slice_reduces_long_module_values_only_when_the_module_is_no_candidate() -> None:
+    head = b"import torch\n\nTABLE = {\n    1: 2,\n}\n\n\n"
+    sink = b"def f(a, d):\n    return torch.from_numpy(a).to(d, non_blocking=True)\n"
+    sliced = candidate_source(head + sink)
+    assert sliced is not None and b"1: 2" not in sliced and sliced.endswith(sink)
+    assert sliced.count(b"\n") == (head + sink).count(b"\n")
+    at_module = head + b"torch.from_numpy(TABLE).to('cuda', non_blocking=True)\n"
+    assert b"1: 2" in (candidate_source(at_module) or b"")
