@@ -538,31 +538,79 @@ def _is_hot(st: ast.stmt, hot: Optional[List[int]]) -> bool:
     return k < len(hot) and hot[k] <= (st.end_lineno or st.lineno)
 
 
-def _hot_scopes(body: Sequence[ast.stmt], hot: Optional[List[int]]) -> Iterator[ast.AST]:
+def _scope_parts(scope: ast.AST) -> Tuple[List[ast.AST], List[ast.AST]]:
+    """:func:`_scope_nodes`, and the scopes met on the way (nested directly):
+    one walk where finding them first would take another."""
+    out: List[ast.AST] = []
+    nested: List[ast.AST] = []
+    stack = list(ast.iter_child_nodes(scope)) if isinstance(scope, ast.Module) else _evaluated_inside(scope)
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if isinstance(node, _SCOPES):
+            nested.append(node)
+            stack.extend(_evaluated_outside(node))
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+    return out, nested
+
+
+ScopeNodes = List[Tuple[ast.AST, List[ast.AST]]]
+
+
+def _hot_scopes(body: Sequence[ast.stmt], hot: Optional[List[int]]) -> Iterator[Tuple[ast.AST, List[ast.AST]]]:
     """Scopes (defs, lambdas, classes) inside the statements of ``body`` whose
-    lines hold sink text: a sink's call spans its own ``non_blocking`` or
-    ``True``, so no other statement can hold one. Classes are entered member
-    by member, so a large class costs only its hot methods."""
+    lines hold sink text, with their nodes: a sink's call spans its own
+    ``non_blocking`` or ``True``, so no other statement can hold one. Classes
+    are entered member by member, so a large class costs only its hot methods."""
     for st in body:
         if not _is_hot(st, hot):
             continue
         if isinstance(st, ast.ClassDef):
-            yield st
+            yield st, _scope_parts(st)[0]
             yield from _hot_scopes(st.body, hot)
-        else:
-            yield from (n for n in ast.walk(st) if isinstance(n, _SCOPES))
+            continue
+        work = [st] if isinstance(st, _SCOPES) else _scope_parts(ast.Module(body=[st], type_ignores=[]))[1]
+        while work:
+            scope = work.pop()
+            nodes, nested = _scope_parts(scope)
+            yield scope, nodes
+            work.extend(nested)
 
 
 def _module_nodes(body: Sequence[ast.stmt]) -> List[ast.AST]:
     return _scope_nodes(ast.Module(body=list(body), type_ignores=[]))
 
 
-def _aliases(data: bytes, options: _Options) -> Set[str]:
-    """Names a call may be spelled with for a source or a pinned producer:
-    their own, and every ``NAME as ALIAS`` in the text (imports among them;
-    an alias of a computing function counts as a source, to be safe)."""
+_BLOCKS = tuple(t for t in (ast.stmt, ast.excepthandler, getattr(ast, "match_case", None)) if t is not None)
+
+
+def _aliases(data: bytes, tree: ast.Module, scopes: ScopeNodes, options: _Options) -> Set[str]:
+    """Names a call may be spelled with for a source, a computing function or
+    a pinned producer: their own, and the ``as`` names of their imports that
+    a hot scope can see (at module level, in if/try/with blocks too, or in
+    the hot scopes themselves). A ``global`` could bind one from any function:
+    then every ``NAME as ALIAS`` in the text counts."""
     names = set(SOURCE_NAMES) | options.pinned_names
-    names.update(m.decode("ascii", "replace") for m in options.alias.findall(data))
+    if b"global" in data:
+        names.update(m.decode("ascii", "replace") for m in options.alias.findall(data))
+        return names
+    wanted = names | COMPUTED_NAMES
+
+    def imported(node: ast.AST) -> None:
+        if isinstance(node, ast.ImportFrom):
+            names.update(a.asname for a in node.names if a.asname and a.name in wanted)
+
+    stack: List[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        imported(node)
+        stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, _BLOCKS))
+    for _, nodes in scopes:
+        for node in nodes:
+            imported(node)
     return names
 
 
@@ -599,12 +647,12 @@ def candidate_source(data: bytes, config: "Optional[Config]" = None) -> Optional
         # The module scope: its own sinks can only sit in hot statements too.
         module_nodes = _module_nodes([st for st in tree.body if _is_hot(st, hot)])
         if any(_is_sink(n, options.strict) for n in module_nodes):
-            scopes.insert(0, tree)
+            scopes.insert(0, (tree, _scope_nodes(tree)))
         if options.deep:
             # Any sink whose non_blocking may be true, whatever its source.
-            sinky = any(_is_sink(n, options.strict) for s in scopes for n in _scope_nodes(s))
+            sinky = any(_is_sink(n, options.strict) for _, nodes in scopes for n in nodes)
             return data if sinky else None
-        candidates = _candidate_scopes(tree, scopes, _aliases(data, options), options)
+        candidates = _candidate_scopes(scopes, _aliases(data, tree, scopes, options), options)
         if not candidates:
             return None
         return _slice(data, tree, candidates)
@@ -634,10 +682,9 @@ def _operands(sink: ast.Call) -> List[ast.AST]:
     return out
 
 
-def _candidate_scopes(tree: ast.Module, scopes: List[ast.AST], names: Set[str], options: _Options) -> List[ast.AST]:
+def _candidate_scopes(scopes: ScopeNodes, names: Set[str], options: _Options) -> List[ast.AST]:
     found: List[ast.AST] = []
-    for scope in scopes:
-        nodes = _scope_nodes(scope)
+    for scope, nodes in scopes:
         sinks = [n for n in nodes if _is_sink(n, options.strict)]
         if not sinks:
             continue

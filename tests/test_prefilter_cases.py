@@ -125,6 +125,14 @@ CASES = {
         "def f(a, dev):\n    HOST.to(dev, non_blocking=True)\n    TABLE['a'].to(dev, non_blocking=True)\n"
         "    t = torch.from_numpy(a)\n    return t.to(dev, non_blocking=True)\n"
     ),
+    "aliased_blocks": (
+        "try:\n    from torch import from_numpy as fnp\nexcept ImportError:\n    fnp = None\n\n\n"
+        "def f(a, dev):\n    from torch import cat as join\n\n    return join([fnp(a)]).to(dev, non_blocking=True)\n"
+    ),
+    "aliased_global": (
+        "import torch\n\n\ndef setup():\n    global fnp\n    from torch import from_numpy as fnp\n\n\n"
+        "def f(a, dev):\n    return fnp(a).to(dev, non_blocking=True)\n"
+    ),
     "strict_positional": (
         "import torch\n\n\n"
         "def f(a, dst, flag):\n"
@@ -141,6 +149,7 @@ CASES = {
 REPORTED = (
     "computed_cat", "computed_arith", "module_level", "in_lambda", "nested", "tabs", "backslash",
     "comment_before_true", "odd_strings", "decorated", "aliased", "module_values",
+    "aliased_blocks",
 )
 
 
