@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 #: Below this many files to parse, a process pool costs more than it saves.
 POOL_THRESHOLD = 8
+#: After this many files (a tree walk, not a pre-commit call) one file to
+#: parse starts the pool: its workers then import LibCST while the walk goes on.
+POOL_EARLY_AFTER = 100
 
 
 @dataclass
@@ -196,7 +199,7 @@ def run(
     futures: List[Future] = []
     pool: Optional[ProcessPoolExecutor] = None
     try:
-        for path in files:
+        for seen, path in enumerate(files, 1):
             data = _read(path)
             if isinstance(data, str) or not may_contain_finding(data, config):
                 yield FileReport(str(path), error=data if isinstance(data, str) else None)
@@ -212,7 +215,7 @@ def run(
                     continue
                 known[str(path)] = data
             backlog.append((str(path), data, config, mode))
-            if pool is None and jobs > 1 and len(backlog) >= POOL_THRESHOLD:
+            if pool is None and jobs > 1 and (len(backlog) >= POOL_THRESHOLD or seen >= POOL_EARLY_AFTER):
                 pool = ProcessPoolExecutor(max_workers=jobs, initializer=_warm_up)
             if pool is not None:
                 futures.extend(pool.submit(_worker, item) for item in backlog)
