@@ -5,6 +5,7 @@ Obtains the vLLM sdist with the project's ``fetch-sdist`` tool, copies it to a
 temporary directory and runs, in alternation for several rounds:
 
 * ``pinfix check --no-progress --output-format json TREE``
+* the same with ``--deep``, when this pinfix has it
 * the same with every shortcut off (``PINFIX_NO_PREFILTER=1``)
 * ``ruff check --select F --no-cache TREE``
 * ``fixit --rules lint_rules.pageable_non_blocking_copy lint TREE`` (our rule only)
@@ -44,6 +45,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 REPO = Path(__file__).resolve().parent.parent
 RULE = "lint_rules.pageable_non_blocking_copy"
 NO_PREFILTER_ENV = "PINFIX_NO_PREFILTER"
+DEEP_LABEL = "pinfix check --deep"
 
 
 def log(msg: str) -> None:
@@ -252,6 +254,9 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
         # With its content-hash cache, as a repeated run (pre-commit, editor, CI re-run) sees it.
         Tool("pinfix check, warm cache", [c for c in pin_cmd if c != "--no-cache"], base_env(), (0, 1),
              args.rounds if extra else 0, keep_output=True),
+        # Deep mode (sources followed into other functions and files), once this pinfix has it.
+        Tool(DEEP_LABEL, [*pin_cmd[:2], "--deep", *pin_cmd[2:]], base_env(), (0, 1), args.rounds, keep_output=True)
+        if pinfix_supports(pinfix, "--deep") else None,
         Tool(f"pinfix check, shortcuts off ({NO_PREFILTER_ENV}=1)", pin_cmd, no_pre_env, (0, 1),
              args.no_prefilter_rounds, timeout=args.no_prefilter_timeout, keep_output=True),
         Tool("ruff check --select F --no-cache", [tools["ruff"], "check", "--select", "F", "--no-cache", str(tree)],
@@ -343,7 +348,9 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
     if on_f is not None:
         report.append(f"(pinfix JSON output: {len(on_f)} findings, {len(on_e)} errors.)")
     report.append("")
-    return {"pinfix": wall_of(pin_t), "ruff": ruff_w, "fixit": fixit_w, "fixit_lower": fixit_lower or 0.0}
+    deep_t = by_label.get(DEEP_LABEL)
+    return {"pinfix": wall_of(pin_t), "ruff": ruff_w, "fixit": fixit_w, "fixit_lower": fixit_lower or 0.0,
+            "deep": wall_of(deep_t) if deep_t else float("nan")}
 
 
 def _prefilter_predicate():
@@ -574,6 +581,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                 ok = walls["pinfix"] <= walls["ruff"]
                 report.append(f"Target pinfix <= ruff: {'met' if ok else 'NOT met'} "
                               f"({walls['pinfix']:.2f} s vs {walls['ruff']:.2f} s).")
+            if walls["ruff"] == walls["ruff"] and walls["deep"] == walls["deep"]:
+                ok = walls["deep"] <= 3 * walls["ruff"]
+                report.append(f"Target pinfix --deep <= 3x ruff: {'met' if ok else 'NOT met'} "
+                              f"({walls['deep']:.2f} s vs {walls['ruff']:.2f} s, {walls['deep'] / walls['ruff']:.2f}x).")
             if walls["fixit"] == walls["fixit"]:
                 speed = walls["fixit"] / walls["pinfix"]
                 report.append(f"Target >= 20x faster than fixit: {'met' if speed >= 20 else 'NOT met'} ({speed:.0f}x).")

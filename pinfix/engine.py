@@ -17,13 +17,16 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional
 
 from .config import Config
 from .findings import FindingFields
-from .prefilter import candidate_source, may_contain_finding
+from .prefilter import candidate_source, gc_paused, may_contain_finding
 
 if TYPE_CHECKING:
     from .cache import ResultCache
 
 #: Below this many files to parse, a process pool costs more than it saves.
 POOL_THRESHOLD = 8
+#: After this many files (a tree walk, not a pre-commit call) one file to
+#: parse starts the pool: its workers then import LibCST while the walk goes on.
+POOL_EARLY_AFTER = 100
 
 
 @dataclass
@@ -68,20 +71,10 @@ def parse(data: "bytes | str", report: FileReport):  # type: ignore[no-untyped-d
     return None
 
 
-def _sink_only_prefilter(config: Config) -> bool:
-    """Whether a source may be spelled in no way the pre-filter knows: deep
-    mode (made in another function), configured pinned producers or CPU tensor
-    names. Then only the sink decides which scopes are analysed."""
-    from .patterns import DEFAULT_HELPER
-
-    return bool(config.deep or config.cpu_tensor_names or config.extra_pinned_producers or config.helper != DEFAULT_HELPER)
-
-
 def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
     """Analyse (and maybe fix) one file's bytes; never raises for bad input."""
     report = FileReport(path)
-    wide = _sink_only_prefilter(config)
-    sliced = candidate_source(data, wide) if may_contain_finding(data, wide) else None
+    sliced = candidate_source(data, config) if may_contain_finding(data, config) else None
     if sliced is None:
         return report
     from libcst.codemod import CodemodContext
@@ -165,7 +158,18 @@ def _read(path: Path) -> "bytes | str":
 
 def _worker(args) -> FileReport:  # type: ignore[no-untyped-def]
     path, data, config, mode = args
-    return _guarded(path, data, config, mode)
+    # One file's syntax trees are freed by reference counting; the collector
+    # would only walk the growing heap again and again while they are built.
+    with gc_paused():
+        return _guarded(path, data, config, mode)
+
+
+def _warm_up() -> None:
+    """Pool initializer: import LibCST and the codemod while the parent is
+    still walking and reading the tree, not when the first file arrives."""
+    import libcst  # noqa: F401
+
+    import codemods.pin_pageable_sources  # noqa: F401
 
 
 def _guarded(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
@@ -195,9 +199,9 @@ def run(
     futures: List[Future] = []
     pool: Optional[ProcessPoolExecutor] = None
     try:
-        for path in files:
+        for seen, path in enumerate(files, 1):
             data = _read(path)
-            if isinstance(data, str) or not may_contain_finding(data, _sink_only_prefilter(config)):
+            if isinstance(data, str) or not may_contain_finding(data, config):
                 yield FileReport(str(path), error=data if isinstance(data, str) else None)
                 if on_progress:
                     on_progress(1)
@@ -211,8 +215,8 @@ def run(
                     continue
                 known[str(path)] = data
             backlog.append((str(path), data, config, mode))
-            if pool is None and jobs > 1 and len(backlog) >= POOL_THRESHOLD:
-                pool = ProcessPoolExecutor(max_workers=jobs)
+            if pool is None and jobs > 1 and (len(backlog) >= POOL_THRESHOLD or seen >= POOL_EARLY_AFTER):
+                pool = ProcessPoolExecutor(max_workers=jobs, initializer=_warm_up)
             if pool is not None:
                 futures.extend(pool.submit(_worker, item) for item in backlog)
                 backlog.clear()

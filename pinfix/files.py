@@ -41,11 +41,67 @@ class _Spec:
             if getattr(p, "include", None) is not None and getattr(p, "regex", None) is not None
         ]
         self.any = re.compile("|".join(f"(?:{x})" for x in parts)) if parts else None
+        self.test = self.any.search if self.any is not None else None
+        # pathspec anchors every pattern at `^`; then `match` is `search`, and
+        # far cheaper (search retries the whole alternation at every offset).
+        # A pattern that starts with a literal directory (`^vllm/_version\.py`)
+        # can only match under it: such patterns are tried only there.
+        self.groups: Dict[str, "re.Pattern[str]"] = {}
+        self.floating: Optional["re.Pattern[str]"] = None
+        if parts and all(x.startswith("^") and "(?m" not in x for x in parts):
+            self.test = self._grouped_match
+            by_dir: Dict[str, List[str]] = {}
+            floating = []
+            for x in parts:
+                first = _literal_first_dir(x)
+                if first is None:
+                    floating.append(x)
+                else:
+                    by_dir.setdefault(first, []).append(x)
+            self.groups = {d: re.compile("|".join(f"(?:{x})" for x in xs)) for d, xs in by_dir.items()}
+            # `^(?:.+/)?REST` (a pattern without a slash: any directory) is
+            # REST at the start or after a `/`: one search, where the
+            # alternation would backtrack through `.+` once per pattern.
+            anywhere = [x[len(_ANY_DIR) :] for x in floating if x.startswith(_ANY_DIR)]
+            rest = [x for x in floating if not x.startswith(_ANY_DIR)]
+            alternatives = [f"(?:{x})" for x in rest]
+            if anywhere:
+                alternatives.append("(?:^|(?<=/))(?:" + "|".join(f"(?:{x})" for x in anywhere) + ")")
+            self.floating = re.compile("|".join(alternatives)) if alternatives else None
+
+    def _grouped_match(self, rel: str) -> bool:
+        if self.floating is not None and self.floating.search(rel) is not None:
+            return True
+        group = self.groups.get(rel.partition("/")[0]) if "/" in rel else None
+        return group is not None and group.match(rel) is not None
 
     def match_file(self, rel: str) -> bool:
-        if self.any is None or self.any.search(rel) is None:
+        if self.test is None or not self.test(rel):
             return False
         return self.spec.match_file(rel)
+
+
+_ANY_DIR = "^(?:.+/)?"
+
+
+def _literal_first_dir(regex: str) -> Optional[str]:
+    """``vllm`` for ``^vllm/...``: the literal first directory an anchored
+    pattern requires; ``None`` when anything but literal text comes first."""
+    out: List[str] = []
+    i = 1
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\" and i + 1 < len(regex) and not regex[i + 1].isalnum():
+            out.append(regex[i + 1])
+            i += 2
+            continue
+        if c in ".^$*+?{}[]|()\\":
+            return None
+        if c == "/":
+            return "".join(out) or None
+        out.append(c)
+        i += 1
+    return None
 
 
 def _gitignore(directory: Path) -> Optional[_Spec]:
@@ -59,6 +115,7 @@ def _gitignore(directory: Path) -> Optional[_Spec]:
     except re.error:  # a pattern pathspec compiles but the union does not
         spec = _Spec([])
         spec.spec, spec.any = type(spec.spec).from_lines(lines), re.compile("")
+        spec.test = spec.any.search  # always "maybe": pathspec decides
         return spec
 
 
@@ -102,6 +159,41 @@ class _Ignores:
         return False
 
 
+def _py_files(
+    top_dir: str, top_real: str, ignores: _Ignores, top: str, errors: List[OSError]
+) -> Iterator[Tuple[str, str, str, bool]]:
+    """(directory as given, its real path, name, is a symlink) of each
+    ``*.py`` entry under ``top_dir``, in ``os.walk``'s order (sorted, each
+    directory's files before its subdirectories), never into a symlinked
+    directory or a skipped or ignored one. One ``scandir`` per directory and
+    no call per file: its entries already say what is a directory or a link,
+    and a walked directory's real path is its parent's plus its name."""
+    stack = [(top_dir, top_real)]
+    while stack:
+        dirpath, absolute = stack.pop()
+        try:
+            with os.scandir(dirpath) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as e:
+            errors.append(e)
+            continue
+        subdirs = []
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if entry.is_symlink() or name in ALWAYS_SKIPPED:
+                    continue
+                if not ignores.ignored(os.path.join(absolute, name), is_dir=True, top=top):
+                    subdirs.append((os.path.join(dirpath, name), os.path.join(absolute, name)))
+            elif name.endswith(".py"):
+                yield dirpath, absolute, name, entry.is_symlink()
+        stack.extend(reversed(subdirs))
+
+
 def discover(paths: Iterable[str], exclude: Sequence[str] = (), root: Optional[Path] = None) -> Discovery:
     found = Discovery()
     found.files.extend(walk(paths, found.errors, exclude, root))
@@ -116,8 +208,8 @@ def walk(
     ignores = _Ignores(exclude, root)
     seen = set()
 
-    def new(p: Path, key: Optional[str] = None) -> bool:
-        key = key or os.path.realpath(p)
+    def new(p: Optional[Path], key: Optional[str] = None) -> bool:
+        key = key or os.path.realpath(p)  # type: ignore[arg-type]
         if key in seen:
             return False
         seen.add(key)
@@ -140,23 +232,13 @@ def walk(
         # .gitignore files count from the repository's top (or the walked tree's).
         top = str(_git_top(tree) or tree)
         walk_errors: List[OSError] = []
-        for dirpath, dirnames, filenames in os.walk(path, onerror=walk_errors.append, followlinks=False):
-            base = Path(dirpath)
-            absolute = os.path.realpath(dirpath)
-            dirnames[:] = sorted(
-                d for d in dirnames
-                if d not in ALWAYS_SKIPPED and not ignores.ignored(os.path.join(absolute, d), is_dir=True, top=top)
-            )
-            for name in sorted(filenames):
-                if not name.endswith(".py"):
-                    continue
-                candidate = base / name
-                key = os.path.join(absolute, name)
-                if os.path.islink(key):
-                    key = os.path.realpath(key)
-                    if tree not in Path(key).parents:
-                        continue  # never follow a link out of the tree
-                if not ignores.ignored(os.path.join(absolute, name), is_dir=False, top=top) and new(candidate, key):
-                    yield candidate
+        for dirpath, absolute, name, is_link in _py_files(str(path), os.path.realpath(path), ignores, top, walk_errors):
+            key = os.path.join(absolute, name)
+            if is_link:
+                key = os.path.realpath(key)
+                if tree not in Path(key).parents:
+                    continue  # never follow a link out of the tree
+            if not ignores.ignored(os.path.join(absolute, name), is_dir=False, top=top) and new(None, key):
+                yield Path(os.path.join(dirpath, name))
         for error in walk_errors:
             errors.append((Path(error.filename or path), f"cannot list directory: {error.strerror or error}"))

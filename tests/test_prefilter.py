@@ -117,13 +117,13 @@ def _corpus(root: Path) -> int:
     return n
 
 
-def _check(root: Path, prefilter: bool) -> list:
+def _check(root: Path, prefilter: bool, *flags: str) -> list:
     env = dict(os.environ)
     env.pop("PINFIX_NO_PREFILTER", None)
     if not prefilter:
         env["PINFIX_NO_PREFILTER"] = "1"
     proc = subprocess.run(
-        [sys.executable, "-m", "pinfix", "check", "--output-format", "json", "--jobs", "1", str(root)],
+        [sys.executable, "-m", "pinfix", "check", "--output-format", "json", "--jobs", "1", *flags, str(root)],
         capture_output=True,
         text=True,
         env=env,
