@@ -126,6 +126,11 @@ class PageableCpuSource(LintRule):
         # Computed from tensors pinfix cannot see (maybe on the device): unknown.
         Valid(_H + "def f(a, b, dev):\n    return torch.cat([a, b]).to(dev, non_blocking=True)\n"),
         Valid(_H + "def f(x, dev):\n    return (x * 2).to(dev, non_blocking=True)\n"),
+        # `out=`: the result is that (pinned) tensor.
+        Valid(
+            _H + "def f(n, dev):\n    buf = torch.empty(2 * n, pin_memory=True)\n"
+            "    return torch.cat([torch.arange(n), torch.arange(n)], out=buf).to(dev, non_blocking=True)\n"
+        ),
         # A 0-dim CPU tensor combines with a device tensor on the device.
         Valid(_H + "def f(x, dev):\n    return (torch.tensor(5) + x).to(dev, non_blocking=True)\n"),
         # An int index is a view of pinned memory; narrow(0, ...) too.

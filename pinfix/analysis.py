@@ -454,6 +454,9 @@ class _ModuleAnalysis:
         return _Trace(pinned=False, source=source, calls=calls, steps=(*inner.steps, step), made=step)
 
     def _computed_call(self, source: PageableSource, inputs: str, call: cst.Call, depth: int) -> Optional[_Trace]:
+        out = _keyword(call, "out")
+        if out is not None:
+            return self.trace(out.value, depth + 1)  # the result is the `out=` tensor itself
         args = _positional(call)
         if not args:
             return None

@@ -718,9 +718,10 @@ def _binds_outside(node: ast.AST) -> bool:
     return any(isinstance(n, ast.NamedExpr) for part in _evaluated_outside(node) for n in ast.walk(part))
 
 
-def slice_source(data: bytes, tree: ast.Module, candidates: List[ast.AST]) -> bytes:
+def slice_source(data: bytes, tree: ast.Module, candidates: List[ast.AST], classes: bool = False) -> bytes:
     """``data`` with what holds no candidate (a scope: the module, a class, a
-    function) reduced to a stub, lines and columns kept (also deep mode's
+    function) reduced to a stub, lines and columns kept. ``classes``: keep
+    every class, its members' headers and its own statements (deep mode's
     views of a module, :mod:`pinfix.deep.slices`)."""
     try:
         data.decode("utf-8")
@@ -773,6 +774,9 @@ def slice_source(data: bytes, tree: ast.Module, candidates: List[ast.AST]) -> by
     def visit(body: List[ast.stmt], owner_is_candidate: bool) -> None:
         for node in body:
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(node, ast.ClassDef) and classes:
+                visit(node.body, True)
                 continue
             if holds_candidate(node):
                 if isinstance(node, ast.ClassDef):

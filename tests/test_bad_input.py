@@ -378,7 +378,7 @@ def test_sigint_during_parallel_fix_leaves_every_file_old_or_new(tmp_path: Path)
 
     tree = tmp_path / "tree"
     originals, fixed = {}, {}
-    for i in range(120):
+    for i in range(300):
         path = write(tree / f"m{i:03d}.py", _variant(i))
         path.chmod(0o640)
         originals[path] = path.read_bytes()

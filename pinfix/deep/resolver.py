@@ -383,7 +383,7 @@ class ProjectResolver:
                     for t in node.targets:
                         if m.matches(t.target, target):
                             out.append((owner, node, node.value))
-                        elif m.findall(t.target, target):
+                        elif _unpacks_into(t.target, target):
                             return None  # `self.x, y = ...`: we cannot tell its part
                 elif isinstance(node, cst.AnnAssign) and m.matches(node.target, target):
                     if node.value is not None:
@@ -472,6 +472,16 @@ class ProjectResolver:
                 inner = replace(inner, steps=(*inner.steps, mod.step(value, f"returned by `{func.name.value}`")))
             traces.append(inner)
         return _join(traces)
+
+
+def _unpacks_into(target: cst.BaseAssignTargetExpression, attribute: m.Attribute) -> bool:
+    """``self.x, y = ...`` (not ``self.x.buf[:n] = ...``, which only fills ``self.x``)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(
+            m.matches(e.value, attribute) or _unpacks_into(e.value, attribute)  # type: ignore[arg-type]
+            for e in target.elements
+        )
+    return False
 
 
 def _in_function(mod: "_ModuleAnalysis", node: cst.CSTNode) -> str:

@@ -58,8 +58,8 @@ class ModuleText:
         from ..prefilter import slice_source
 
         keep = set(keep)
-        kept = [d for line, d in self.defs.items() if line in keep or isinstance(d, ast.ClassDef)]
-        return slice_source(self.data, self.tree, [self.tree, *kept])
+        kept = [d for line, d in self.defs.items() if line in keep and not isinstance(d, ast.ClassDef)]
+        return slice_source(self.data, self.tree, [self.tree, *kept], classes=True)
 
 
 def _assigns(target: ast.AST, me: str, attr: str) -> bool:
