@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 import libcst.matchers as m
@@ -211,6 +211,9 @@ class _ModuleAnalysis:
         self.evidence_path = evidence_path
         self.suppressions = Suppressions(module, get_metadata)
         self._d2h: Optional[Any] = None
+        #: Stand-ins for the items of ``a, b = f(...)`` (see :meth:`_unpacked_item`).
+        self._items: Dict[Tuple[int, int], cst.Subscript] = {}
+        self._unpacked: Dict[int, Tuple[cst.Call, int]] = {}
 
     def step(self, node: cst.CSTNode, message: str) -> Evidence:
         start = self.pos(node).start
@@ -365,6 +368,12 @@ class _ModuleAnalysis:
         if depth > _MAX_DEPTH:
             return None
         if isinstance(expr, cst.Subscript):
+            element = self._element(expr)
+            if element is not None and self.resolver is not None:
+                # `f()[0]`, or `a` of `a, b = f()`: one item of what a project function returns.
+                found = self.resolver.call(self, element[0], depth, element=element[1])
+                if found is not None or id(expr) in self._unpacked:
+                    return found
             inner = self.trace(expr.value, depth + 1)
             if inner is None:
                 return None
@@ -683,15 +692,49 @@ class _ModuleAnalysis:
         return out or None
 
     def _assigned_value(self, ref: Assignment) -> Optional[cst.BaseExpression]:
-        """The value bound by ``name = value`` / ``name: T = value``; None otherwise."""
+        """The value bound by ``name = value`` / ``name: T = value`` (for
+        ``a, b = f(...)``, a stand-in for ``f(...)[i]``); None otherwise."""
         target = ref.node
         parent = self.parent(target)
         if isinstance(parent, cst.AssignTarget):
             assign = self.parent(parent)
             if isinstance(assign, cst.Assign) and assign.targets[-1] is parent and len(assign.targets) == 1:
                 return assign.value
+        if isinstance(parent, cst.Element) and isinstance(target, cst.Name):
+            return self._unpacked_item(parent)
         if isinstance(parent, cst.AnnAssign) and parent.target is target:
             return parent.value
+        return None
+
+    def _unpacked_item(self, element: cst.Element) -> Optional[cst.BaseExpression]:
+        """``a, b = f(...)`` (a single target, no starred item): ``f(...)[i]`` for
+        ``element``, made once and remembered as a stand-in (it has no place
+        in the file; :meth:`trace` only hands its call to the resolver)."""
+        display = self.parent(element)
+        target = self.parent(display) if isinstance(display, (cst.Tuple, cst.List)) else None
+        assign = self.parent(target) if isinstance(target, cst.AssignTarget) else None
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.value, cst.Call):
+            return None
+        items = display.elements  # type: ignore[union-attr]
+        if any(isinstance(e, cst.StarredElement) for e in items):
+            return None
+        index = next(i for i, e in enumerate(items) if e is element)
+        key = (id(assign), index)
+        if key not in self._items:
+            item = cst.Subscript(assign.value, [cst.SubscriptElement(cst.Index(cst.Integer(str(index))))])
+            self._items[key] = item
+            self._unpacked[id(item)] = (assign.value, index)
+        return self._items[key]
+
+    def _element(self, sub: cst.Subscript) -> Optional[Tuple[cst.Call, int]]:
+        """``f(...)[i]`` with a literal ``i`` (or an unpacking's stand-in)."""
+        if id(sub) in self._unpacked:
+            return self._unpacked[id(sub)]
+        if len(sub.slice) != 1 or not isinstance(sub.value, cst.Call):
+            return None
+        index = sub.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+            return sub.value, int(index.value.value, 0)
         return None
 
     def _loops(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -202,7 +202,21 @@ CASES = {
         "    def go(self, x, n):\n        m = self._m(n)\n        return m.contiguous().to(x.device, non_blocking=True)\n",
         [11],
     ),
+    "tuple_return_unpacked_and_indexed": (
+        {},
+        HEADER + "class A:\n    def two(self, n):\n        return torch.arange(n), torch.zeros(n, pin_memory=True)\n\n"
+        "    def go(self, n, dev):\n        a, b = self.two(n)\n        x = a.to(dev, non_blocking=True)\n"
+        "        y = b.to(dev, non_blocking=True)\n        z = self.two(n)[0].to(dev, non_blocking=True)\n"
+        "        return x, y, z, self.two(n)[1].to(dev, non_blocking=True)\n",
+        [10, 12],
+    ),
     # Must stay silent.
+    "index_of_a_returned_tensor_is_a_row": (
+        {},
+        HEADER + "class A:\n    def one(self, n):\n        return torch.zeros(n, 4, pin_memory=True)\n\n"
+        "    def go(self, n, dev):\n        return self.one(n)[0].to(dev, non_blocking=True)\n",
+        [],
+    ),
     "narrow_of_first_dimension_keeps_pinnedness": (
         {},
         HEADER + "class A:\n    def __init__(self, n):\n        self.buf = torch.zeros(n, 4, pin_memory=True)\n\n"

@@ -428,16 +428,17 @@ class ProjectResolver:
 
     # --- calls -------------------------------------------------------------------
 
-    def call(self, analysis: "_ModuleAnalysis", call: cst.Call, depth: int) -> Optional["_Trace"]:
-        """What ``f(...)`` / ``self.m(...)`` returns: the join over its returns."""
+    def call(self, analysis: "_ModuleAnalysis", call: cst.Call, depth: int, element: Optional[int] = None) -> Optional["_Trace"]:
+        """What ``f(...)`` / ``self.m(...)`` returns: the join over its returns
+        (``element``: item ``element`` of the tuple every return builds)."""
         from dataclasses import replace
 
         target = self.definition(analysis, call.func, depth + 1)
         if target is None or not isinstance(target[1], cst.FunctionDef):
             return None
         mod, func = target
-        lasting = self._key("returns", mod, func)
-        key = lasting or ("returns", id(mod), id(func))
+        lasting = self._key("returns", mod, func, str(element))
+        key = lasting or ("returns", id(mod), id(func), element)
         if key in self._memo:
             summary = self._memo[key]
         elif key in self._active:
@@ -448,23 +449,28 @@ class ProjectResolver:
             self._active.add(key)
             try:
                 # A summary does not depend on the caller: a fresh depth, so it can be remembered.
-                summary = self._summarise(mod, func, 0)
+                summary = self._summarise(mod, func, 0, element)
             finally:
                 self._active.discard(key)
             if lasting is not None:
                 self._memo[key] = summary  # keyed by file and line, not by a node that may go
         if summary is None:
             return None
-        use = analysis.step(call, f"the return value of `{_short(call.func)}()`")
+        item = f"[{element}]" if element is not None else ""
+        use = analysis.step(call, f"the return value of `{_short(call.func)}(){item}`")
         return replace(summary, steps=(*summary.steps, use), via=summary.via or use)
 
-    def _summarise(self, mod: "_ModuleAnalysis", func: cst.FunctionDef, depth: int) -> Optional["_Trace"]:
+    def _summarise(self, mod: "_ModuleAnalysis", func: cst.FunctionDef, depth: int, element: Optional[int] = None) -> Optional["_Trace"]:
         from dataclasses import replace
 
         mod, func = self._with_body(mod, func)
         returned = _returns(func)
         if not returned:
             return None
+        if element is not None:
+            returned = [_item(value, element) for value in returned]  # type: ignore[misc]
+            if any(value is None for value in returned):
+                return None  # some return is no tuple display: `[i]` indexes a tensor
         traces = []
         for value in returned:
             inner = mod.trace(value, depth + 1)
@@ -472,6 +478,13 @@ class ProjectResolver:
                 inner = replace(inner, steps=(*inner.steps, mod.step(value, f"returned by `{func.name.value}`")))
             traces.append(inner)
         return _join(traces)
+
+
+def _item(value: cst.BaseExpression, index: int) -> Optional[cst.BaseExpression]:
+    """Item ``index`` of a returned ``a, b`` / ``(a, b)`` / ``[a, b]`` display."""
+    if not isinstance(value, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in value.elements):
+        return None
+    return value.elements[index].value if -len(value.elements) <= index < len(value.elements) else None
 
 
 def _unpacks_into(target: cst.BaseAssignTargetExpression, attribute: m.Attribute) -> bool:
