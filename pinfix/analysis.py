@@ -25,6 +25,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from . import h2d as _h2d
 from .config import Config
 from .findings import Evidence, FindingFields
 from .imports import imported_local_name
@@ -75,6 +76,8 @@ class Finding(FindingFields):
     #: ``pin_memory=<expr>`` (``fix_kind == "pin_memory"``).
     edits: Tuple[cst.Call, ...] = field(default=(), repr=False, compare=False)
     fix_kind: Optional[str] = field(default=None, compare=False)
+    #: ``fix_kind == "h2d"``: how the ``.to`` call in ``edits`` is rewritten.
+    h2d: Optional[_h2d.H2DPlan] = field(default=None, repr=False, compare=False)
     #: The node the finding is reported on.
     node: Optional[cst.CSTNode] = field(default=None, repr=False, compare=False)
 
@@ -828,7 +831,14 @@ class _ModuleAnalysis:
         safety: Optional[str] = SAFE
         note: Optional[str] = None
         kind: Optional[str] = None
-        if trace.converted:
+        h2d = _h2d.plan(self, call, sink, origin) if self.config.h2d_helper else None
+        if h2d is not None:
+            assert self.config.h2d_helper is not None
+            remedy = f"copy it with `{_h2d.local_name(self.module, self.config.h2d_helper)}(...)`, which pins it first"
+            kind = "h2d"
+            if h2d[1] is not None:
+                safety, note = UNSAFE, h2d[1]
+        elif trace.converted:
             remedy = (
                 f"`{trace.converted}` makes a fresh pageable tensor on the way; build the data in its final "
                 f"dtype and shape first and pin that, or {staging}"
@@ -871,9 +881,9 @@ class _ModuleAnalysis:
             message += f" (no fix: {note})"
         # A conversion's fresh tensor is the pageable source then (even of `from_numpy`).
         code = "PIN002" if trace.converted else source.code
-        finding = self._make(
-            code, position, message, pattern, safety, note, origin.calls if safety is not None else (), kind, reported
-        )
+        edits = ((call,) if h2d is not None else origin.calls) if safety is not None else ()
+        finding = self._make(code, position, message, pattern, safety, note, edits, kind, reported)
+        finding.h2d = h2d[0] if h2d is not None else None
         finding.evidence = (*trace.steps, self.step(call, f"copied with {what}"))
         return finding
 

@@ -42,6 +42,10 @@ class Config:
     #: Functions (``module.path.name``) whose result is pinned CPU memory,
     #: beyond ``helper``; a copy from one is never a finding.
     extra_pinned_producers: Tuple[str, ...] = ()
+    #: ``module.path.name`` of a ``(data, device, dtype=None)`` helper that pins
+    #: and copies to the device (vLLM: ``vllm.utils.torch_utils.async_tensor_h2d``).
+    #: When set, ``.to(device, non_blocking=True)`` sinks are rewritten to call it.
+    h2d_helper: Optional[str] = None
     #: Deep mode: follow tensors into attributes and other functions and files.
     deep: bool = False
     #: Deep mode: also report sources whose memory cannot be told (informational).
@@ -78,6 +82,7 @@ _KEYS = {
     "pin-memory-expr": str,
     "pin-memory-import": str,
     "pinned-producers": list,
+    "h2d-helper": str,
     "deep": bool,
 }
 
@@ -103,6 +108,9 @@ def _validate(table: Dict[str, Any], where: Path) -> Dict[str, Any]:
         "." not in helper or not all(part.isidentifier() for part in helper.split("."))
     ):
         raise ConfigError(f"{where}: [tool.pinfix] helper must look like 'package.module.function', got {helper!r}")
+    h2d = out.get("h2d-helper")
+    if h2d is not None and not _dotted(h2d):
+        raise ConfigError(f"{where}: [tool.pinfix] h2d-helper must look like 'package.module.function', got {h2d!r}")
     for producer in out.get("pinned-producers", ()):
         if not _dotted(producer):
             raise ConfigError(
@@ -164,6 +172,7 @@ def load_config(start: Optional[Path] = None, explicit: Optional[Path] = None) -
         pin_memory_expr=values.get("pin-memory-expr"),
         pin_memory_import=values.get("pin-memory-import"),
         extra_pinned_producers=tuple(values.get("pinned-producers", ())),
+        h2d_helper=values.get("h2d-helper"),
         deep=values.get("deep", False),
         line_length=line_length if isinstance(line_length, int) and line_length > 0 else 88,
         root=path.parent.resolve(),
