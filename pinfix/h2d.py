@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Optional, Set, Tuple
 
 import libcst as cst
 import libcst.matchers as m
+from libcst.metadata import ScopeProvider
 
 from .imports import imported_local_name
 
@@ -188,8 +189,12 @@ def _tensor_data(
 
     if len(source.args) < 1 or source.args[0].keyword is not None or source.args[0].star:
         return None
-    if any(a.keyword is None or a.keyword.value != "dtype" for a in source.args[1:]):
-        return None  # device=, requires_grad=, pin_memory=, a second positional
+    for a in source.args[1:]:
+        if a.keyword is None or a.keyword.value == "device" and an._is_plainly_cpu(a.value):
+            if a.keyword is None:
+                return None  # a second positional
+        elif a.keyword.value != "dtype":
+            return None  # requires_grad=, pin_memory=, an accelerator device=
     dtype_kw = _keyword(source, "dtype")
     if to_dtype is not None and (dtype_kw is None or _code(dtype_kw.value) != _code(to_dtype)):
         return None  # `.to(T)` converts after torch.tensor inferred its own dtype
@@ -211,8 +216,28 @@ def _python_data(an: "_ModuleAnalysis", expr: cst.BaseExpression, depth: int) ->
         return isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "tolist" and not expr.args
     if isinstance(expr, cst.Name):
         found = an._reaching_values(expr)
+        if found is None:
+            return _list_parameter(an, expr)
         return bool(found) and all(v is not None and _python_data(an, v, depth + 1) for _, v in found)  # type: ignore[union-attr]
     return False
+
+
+def _list_parameter(an: "_ModuleAnalysis", name: cst.Name) -> bool:
+    """A parameter annotated ``list[...]`` / ``tuple[...]`` and never rebound."""
+    scope = an.md(ScopeProvider, name, None)
+    if scope is None:
+        return False
+    access = next((a for a in scope.accesses[name.value] if a.node is name), None)
+    if access is None or len(access.referents) != 1:
+        return False
+    (ref,) = access.referents
+    param = getattr(ref, "node", None)
+    if not isinstance(param, cst.Param) or param.annotation is None or len(scope.assignments[name.value]) != 1:
+        return False
+    kind = param.annotation.annotation
+    if isinstance(kind, cst.Subscript):
+        kind = kind.value
+    return isinstance(kind, cst.Name) and kind.value in ("list", "List", "tuple", "Tuple")
 
 
 def _loses_comments(call: cst.Call, the_plan: H2DPlan) -> bool:
