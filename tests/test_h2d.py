@@ -358,3 +358,65 @@ def test_config_validates_h2d_helper(project: Path) -> None:
         load_config(project)
     (project / "pyproject.toml").write_text(H2D_CONFIG)
     assert load_config(project).h2d_helper == "vllm.utils.torch_utils.async_tensor_h2d"
+
+
+# --- Behaviour: the rewritten code computes the same tensor -------------------------
+
+RUNTIME = '''\
+import numpy as np
+import torch
+
+
+def f(a: np.ndarray, ids: list[int], n: int, device):
+    x = torch.from_numpy(a).to(device, non_blocking=True)
+    y = torch.from_numpy(a).to(device=device, dtype=torch.float16, non_blocking=True)
+    z = torch.tensor(ids, dtype=torch.int32, device="cpu").to(device, non_blocking=True)
+    w = torch.tensor([0.1, n]).to(device, non_blocking=True)
+    idx = torch.arange(n)
+    v = idx.to(device, torch.float64, non_blocking=True)
+    mask = torch.tensor(ids).bool()
+    u = mask.to(device, non_blocking=True)
+    return x, y, z, w, v, u
+'''
+
+
+def _stand_in(torch):  # type: ignore[no-untyped-def]
+    """vLLM's async_tensor_h2d, in our words (0.28.0's shape)."""
+    import numpy as np
+
+    pin = torch.cuda.is_available()
+
+    def async_tensor_h2d(data, device, dtype=None):  # type: ignore[no-untyped-def]
+        if isinstance(data, np.ndarray):
+            data = torch.from_numpy(data)
+        if isinstance(data, torch.Tensor):
+            t = data.pin_memory() if pin else data
+        else:
+            t = torch.tensor(data, dtype=dtype, pin_memory=pin, device="cpu")
+        return t.to(device=device, dtype=dtype, non_blocking=True)
+
+    return async_tensor_h2d
+
+
+def test_rewrite_computes_the_same_tensors(h2d_project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    np = pytest.importorskip("numpy")
+    torch = pytest.importorskip("torch")
+    import sys
+    import types
+
+    after = _fix(h2d_project, "runtime", RUNTIME)
+    assert after.count("async_tensor_h2d(") == 6 + 0 and "non_blocking" not in after
+    shim = types.ModuleType("vllm.utils.torch_utils")
+    shim.async_tensor_h2d = _stand_in(torch)  # type: ignore[attr-defined]
+    for name, module in (("vllm", types.ModuleType("vllm")), ("vllm.utils", types.ModuleType("vllm.utils")), (shim.__name__, shim)):
+        monkeypatch.setitem(sys.modules, name, module)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    args = (np.arange(6, dtype=np.int64).reshape(2, 3)[:, ::2], [3, 0, 7], 5, device)
+    results = []
+    for code in (RUNTIME, after):
+        scope: dict = {}
+        exec(compile(code, "<h2d>", "exec"), scope)
+        results.append(scope["f"](*args))
+    for old, new in zip(*results):
+        assert (old.device, old.dtype, old.shape) == (new.device, new.dtype, new.shape)
+        assert torch.equal(old.cpu(), new.cpu())
