@@ -54,6 +54,8 @@ DEFAULT_SDIST_DIR = Path(os.environ.get("PINFIX_SDIST_DIR", "/tmp/sdists"))
 KNOWN_TREES = ("vllm-0.28.0", "vllm-0.34.0", "torch")
 
 HELPER_NAME = b"np_to_pinned_tensor"
+#: ``--h2d-helper``: set in each copied tree's ``[tool.pinfix]`` (``None``: the tree's own settings).
+H2D_HELPER: Optional[str] = None
 SOURCE_NAME = b"from_numpy"
 TMP_SUFFIX = ".pinfix-tmp"
 
@@ -177,7 +179,8 @@ def allowed_lines(lines: Sequence[bytes], imports: Set[int], changed: Iterable[i
       (a) it contains ``from_numpy`` or the helper's name (the rewritten call), or
           it is a ``pin_memory=`` line (the factory fix; a line that only gains the
           argument is paired with its original in ``check_hunks``), or
-      (b) it lies in the span of an import statement of that side of the diff, or
+      (b) it lies in the span of an import statement of that side of the diff (or, with
+          ``--h2d-helper``, of a rewritten ``.to(..., non_blocking=True)`` / helper call), or
       (c) it is blank and the nearest non-blank line above or below it, on that
           side, is an import line (isort's blank line between sections, or the
           blank left when an import block goes).
@@ -212,6 +215,29 @@ def _without_pin_memory(line: bytes) -> bytes:
     return _PIN_MEMORY_ARG.sub(b"", line)
 
 
+def call_lines(tree: ast.AST, before: bool) -> Set[int]:
+    """0-based lines of the calls the h2d fix rewrites: before, ``X.to(..., non_blocking=True)``
+    (and positional ``True``); after, calls of the h2d helper."""
+    if H2D_HELPER is None:
+        return set()
+    name = H2D_HELPER.rpartition(".")[2]
+    lines: Set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if before:
+            hit = isinstance(f, ast.Attribute) and f.attr == "to" and (
+                any(k.arg == "non_blocking" for k in node.keywords)
+                or any(isinstance(a, ast.Constant) and a.value is True for a in node.args)
+            )
+        else:
+            hit = isinstance(f, ast.Name) and f.id == name or isinstance(f, ast.Attribute) and f.attr == name
+        if hit:
+            lines.update(range(node.lineno - 1, node.end_lineno or node.lineno))
+    return lines
+
+
 def check_hunks(before: bytes, after: bytes, tree_before: ast.AST, tree_after: ast.AST) -> List[str]:
     a = before.splitlines(keepends=True)
     b = after.splitlines(keepends=True)
@@ -231,9 +257,9 @@ def check_hunks(before: bytes, after: bytes, tree_before: ast.AST, tree_after: a
         removed.extend(range(i1, i2))
         added.extend(range(j1, j2))
     problems = []
-    for i in allowed_lines(a, import_lines(tree_before), removed):
+    for i in allowed_lines(a, import_lines(tree_before) | call_lines(tree_before, True), removed):
         problems.append(f"removed line {i + 1} is outside the fix: {a[i]!r}")
-    for j in allowed_lines(b, import_lines(tree_after), added):
+    for j in allowed_lines(b, import_lines(tree_after) | call_lines(tree_after, False), added):
         problems.append(f"added line {j + 1} is outside the fix: {b[j]!r}")
     return problems
 
@@ -314,6 +340,9 @@ def sweep_tree(name: str, source: Path, jobs: Optional[int], keep: bool, max_sho
     tree = workdir / "tree"
     try:
         copy_tree(source, tree)
+        if H2D_HELPER is not None:
+            with open(tree / "pyproject.toml", "a", encoding="utf-8") as f:
+                f.write(f'\n[tool.pinfix]\nh2d-helper = "{H2D_HELPER}"\n')
         before_hashes = snapshot(tree)
 
         sys.path.insert(0, str(REPO))
@@ -420,9 +449,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--path", action="append", type=Path, default=[], help="another tree to sweep (repeatable)")
     parser.add_argument("--sdist-dir", type=Path, default=DEFAULT_SDIST_DIR, help="where sdists are unpacked/fetched")
     parser.add_argument("--jobs", "-j", type=int, default=None, help="pinfix --jobs (default: pinfix's)")
+    parser.add_argument("--h2d-helper", default=None, help="sweep with [tool.pinfix] h2d-helper set to this")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copies")
     parser.add_argument("--max-show", type=int, default=20, help="violations shown per tree")
     args = parser.parse_args(argv)
+    global H2D_HELPER
+    H2D_HELPER = args.h2d_helper
 
     names = list(args.tree or ([] if args.path else KNOWN_TREES))
     targets = [(n, resolve_tree(n, args.sdist_dir)) for n in names]

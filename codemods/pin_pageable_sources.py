@@ -31,6 +31,8 @@ from pinfix.analysis import (
     helper_local_name,
 )
 from pinfix.config import Config, load_config
+from pinfix.h2d import H2DPlan, helper_parts
+from pinfix.h2d import local_name as h2d_local_name
 from pinfix.imports import (
     Sections,
     add_from_import,
@@ -40,12 +42,33 @@ from pinfix.imports import (
 
 
 class _ReplaceCalls(cst.CSTTransformer):
-    def __init__(self, targets: Dict[cst.Call, str], pin: Dict[cst.Call, cst.BaseExpression]):
+    def __init__(
+        self,
+        targets: Dict[cst.Call, str],
+        pin: Dict[cst.Call, cst.BaseExpression],
+        h2d: Optional[Dict[cst.Call, H2DPlan]] = None,
+        h2d_local: str = "",
+    ):
         super().__init__()
         self.targets = targets
         self.pin = pin
+        self.h2d = h2d or {}
+        self.h2d_local = h2d_local
+        #: The parts an h2d rewrite keeps, as rewritten themselves (original -> updated).
+        self.keep = {id(n) for p in self.h2d.values() for n in (p.data, p.device, p.dtype) if n is not None}
+        self.updated: Dict[cst.CSTNode, cst.CSTNode] = {}
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[no-untyped-def]
+        result = super().on_leave(original_node, updated_node)
+        if id(original_node) in self.keep and isinstance(result, cst.CSTNode):
+            self.updated[original_node] = result
+        return result
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        plan = self.h2d.get(original_node)
+        if plan is not None:
+            new = plan.replacement(self.h2d_local, self.updated)
+            return new.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
         expr = self.pin.get(original_node)
         if expr is not None:
             return _add_keyword(updated_node, "pin_memory", expr)
@@ -90,12 +113,13 @@ class PinPageableSourcesCommand(CodemodCommand):
         strict: Optional[bool] = None,
         config: Optional[Config] = None,
         codes: Optional[Collection[str]] = None,
+        h2d_helper: Optional[str] = None,
     ) -> None:
         super().__init__(context)
         #: Apply only the fixes of these rule codes (all when ``None``).
         self.codes = frozenset(codes) if codes is not None else None
         base = config if config is not None else load_config(Path(context.filename).parent if context.filename else None)
-        self.config = base.with_overrides(helper=helper, unsafe_fixes=unsafe_fixes, strict=strict)
+        self.config = base.with_overrides(helper=helper, unsafe_fixes=unsafe_fixes, strict=strict, h2d_helper=h2d_helper)
         #: Every finding of the last module transformed, and those the transform fixed.
         self.findings: List[Finding] = []
         self.applied: List[Finding] = []
@@ -104,6 +128,7 @@ class PinPageableSourcesCommand(CodemodCommand):
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
         arg_parser.add_argument("--helper", default=None, help="module.path.name of the pinned helper")
         arg_parser.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply unsafe fixes")
+        arg_parser.add_argument("--h2d-helper", default=None, help="module.path.name of async_tensor_h2d-like helper")
         arg_parser.add_argument("--strict", action="store_true", default=None, help="also fix non_blocking=<expr>")
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
@@ -134,14 +159,20 @@ class PinPageableSourcesCommand(CodemodCommand):
         targets = {call: local for f in self.applied if f.fix_kind == "helper" for call in f.edits}
         expr = self.config.pin_memory_expr or "True"
         pin = {call: cst.parse_expression(expr) for f in self.applied if f.fix_kind == "pin_memory" for call in f.edits}
-        for call in targets:
+        h2d = {call: f.h2d for f in self.applied if f.fix_kind == "h2d" and f.h2d is not None for call in f.edits}
+        dropped = [call.func for call in targets] + [func for plan in h2d.values() for func in plan.dropped]
+        for func in dropped:
             # `from torch import from_numpy` (or `import torch`) may now be unused;
             # CodemodCommand runs RemoveImportsVisitor after this transform.
-            RemoveImportsVisitor.remove_unused_import_by_node(self.context, call.func)
-        tree = tree.visit(_ReplaceCalls(targets, pin))
+            RemoveImportsVisitor.remove_unused_import_by_node(self.context, func)
+        h2d_helper = self.config.h2d_helper or ""
+        h2d_local = h2d_local_name(tree, h2d_helper) if h2d else ""
+        tree = tree.visit(_ReplaceCalls(targets, pin, h2d, h2d_local))
         needed = []
         if targets and imported is None:
             needed.append((self.config.helper_module, self.config.helper_name))
+        if h2d and imported_local_name(tree, *helper_parts(h2d_helper)) is None:
+            needed.append(helper_parts(h2d_helper))
         pin_import = self.config.pin_memory_import
         if pin and pin_import is not None:
             module, _, name = pin_import.rpartition(".")

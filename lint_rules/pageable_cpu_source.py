@@ -89,6 +89,14 @@ class PageableCpuSource(LintRule):
     Computed results get no fix either (a fresh tensor cannot be allocated pinned); in deep
     mode neither do sources made in another function: the message names the origin to fix.
 
+    With ``[tool.pinfix] h2d-helper`` set (vLLM: ``vllm.utils.torch_utils.async_tensor_h2d``),
+    a ``.to(device[, dtype], non_blocking=True)`` sink is rewritten to the helper instead:
+    ``x.to(dev, non_blocking=True)`` -> ``async_tensor_h2d(x, dev)`` for a traced CPU tensor
+    (also after a conversion), ``torch.tensor(data, dtype=T).to(dev, non_blocking=True)`` ->
+    ``async_tensor_h2d(data, device=dev, dtype=T)`` when ``data`` is plainly Python data and
+    ``.to`` has no dtype of its own. Safe, unsafe when a traced name is used elsewhere (on a
+    CPU device ``.to`` returns the tensor itself, the helper a pinned copy).
+
     ## Not reported
     An accelerator ``device=``; ``pin_memory=`` given (any value but ``False``); a copy whose
     destination is itself a CPU tensor pinfix can see; a dense slice of a pinned tensor;

@@ -63,6 +63,17 @@ class PageableNonBlockingCopy(LintRule):
     offered where the helper's name is already bound to something else, or in the module
     that defines the helper.
 
+    With ``[tool.pinfix] h2d-helper`` set (vLLM: ``vllm.utils.torch_utils.async_tensor_h2d``),
+    a ``.to(device[, dtype], non_blocking=True)`` sink is rewritten instead, as vLLM did by
+    hand in 0.29.0: ``torch.from_numpy(a).to(dev, non_blocking=True)`` becomes
+    ``async_tensor_h2d(a, device=dev)`` (``.to``'s dtype kept as ``dtype=``); a local pageable
+    tensor ``x.to(dev, non_blocking=True)`` becomes ``async_tensor_h2d(x, dev)``. The helper
+    pins what it is given when it is called, where ``.to`` reads it: the result's device,
+    dtype and values are the same, so the fix is safe; for a name used elsewhere it is unsafe
+    (on a CPU device ``.to`` returns the tensor itself, the helper a pinned copy). Sinks with
+    ``copy=`` / ``memory_format=``, a ``.to(other_tensor)``, comments in the call, the helper's
+    name taken or its own module keep the fix above.
+
     ## Not reported
     ``non_blocking=False`` or absent; ``.to("cpu", ...)``; a source made pinned
     (``.pin_memory()``, the helper); ``non_blocking=<expression>`` unless ``strict``.
@@ -164,6 +175,36 @@ class PageableNonBlockingCopy(LintRule):
         Invalid(
             _HEADER + "np_to_pinned_tensor = None\n\n"
             "def f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n"
+        ),
+    ]
+
+    #: Cases with ``[tool.pinfix] h2d-helper = "vllm.utils.torch_utils.async_tensor_h2d"``
+    #: (``tests/test_lint_rule.py`` runs them on a rule configured so).
+    H2D_VALID = [
+        Valid(_HEADER + "from vllm.utils.torch_utils import async_tensor_h2d\n\n"
+              "def f(a, dev):\n    return async_tensor_h2d(a, device=dev)\n"),
+        Valid(_HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(dev)\n"),
+    ]
+    H2D_INVALID = [
+        Invalid(
+            _HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(dev, non_blocking=True)\n",
+            expected_replacement="import numpy as np\nimport torch\nfrom vllm.utils.torch_utils import async_tensor_h2d\n\n"
+            "INDEX = torch.int32\n\n\ndef f(a, dev):\n    return async_tensor_h2d(a, device=dev)\n",
+        ),
+        Invalid(
+            _HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(device=dev, dtype=INDEX, non_blocking=True)\n",
+            expected_replacement="import numpy as np\nimport torch\nfrom vllm.utils.torch_utils import async_tensor_h2d\n\n"
+            "INDEX = torch.int32\n\n\ndef f(a, dev):\n    return async_tensor_h2d(a, device=dev, dtype=INDEX)\n",
+        ),
+        # copy=: the np_to_pinned_tensor fix instead.
+        Invalid(
+            _HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(dev, copy=True, non_blocking=True)\n",
+            expected_replacement=_FIXED_HEADER
+            + "def f(a, dev):\n    return np_to_pinned_tensor(a).to(dev, copy=True, non_blocking=True)\n",
+        ),
+        # Bound name used again: unsafe, reported without a fix.
+        Invalid(
+            _HEADER + "def f(a, dev):\n    x = torch.from_numpy(a)\n    y = x.to(dev, non_blocking=True)\n    return x, y\n"
         ),
     ]
 

@@ -26,6 +26,7 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from . import h2d as _h2d
 from .config import Config
 from .findings import Evidence, FindingFields
 from .imports import imported_local_name
@@ -78,6 +79,8 @@ class Finding(FindingFields):
     #: ``pin_memory=<expr>`` (``fix_kind == "pin_memory"``).
     edits: Tuple[cst.Call, ...] = field(default=(), repr=False, compare=False)
     fix_kind: Optional[str] = field(default=None, compare=False)
+    #: ``fix_kind == "h2d"``: how the ``.to`` call in ``edits`` is rewritten.
+    h2d: Optional[_h2d.H2DPlan] = field(default=None, repr=False, compare=False)
     #: The node the finding is reported on.
     node: Optional[cst.CSTNode] = field(default=None, repr=False, compare=False)
 
@@ -930,7 +933,15 @@ class _ModuleAnalysis:
         note: Optional[str] = None
         kind: Optional[str] = None
         edits: Tuple[cst.Call, ...] = origin.calls
-        if trace.converted:
+        h2d = _h2d.plan(self, call, sink, origin) if self.config.h2d_helper else None
+        if h2d is not None:
+            assert self.config.h2d_helper is not None
+            remedy = f"copy it with `{_h2d.local_name(self.module, self.config.h2d_helper)}(...)`, which pins it first"
+            kind = "h2d"
+            edits = (call,)
+            if h2d[1] is not None:
+                safety, note = UNSAFE, h2d[1]
+        elif trace.converted:
             remedy = (
                 f"`{trace.converted}` makes a fresh pageable tensor on the way; build the data in its final "
                 f"dtype and shape first and pin that, or {staging}"
@@ -989,6 +1000,7 @@ class _ModuleAnalysis:
         finding = self._make(
             code, position, message, pattern, safety, note, edits if safety is not None else (), kind, reported
         )
+        finding.h2d = h2d[0] if h2d is not None else None
         finding.evidence = (*trace.steps, self.step(call, f"copied with {what}"))
         return finding
 

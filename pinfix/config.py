@@ -45,6 +45,10 @@ class Config:
     #: Name patterns (fnmatch) of variables and attributes that hold CPU tensors
     #: by the project's convention (vLLM: ``*_cpu``, ``*_cpu_tensor``).
     cpu_tensor_names: Tuple[str, ...] = ()
+    #: ``module.path.name`` of a ``(data, device, dtype=None)`` helper that pins
+    #: and copies to the device (vLLM: ``vllm.utils.torch_utils.async_tensor_h2d``).
+    #: When set, ``.to(device, non_blocking=True)`` sinks are rewritten to call it.
+    h2d_helper: Optional[str] = None
     #: Deep mode: follow tensors into attributes and other functions and files.
     deep: bool = False
     #: Deep mode: also report sources whose memory cannot be told (informational).
@@ -82,6 +86,7 @@ _KEYS = {
     "pin-memory-import": str,
     "pinned-producers": list,
     "cpu-tensor-names": list,
+    "h2d-helper": str,
     "deep": bool,
     "show-unknown": bool,
 }
@@ -108,6 +113,9 @@ def _validate(table: Dict[str, Any], where: Path) -> Dict[str, Any]:
         "." not in helper or not all(part.isidentifier() for part in helper.split("."))
     ):
         raise ConfigError(f"{where}: [tool.pinfix] helper must look like 'package.module.function', got {helper!r}")
+    h2d = out.get("h2d-helper")
+    if h2d is not None and not _dotted(h2d):
+        raise ConfigError(f"{where}: [tool.pinfix] h2d-helper must look like 'package.module.function', got {h2d!r}")
     for producer in out.get("pinned-producers", ()):
         if not _dotted(producer):
             raise ConfigError(
@@ -170,6 +178,7 @@ def load_config(start: Optional[Path] = None, explicit: Optional[Path] = None) -
         pin_memory_import=values.get("pin-memory-import"),
         extra_pinned_producers=tuple(values.get("pinned-producers", ())),
         cpu_tensor_names=tuple(values.get("cpu-tensor-names", ())),
+        h2d_helper=values.get("h2d-helper"),
         deep=values.get("deep", False),
         show_unknown=values.get("show-unknown", False),
         line_length=line_length if isinstance(line_length, int) and line_length > 0 else 88,

@@ -1,0 +1,422 @@
+"""The ``h2d-helper`` fix: ``.to(device, non_blocking=True)`` sinks rewritten to
+``async_tensor_h2d(data, device)`` (input -> expected, ruff clean, idempotent),
+and the sinks it leaves to the other fixes or to no fix."""
+
+from pathlib import Path
+
+import pytest
+
+from pinfix.api import check_text, fix_text
+from pinfix.config import ConfigError, load_config
+from tests.support import ruff_codes
+
+H2D_CONFIG = '[tool.pinfix]\nh2d-helper = "vllm.utils.torch_utils.async_tensor_h2d"\n'
+
+CASES = {
+    # vLLM 0.29.0's kanana_v rewrite: keyword device for array data; merged import.
+    "from_numpy_merged_import": (
+        '''\
+import numpy as np
+import torch
+
+from vllm.utils.torch_utils import PIN_MEMORY
+
+
+def f(cu_seqlens: np.ndarray, device: torch.device) -> torch.Tensor:
+    assert PIN_MEMORY is not None
+    return torch.from_numpy(cu_seqlens).to(
+        device,
+        non_blocking=True,
+    )
+''',
+        '''\
+import numpy as np
+import torch
+
+from vllm.utils.torch_utils import PIN_MEMORY, async_tensor_h2d
+
+
+def f(cu_seqlens: np.ndarray, device: torch.device) -> torch.Tensor:
+    assert PIN_MEMORY is not None
+    return async_tensor_h2d(cu_seqlens, device=device)
+''',
+    ),
+    # `.to`'s dtype kept as `dtype=`; `from torch import from_numpy` left unused is removed.
+    "keyword_form_dtype_unused_import_removed": (
+        '''\
+from torch import from_numpy, int64
+
+
+def f(a, dev):
+    return from_numpy(a).to(device=dev, dtype=int64, non_blocking=True)
+''',
+        '''\
+from torch import int64
+
+from vllm.utils.torch_utils import async_tensor_h2d
+
+
+def f(a, dev):
+    return async_tensor_h2d(a, device=dev, dtype=int64)
+''',
+    ),
+    # Positional dtype and non_blocking; `import torch` stays (still used).
+    "positional_dtype": (
+        '''\
+import torch
+
+
+def f(a, device):
+    return torch.from_numpy(a).to(device, torch.float32, True)
+''',
+        '''\
+import torch
+
+from vllm.utils.torch_utils import async_tensor_h2d
+
+
+def f(a, device):
+    return async_tensor_h2d(a, device=device, dtype=torch.float32)
+''',
+    ),
+    # `import torch` left unused is removed.
+    "import_torch_removed": (
+        '''\
+import torch
+
+
+def f(a, device):
+    return torch.from_numpy(a).to(device, non_blocking=True)
+''',
+        '''\
+from vllm.utils.torch_utils import async_tensor_h2d
+
+
+def f(a, device):
+    return async_tensor_h2d(a, device=device)
+''',
+    ),
+    # torch.tensor of Python data: its dtype= kept, a plainly-CPU device= dropped (the helper's own).
+    "tensor_of_list_parameter": (
+        '''\
+import torch
+
+
+def f(token_indices: list[int], src: torch.Tensor) -> torch.Tensor:
+    device = src.device
+    return torch.tensor(
+        token_indices, dtype=torch.int32, device="cpu"
+    ).to(device, non_blocking=True)
+''',
+        '''\
+import torch
+
+from vllm.utils.torch_utils import async_tensor_h2d
+
+
+def f(token_indices: list[int], src: torch.Tensor) -> torch.Tensor:
+    device = src.device
+    return async_tensor_h2d(token_indices, device=device, dtype=torch.int32)
+''',
+    ),
+    "tensor_of_display": (
+        '''\
+import torch
+
+
+def f(n: int, device):
+    return torch.tensor([n, n + 1]).to(device, non_blocking=True)
+''',
+        '''\
+from vllm.utils.torch_utils import async_tensor_h2d
+
+
+def f(n: int, device):
+    return async_tensor_h2d([n, n + 1], device=device)
+''',
+    ),
+    # A local pageable tensor: positional device (vLLM 0.29.0's siglip / pooler shape);
+    # a conversion on the way is fine (the helper pins whatever it is given).
+    "local_name_and_conversion": (
+        '''\
+import torch
+
+
+def f(n: int, ids: list, data: torch.Tensor):
+    idx_cpu = torch.arange(n)
+    idx = idx_cpu.to(data.device, non_blocking=True)
+    mask = torch.tensor(ids).bool()
+    return idx, mask.to(data.device, torch.int32, non_blocking=True)
+''',
+        '''\
+import torch
+
+from vllm.utils.torch_utils import async_tensor_h2d
+
+
+def f(n: int, ids: list, data: torch.Tensor):
+    idx_cpu = torch.arange(n)
+    idx = async_tensor_h2d(idx_cpu, data.device)
+    mask = torch.tensor(ids).bool()
+    return idx, async_tensor_h2d(mask, data.device, dtype=torch.int32)
+''',
+    ),
+    # Already imported under another name: that name is used; no second import.
+    "already_imported_alias": (
+        '''\
+import torch
+
+from vllm.utils.torch_utils import async_tensor_h2d as h2d
+
+
+def f(a, b, device):
+    x = h2d(a, device)
+    return x, torch.from_numpy(b).to(device, non_blocking=True)
+''',
+        '''\
+from vllm.utils.torch_utils import async_tensor_h2d as h2d
+
+
+def f(a, b, device):
+    x = h2d(a, device)
+    return x, h2d(b, device=device)
+''',
+    ),
+    # A copy_ sink keeps the np_to_pinned_tensor fix; both helpers merge into one import.
+    "both_helpers_one_import": (
+        '''\
+import torch
+
+
+def f(dst, a, b, device):
+    dst.copy_(torch.from_numpy(a), non_blocking=True)
+    return torch.from_numpy(b).to(device, non_blocking=True)
+''',
+        '''\
+from vllm.utils.torch_utils import async_tensor_h2d, np_to_pinned_tensor
+
+
+def f(dst, a, b, device):
+    dst.copy_(np_to_pinned_tensor(a), non_blocking=True)
+    return async_tensor_h2d(b, device=device)
+''',
+    ),
+    # Parentheses around the call stay.
+    "parenthesized_call": (
+        '''\
+import torch
+
+
+def f(a, device):
+    out = (
+        torch.from_numpy(a).to(device, non_blocking=True)
+    )
+    return out
+''',
+        '''\
+from vllm.utils.torch_utils import async_tensor_h2d
+
+
+def f(a, device):
+    out = (
+        async_tensor_h2d(a, device=device)
+    )
+    return out
+''',
+    ),
+}
+
+# Sinks the h2d fix leaves alone: (source, text the fixed file must contain, fix safety, note part).
+OTHER_FIX = {
+    # copy= / memory_format=: no h2d; the np_to_pinned_tensor fix as without the setting.
+    "copy_keyword": (
+        "import torch\n\n\ndef f(a, dev):\n    return torch.from_numpy(a).to(dev, copy=True, non_blocking=True)\n",
+        "np_to_pinned_tensor(a).to(dev, copy=True, non_blocking=True)", "safe", None,
+    ),
+    "memory_format_keyword": (
+        "import torch\n\n\ndef f(a, dev):\n"
+        "    return torch.from_numpy(a).to(dev, memory_format=torch.contiguous_format, non_blocking=True)\n",
+        "np_to_pinned_tensor(a).to(dev", "safe", None,
+    ),
+    # `.to(other)` takes the other tensor's dtype too: only a plain device is rewritten.
+    "to_other_tensor": (
+        "import torch\n\n\ndef f(a, other):\n    return torch.from_numpy(a).to(other, non_blocking=True)\n",
+        "np_to_pinned_tensor(a).to(other, non_blocking=True)", "safe", None,
+    ),
+    # `torch.tensor(d).to(T)` rounds through the inferred dtype: not the same as dtype=T.
+    "tensor_with_to_dtype": (
+        "import torch\n\n\ndef f(dev):\n    return torch.tensor([0.1, 0.2]).to(dev, torch.float64, non_blocking=True)\n",
+        "torch.tensor([0.1, 0.2], pin_memory=True).to(dev, torch.float64, non_blocking=True)", "unsafe", "pin-memory-expr",
+    ),
+    # requires_grad= changes the result; an unknown argument may be an ndarray or a tensor.
+    "tensor_requires_grad": (
+        "import torch\n\n\ndef f(dev):\n    return torch.tensor([1.0], requires_grad=True).to(dev, non_blocking=True)\n",
+        "torch.tensor([1.0], requires_grad=True, pin_memory=True)", "unsafe", "pin-memory-expr",
+    ),
+    "tensor_of_unknown_data": (
+        "import torch\n\n\ndef f(arr, dev):\n    return torch.tensor(arr).to(dev, non_blocking=True)\n",
+        "torch.tensor(arr, pin_memory=True)", "unsafe", "pin-memory-expr",
+    ),
+    # A comment inside the call would be lost.
+    "comment_inside": (
+        "import torch\n\n\ndef f(a, dev):\n    return torch.from_numpy(a).to(\n        dev,  # the GPU\n"
+        "        non_blocking=True,\n    )\n",
+        "np_to_pinned_tensor(a).to(", "safe", None,
+    ),
+    # The helper's name is bound to something else here.
+    "name_taken": (
+        "import torch\n\n\ndef async_tensor_h2d(x):\n    return x\n\n\n"
+        "def f(a, dev):\n    return torch.from_numpy(a).to(dev, non_blocking=True)\n",
+        "np_to_pinned_tensor(a).to(dev, non_blocking=True)", "safe", None,
+    ),
+}
+
+# The source is used again: unsafe (on a CPU device `.to` returns the tensor itself).
+USED_AGAIN = "import torch\n\n\ndef f(n, dev):\n    x = torch.zeros(n)\n    y = x.to(dev, non_blocking=True)\n    return x, y\n"
+
+
+def _path(project: Path, name: str) -> Path:
+    return project / "vllm" / "v1" / f"{name}.py"
+
+
+def _fix(project: Path, name: str, source: str, **kw) -> str:
+    path = _path(project, name)
+    path.write_text(source)
+    return fix_text(source, path=str(path), config=load_config(project), **kw)
+
+
+@pytest.fixture
+def h2d_project(project: Path) -> Path:
+    (project / "pyproject.toml").write_text(H2D_CONFIG)
+    return project
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_h2d_fix(h2d_project: Path, name: str) -> None:
+    before, expected = CASES[name]
+    findings = check_text(before, path=str(_path(h2d_project, name)), config=load_config(h2d_project))
+    assert findings and all(f.fix_safety == "safe" for f in findings)
+    assert any("async_tensor_h2d" in f.message or "h2d(" in f.message for f in findings)
+    after = _fix(h2d_project, name, before)
+    assert after == expected
+    assert _fix(h2d_project, name, after) == after  # idempotent
+    assert check_text(after, path=str(_path(h2d_project, name)), config=load_config(h2d_project)) == []
+    path = _path(h2d_project, name)
+    path.write_text(before)
+    clean_before = ruff_codes(path, h2d_project)
+    path.write_text(after)
+    assert ruff_codes(path, h2d_project) == clean_before == []
+
+
+@pytest.mark.parametrize("name", sorted(OTHER_FIX))
+def test_not_rewritten_to_the_helper(h2d_project: Path, name: str) -> None:
+    source, kept, safety, why = OTHER_FIX[name]
+    (finding,) = check_text(source, path=str(_path(h2d_project, name)), config=load_config(h2d_project))
+    assert finding.fix_safety == safety
+    if why is not None:
+        assert why in finding.message
+    after = _fix(h2d_project, name, source, unsafe_fixes=True)
+    assert kept in after
+    assert "async_tensor_h2d(" not in after.replace("def async_tensor_h2d(", "")
+
+
+def test_unsafe_name_fix_applied_with_flag(h2d_project: Path) -> None:
+    source = USED_AGAIN
+    (finding,) = check_text(source, path=str(_path(h2d_project, "u")), config=load_config(h2d_project))
+    assert finding.fix_safety == "unsafe" and "`x` is also used at line 7" in finding.message
+    assert _fix(h2d_project, "u", source) == source
+    after = _fix(h2d_project, "u", source, unsafe_fixes=True)
+    assert "    y = async_tensor_h2d(x, dev)\n" in after
+    assert _fix(h2d_project, "u", after, unsafe_fixes=True) == after
+
+
+def test_accelerator_device_string_makes_name_fix_safe(h2d_project: Path) -> None:
+    source = "import torch\n\n\ndef f(n):\n    x = torch.zeros(n)\n    y = x.to('cuda', non_blocking=True)\n    return x, y\n"
+    (finding,) = check_text(source, path=str(_path(h2d_project, "s")), config=load_config(h2d_project))
+    assert finding.fix_safety == "safe"
+    assert "y = async_tensor_h2d(x, 'cuda')" in _fix(h2d_project, "s", source)
+
+
+def test_helper_module_itself_is_not_rewritten(h2d_project: Path) -> None:
+    (h2d_project / "vllm" / "utils").mkdir()
+    path = h2d_project / "vllm" / "utils" / "torch_utils.py"
+    source = "import torch\n\n\ndef g(dev):\n    return torch.tensor([1, 2]).to(dev, non_blocking=True)\n"
+    path.write_text(source)
+    (finding,) = check_text(source, path=str(path), config=load_config(h2d_project))
+    assert "async_tensor_h2d" not in finding.message
+    assert "async_tensor_h2d" not in fix_text(source, path=str(path), config=load_config(h2d_project), unsafe_fixes=True)
+
+
+def test_unset_keeps_todays_fix(project: Path) -> None:
+    before = CASES["import_torch_removed"][0]
+    assert "np_to_pinned_tensor(a).to(device, non_blocking=True)" in _fix(project, "unset", before)
+
+
+def test_config_validates_h2d_helper(project: Path) -> None:
+    (project / "pyproject.toml").write_text('[tool.pinfix]\nh2d-helper = "async_tensor_h2d"\n')
+    with pytest.raises(ConfigError, match="h2d-helper"):
+        load_config(project)
+    (project / "pyproject.toml").write_text(H2D_CONFIG)
+    assert load_config(project).h2d_helper == "vllm.utils.torch_utils.async_tensor_h2d"
+
+
+# --- Behaviour: the rewritten code computes the same tensor -------------------------
+
+RUNTIME = '''\
+import numpy as np
+import torch
+
+
+def f(a: np.ndarray, ids: list[int], n: int, device):
+    x = torch.from_numpy(a).to(device, non_blocking=True)
+    y = torch.from_numpy(a).to(device=device, dtype=torch.float16, non_blocking=True)
+    z = torch.tensor(ids, dtype=torch.int32, device="cpu").to(device, non_blocking=True)
+    w = torch.tensor([0.1, n]).to(device, non_blocking=True)
+    idx = torch.arange(n)
+    v = idx.to(device, torch.float64, non_blocking=True)
+    mask = torch.tensor(ids).bool()
+    u = mask.to(device, non_blocking=True)
+    return x, y, z, w, v, u
+'''
+
+
+def _stand_in(torch):  # type: ignore[no-untyped-def]
+    """vLLM's async_tensor_h2d, in our words (0.28.0's shape)."""
+    import numpy as np
+
+    pin = torch.cuda.is_available()
+
+    def async_tensor_h2d(data, device, dtype=None):  # type: ignore[no-untyped-def]
+        if isinstance(data, np.ndarray):
+            data = torch.from_numpy(data)
+        if isinstance(data, torch.Tensor):
+            t = data.pin_memory() if pin else data
+        else:
+            t = torch.tensor(data, dtype=dtype, pin_memory=pin, device="cpu")
+        return t.to(device=device, dtype=dtype, non_blocking=True)
+
+    return async_tensor_h2d
+
+
+def test_rewrite_computes_the_same_tensors(h2d_project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    np = pytest.importorskip("numpy")
+    torch = pytest.importorskip("torch")
+    import sys
+    import types
+
+    after = _fix(h2d_project, "runtime", RUNTIME)
+    assert after.count("async_tensor_h2d(") == 6 + 0 and "non_blocking" not in after
+    shim = types.ModuleType("vllm.utils.torch_utils")
+    shim.async_tensor_h2d = _stand_in(torch)  # type: ignore[attr-defined]
+    for name, module in (("vllm", types.ModuleType("vllm")), ("vllm.utils", types.ModuleType("vllm.utils")), (shim.__name__, shim)):
+        monkeypatch.setitem(sys.modules, name, module)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    args = (np.arange(6, dtype=np.int64).reshape(2, 3)[:, ::2], [3, 0, 7], 5, device)
+    results = []
+    for code in (RUNTIME, after):
+        scope: dict = {}
+        exec(compile(code, "<h2d>", "exec"), scope)
+        results.append(scope["f"](*args))
+    for old, new in zip(*results):
+        assert (old.device, old.dtype, old.shape) == (new.device, new.dtype, new.shape)
+        assert torch.equal(old.cpu(), new.cpu())
