@@ -24,3 +24,18 @@ def ruff_codes(path: Path, cwd: Path, select: str = "I,F") -> List[str]:
         if len(parts) == 2 and parts[0].count(":") >= 2:
             out.append(parts[1].replace("[*] ", ""))
     return sorted(out)
+
+
+def project_file(project: Path, name: str) -> Path:
+    """Where a case named ``name`` lives in the ``project`` fixture's tree."""
+    return project / "vllm" / "v1" / f"{name}.py"
+
+
+def fix_in_project(project: Path, name: str, source: str, **kw) -> str:
+    """``source`` written at :func:`project_file` and fixed with the project's settings."""
+    from pinfix.api import fix_text
+    from pinfix.config import load_config
+
+    path = project_file(project, name)
+    path.write_text(source)
+    return fix_text(source, path=str(path), config=load_config(project), **kw)

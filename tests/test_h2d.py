@@ -8,6 +8,8 @@ import pytest
 
 from pinfix.api import check_text, fix_text
 from pinfix.config import ConfigError, load_config
+from tests.support import fix_in_project as _fix
+from tests.support import project_file as _path
 from tests.support import ruff_codes
 
 H2D_CONFIG = '[tool.pinfix]\nh2d-helper = "vllm.utils.torch_utils.async_tensor_h2d"\n'
@@ -275,14 +277,6 @@ OTHER_FIX = {
 USED_AGAIN = "import torch\n\n\ndef f(n, dev):\n    x = torch.zeros(n)\n    y = x.to(dev, non_blocking=True)\n    return x, y\n"
 
 
-def _path(project: Path, name: str) -> Path:
-    return project / "vllm" / "v1" / f"{name}.py"
-
-
-def _fix(project: Path, name: str, source: str, **kw) -> str:
-    path = _path(project, name)
-    path.write_text(source)
-    return fix_text(source, path=str(path), config=load_config(project), **kw)
 
 
 @pytest.fixture

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pinfix.api import check_text, fix_text
+from pinfix.api import check_text
 from pinfix.cli import main
 from pinfix.config import load_config
+from tests.support import fix_in_project as _fix
+from tests.support import project_file as _path
 from tests.support import ruff_codes
 
 VLLM_CONFIG = (
@@ -179,14 +181,6 @@ NOT_FIXED = {
 }
 
 
-def _path(project: Path, name: str) -> Path:
-    return project / "vllm" / "v1" / f"{name}.py"
-
-
-def _fix(project: Path, name: str, source: str, **kw) -> str:
-    path = _path(project, name)
-    path.write_text(source)
-    return fix_text(source, path=str(path), config=load_config(project), **kw)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
