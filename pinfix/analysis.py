@@ -1012,12 +1012,14 @@ class _ModuleAnalysis:
         if trace is not None and (trace.pinned or trace.source is not None) or self._cpu_destination(call, sink):
             return None  # pinned, or a CPU destination: a host-to-host or D2H copy
         root = source
+        # Down to what the tensor comes from: through subscripts and method calls,
+        # stopping at a call of a function (`f(...)`, `torch.cat(...)`).
         while isinstance(root, (cst.Subscript, cst.Call)) and not (
-            isinstance(root, cst.Call) and not isinstance(root.func, cst.Attribute)
+            isinstance(root, cst.Call) and (not isinstance(root.func, cst.Attribute) or self.qualified_names(root.func))
         ):
             root = root.value if isinstance(root, cst.Subscript) else root.func.value  # type: ignore[union-attr]
         if isinstance(root, cst.Name) and not self._reaching_values(root):
-            why = f"`{root.value}` is a parameter or a name from outside the function"
+            why = f"`{root.value}` {self._binding_kind(root)}"
         elif isinstance(root, cst.Attribute):
             why = f"pinfix cannot see every assignment to `{_short(root)}`" + ("" if self.resolver else " (try --deep)")
         elif isinstance(root, cst.Call):
@@ -1046,6 +1048,17 @@ class _ModuleAnalysis:
             if (start.line, start.column + 1) == (made.line, made.column):
                 return call if self.direct_source(call) is not None else None
         return None
+
+    def _binding_kind(self, name: cst.Name) -> str:
+        """How ``name`` is bound, where :meth:`_reaching_values` cannot follow it."""
+        scope = self.md(ScopeProvider, name, None)
+        access = next((a for a in scope.accesses[name.value] if a.node is name), None) if scope is not None else None
+        referents = list(access.referents) if access is not None else []
+        if any(isinstance(r, Assignment) and isinstance(r.node, cst.Param) for r in referents):
+            return "is a parameter"
+        if not referents or any(r.scope is not _home_scope(scope) for r in referents):  # type: ignore[arg-type]
+            return "comes from outside the function"
+        return "is bound in a way pinfix does not follow (unpacking, `+=`, a loop or a `with`)"
 
     def _pin_memory_safety(self, trace: _Trace, sink_call: cst.Call) -> Tuple[Optional[str], Optional[str]]:
         if trace.explicit_pageable:

@@ -407,3 +407,20 @@ def test_origin_in_the_same_file_gets_an_unsafe_pin_memory_fix(tmp_path):
     assert deep([path]) == []
     assert main(["fix", "--deep", "--unsafe-fixes", str(path)], out=io.StringIO(), err=io.StringIO()) == 0
     assert path.read_text() == fixed
+
+
+@pytest.mark.parametrize(
+    "body, why",
+    [
+        ("def f(host, dev):\n    return host.to(dev, non_blocking=True)\n", "`host` is a parameter"),
+        ("def f(items, dev):\n    for t in items:\n        t.to(dev, non_blocking=True)\n", "`t` is bound in a way"),
+        ("def f(dev):\n    lst = []\n    lst += [torch.arange(3)]\n    return torch.cat(lst).to(dev, non_blocking=True)\n",
+         "cannot see what `torch.cat()` returns"),
+        ("def f(obj, dev):\n    return obj.make().to(dev, non_blocking=True)\n", "`obj` is a parameter"),
+    ],
+)
+def test_unknown_note_says_what_stopped_it(tmp_path, body, why):
+    pkg = project(tmp_path, {"main.py": HEADER + body})
+    code, found = check([pkg / "main.py"], "--deep", "--show-unknown")
+    assert code == 0 and [f["code"] for f in found] == ["PIN004"]
+    assert why in found[0]["message"]
