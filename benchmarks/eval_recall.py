@@ -111,6 +111,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import tokenize
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -298,6 +299,11 @@ VERDICTS_BASE: dict[tuple[str, object], tuple[str, str]] = {
 # Verdicts on the 0.34.0 findings, judged by reading the code. Key: (path, line) or (path, code).
 # Value: (verdict, reason), verdict one of "true", "false", "unclear".
 VERDICTS: dict[tuple[str, object], tuple[str, str]] = {
+    ("vllm/models/dots3_note/nvidia/vision.py", 605): (
+        "true",
+        "`F.pad` of a cumsum of `grid_thw_cpu` (checked to be on the CPU just above) makes a fresh pageable "
+        "tensor, copied non_blocking to `self.device`",
+    ),
     ("tests/utils_/test_gpu_sync_debug.py", "PIN002"): (
         "true",
         "deliberate bad example for vLLM's runtime sync checker (pageable or gapped non_blocking H2D)",
@@ -389,13 +395,24 @@ def fetch(tool: Path, version: str, dest: Path) -> Path:
     return Path(out.strip().splitlines()[-1])
 
 
-MODES = ("plain", "plain-nopf", "deep", "deep-nopf")
+MODES = ("plain", "plain-nopf", "deep", "deep-nopf", "deep-vllm")
 MODE_HELP = {
     "plain": "plain, whole tree (with the text pre-filter, as shipped)",
     "plain-nopf": "plain, `PINFIX_NO_PREFILTER=1`, the files that say `non_blocking`",
     "deep": "`--deep`, whole tree (with the pre-filter)",
     "deep-nopf": "`--deep`, `PINFIX_NO_PREFILTER=1`, the files that say `non_blocking`",
+    "deep-vllm": "`--deep` with vLLM's settings (`cpu-tensor-names`, the helpers), whole tree",
 }
+
+#: ``[tool.pinfix]`` as a vLLM checkout would set it (the ``deep-vllm`` run).
+VLLM_SETTINGS = """\
+[tool.pinfix]
+helper = "vllm.utils.torch_utils.np_to_pinned_tensor"
+h2d-helper = "vllm.utils.torch_utils.async_tensor_h2d"
+pin-memory-expr = "is_pin_memory_available()"
+pin-memory-import = "vllm.utils.platform_utils.is_pin_memory_available"
+cpu-tensor-names = ["*_cpu", "*_cpu_tensor", "*_cpu_buffer"]
+"""
 
 
 def nb_files(tree: Path) -> list[str]:
@@ -415,6 +432,10 @@ def pinfix_cmd(pinfix: list[str], tree: Path, mode: str) -> tuple[list[str], dic
     cmd = [*pinfix, "check", "--no-progress", "--no-cache", "--output-format", "json"]
     if mode.startswith("deep"):
         cmd.append("--deep")
+    if mode == "deep-vllm":
+        settings = Path(tempfile.mkdtemp(prefix="pinfix-eval-")) / "pyproject.toml"
+        settings.write_text(VLLM_SETTINGS)
+        cmd += ["--config", str(settings)]
     if mode.endswith("-nopf"):
         env["PINFIX_NO_PREFILTER"] = "1"
         cmd += nb_files(tree)
@@ -1100,6 +1121,8 @@ def main() -> None:
     out(group_table(site_list, "kind", KINDS, plain, deep))
     out("\n**Recall by pattern** (same runs)\n")
     out(group_table(site_list, "pattern", PATTERNS, plain, deep))
+    out("\n**With vLLM's settings** (`deep-vllm`: `cpu-tensor-names` and the helpers; whole tree)\n")
+    out(group_table(site_list, "kind", KINDS, plain, "deep-vllm"))
     if differ:
         out("\n**As shipped** (with the text pre-filter, whole tree)\n")
         out(group_table(site_list, "kind", KINDS, "plain", "deep"))
