@@ -134,6 +134,12 @@ class PageableCpuSource(LintRule):
         # Computed from tensors pinfix cannot see (maybe on the device): unknown.
         Valid(_H + "def f(a, b, dev):\n    return torch.cat([a, b]).to(dev, non_blocking=True)\n"),
         Valid(_H + "def f(x, dev):\n    return (x * 2).to(dev, non_blocking=True)\n"),
+        # Pinned on every way to the copy; an assignment in a branch overwrites nothing for sure.
+        Valid(_H + "def f(n, dev):\n    x = torch.arange(n)\n    x = x.pin_memory()\n    return x.to(dev, non_blocking=True)\n"),
+        Valid(
+            _H + "def f(n, c, dev):\n    x = torch.zeros(n, pin_memory=True)\n    if c:\n        x = torch.zeros(n)\n"
+            "    return x.to(dev, non_blocking=True)\n"
+        ),
         # `out=`: the result is that (pinned) tensor.
         Valid(
             _H + "def f(n, dev):\n    buf = torch.empty(2 * n, pin_memory=True)\n"
@@ -171,6 +177,10 @@ class PageableCpuSource(LintRule):
         ),
         Invalid(_H + "def f(t, dev):\n    return t.pin_memory()[::2].to(dev, non_blocking=True)\n"),
         Invalid(_H + "def f(n, dev):\n    buf = torch.zeros(1, n, pin_memory=True)\n    return buf.expand(4, -1).to(dev, non_blocking=True)\n"),
+        # A later plain assignment overwrites an earlier one; a conditional's tensor branch counts.
+        Invalid(_H + "def f(n, dev):\n    x = torch.arange(n).pin_memory()\n    x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(n, dev):\n    i = torch.arange(n)\n    i = i + 1\n    return i.to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(t, c, dev):\n    s = t.cpu() if c else None\n    return (s - 1).to(dev, non_blocking=True)\n"),
         # Fresh tensors computed on the CPU (report only).
         Invalid(_H + "def f(n, dev):\n    return torch.cat([torch.arange(n), torch.arange(n)]).to(dev, non_blocking=True)\n"),
         Invalid(

@@ -394,6 +394,13 @@ class _ModuleAnalysis:
             return self._trace_name(expr, depth) or self._cpu_by_name(expr, expr.value)
         if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
             return self._arithmetic(expr, depth)
+        if isinstance(expr, cst.IfExp):
+            # `t.cpu() if c else None`: only a tensor branch can reach a copy.
+            branches = [b for b in (expr.body, expr.orelse) if not m.matches(b, m.Name("None"))]
+            traces = [self.trace(b, depth + 1) for b in branches]
+            if not traces or any(t is None for t in traces):
+                return None
+            return _merge(traces)  # type: ignore[arg-type]
         if isinstance(expr, cst.Attribute):
             found = self.resolver.attribute(self, expr, depth) if self.resolver is not None else None
             return found or self._cpu_by_name(expr, expr.attr.value)
@@ -679,7 +686,7 @@ class _ModuleAnalysis:
         home = _home_scope(scope)
         use = self.pos(name).start
         use_loops = set(self._loops(name))
-        out: List[Tuple[Assignment, Optional[cst.BaseExpression]]] = []
+        found: List[Tuple[Assignment, Optional[cst.BaseExpression]]] = []
         for ref in access.referents:
             if not isinstance(ref, Assignment) or isinstance(ref, ImportAssignment) or ref.scope is not home:
                 return None  # a parameter, a global, an import: we cannot see through it
@@ -689,10 +696,40 @@ class _ModuleAnalysis:
             at = self.pos(ref.node).start
             if (at.line, at.column) > (use.line, use.column) and not (use_loops & set(self._loops(ref.node))):
                 continue  # assigned later, and no loop brings it back to the use
+            found.append((ref, value))
+        out: List[Tuple[Assignment, Optional[cst.BaseExpression]]] = []
+        for ref, value in self._not_overwritten(found, name):
             if value is None:
                 return None
             out.append((ref, value))
         return out or None
+
+    def _not_overwritten(
+        self, found: List[Tuple[Assignment, Optional[cst.BaseExpression]]], use: cst.Name
+    ) -> List[Tuple[Assignment, Optional[cst.BaseExpression]]]:
+        """Drop the bindings a later one surely overwrites before ``use``:
+        ``x = a; x = b; use(x)`` sees only ``b``. A plain ``x = b`` does, when
+        its statement stands in a block that holds the use (so it runs on every
+        way to the use) and the earlier binding sits in that block before it."""
+        use_at = self.pos(use).start
+        blocks = {id(a) for a in self.ancestors(use)}
+        killers = []
+        for ref, value in found:
+            statement = next((a for a in self.ancestors(ref.node) if isinstance(a, cst.SimpleStatementLine)), None)
+            block = self.parent(statement) if statement is not None else None
+            at = self.pos(ref.node).start
+            if value is not None and block is not None and id(block) in blocks and (at.line, at.column) < (use_at.line, use_at.column):
+                killers.append((block, at))
+        if not killers:
+            return found
+        kept = []
+        for ref, value in found:
+            at = self.pos(ref.node).start
+            inside = {id(a) for a in self.ancestors(ref.node)}
+            if any(id(block) in inside and (at.line, at.column) < (k.line, k.column) for block, k in killers):
+                continue
+            kept.append((ref, value))
+        return kept
 
     def _assigned_value(self, ref: Assignment) -> Optional[cst.BaseExpression]:
         """The value bound by ``name = value`` / ``name: T = value`` (for

@@ -341,10 +341,10 @@ def _reach(expr: ast.AST, names: Set[str], pinned_names: FrozenSet[str], bound: 
     return out
 
 
-#: Expressions a tensor may be computed from or taken out of, part by part.
-#: (Not ``a if c else b``, ``a or b``: the analysis follows neither.)
+#: Expressions a tensor may be computed from or taken out of, part by part
+#: (``a if c else b`` too; not ``a or b``: the analysis does not follow it).
 _COMPOUND = (
-    ast.Subscript, ast.Slice, ast.BinOp, ast.UnaryOp, ast.Compare, ast.List, ast.Tuple,
+    ast.IfExp, ast.Subscript, ast.Slice, ast.BinOp, ast.UnaryOp, ast.Compare, ast.List, ast.Tuple,
     ast.Set, ast.Starred, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.comprehension, ast.NamedExpr,
 )
 
