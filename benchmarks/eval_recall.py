@@ -268,6 +268,22 @@ ROOT_CAUSES: dict[tuple[str, int], tuple[str, str]] = {
 
 # Verdicts on the 0.28.0 findings that are not on a fix site. Same form as VERDICTS.
 VERDICTS_BASE: dict[tuple[str, object], tuple[str, str]] = {
+    **{
+        (path, line): (
+            "true",
+            "`pos_ids`: `torch.cat` of `torch.stack`s of `torch.arange` position ids built on the host, rebound "
+            "in place, then copied non_blocking to the rotary cache's device",
+        )
+        for path, line in (
+            ("vllm/model_executor/models/ernie45_vl.py", 453),
+            ("vllm/model_executor/models/glm4_1v.py", 742),
+            ("vllm/model_executor/models/qwen2_vl.py", 644),
+        )
+    },
+    ("vllm/model_executor/models/hunyuan_vision.py", 514): (
+        "true",
+        "`cu_seqlens = torch.tensor(list)` then rebound to its `torch.cumsum`: pageable, copied non_blocking",
+    ),
     ("tests/v1/worker/test_mamba_utils.py", "PIN002"): (
         "true",
         "a mock CpuGpuBuffer made without pinned memory on purpose; `copy_to_gpu` copies it non_blocking",
