@@ -271,8 +271,10 @@ VERDICTS_BASE: dict[tuple[str, object], tuple[str, str]] = {
     **{
         (path, line): (
             "true",
-            "`pos_ids`: `torch.cat` of `torch.stack`s of `torch.arange` position ids built on the host, rebound "
-            "in place, then copied non_blocking to the rotary cache's device",
+            (
+                "`pos_ids`: `torch.cat` of `torch.stack`s of `torch.arange` position ids built on the host, "
+                "rebound in place, then copied non_blocking to the rotary cache's device"
+            ),
         )
         for path, line in (
             ("vllm/model_executor/models/ernie45_vl.py", 453),
@@ -317,8 +319,10 @@ VERDICTS_BASE: dict[tuple[str, object], tuple[str, str]] = {
 VERDICTS: dict[tuple[str, object], tuple[str, str]] = {
     ("vllm/models/dots3_note/nvidia/vision.py", 605): (
         "true",
-        "`F.pad` of a cumsum of `grid_thw_cpu` (checked to be on the CPU just above) makes a fresh pageable "
-        "tensor, copied non_blocking to `self.device`",
+        (
+            "`F.pad` of a cumsum of `grid_thw_cpu` (checked to be on the CPU just above) makes a fresh pageable "
+            "tensor, copied non_blocking to `self.device`"
+        ),
     ),
     ("tests/utils_/test_gpu_sync_debug.py", "PIN002"): (
         "true",
