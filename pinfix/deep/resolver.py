@@ -147,12 +147,11 @@ class ProjectResolver:
         self._views[key] = self._analyse(path, text.source(keep))
         return self._views[key]
 
-    def _analyse(self, path: Path, code: Union[bytes, cst.Module]) -> Optional["_ModuleAnalysis"]:
+    def _analyse(self, path: Path, code: bytes) -> Optional["_ModuleAnalysis"]:
         from ..analysis import REQUIRED_METADATA, _ModuleAnalysis
 
         try:
-            module = code if isinstance(code, cst.Module) else cst.parse_module(code)
-            wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+            wrapper = MetadataWrapper(cst.parse_module(code), unsafe_skip_copy=True)
             resolved = wrapper.resolve_many(REQUIRED_METADATA)
         except Exception:  # what ast took but LibCST does not: its answers stay unknown
             return None
