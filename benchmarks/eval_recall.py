@@ -282,6 +282,13 @@ VERDICTS_BASE: dict[tuple[str, object], tuple[str, str]] = {
             ("vllm/model_executor/models/qwen2_vl.py", 644),
         )
     },
+    ("vllm/v1/attention/backends/rocm_aiter_fa.py", 574): (
+        "true",
+        (
+            "`cu_seq_lens = torch.zeros(..., device=seq_lens_for_extend.device)`, the device of a `.cpu()` "
+            "result: pageable, copied non_blocking next to the two sinks vLLM fixed in 0.30.0"
+        ),
+    ),
     ("vllm/model_executor/models/hunyuan_vision.py", 514): (
         "true",
         "`cu_seqlens = torch.tensor(list)` then rebound to its `torch.cumsum`: pageable, copied non_blocking",
