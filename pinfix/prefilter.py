@@ -719,11 +719,11 @@ def _binds_outside(node: ast.AST) -> bool:
     return any(isinstance(n, ast.NamedExpr) for part in _evaluated_outside(node) for n in ast.walk(part))
 
 
-def slice_source(data: bytes, tree: ast.Module, candidates: List[ast.AST], classes: bool = False) -> bytes:
+def slice_source(data: bytes, tree: ast.Module, candidates: List[ast.AST], classes: FrozenSet[int] = frozenset()) -> bytes:
     """``data`` with what holds no candidate (a scope: the module, a class, a
-    function) reduced to a stub, lines and columns kept. ``classes``: keep
-    every class, its members' headers and its own statements (deep mode's
-    views of a module, :mod:`pinfix.deep.slices`)."""
+    function) reduced to a stub, lines and columns kept. ``classes``: the
+    lines of classes to keep with their own statements and their members'
+    headers (deep mode's views of a module, :mod:`pinfix.deep.slices`)."""
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
@@ -776,7 +776,7 @@ def slice_source(data: bytes, tree: ast.Module, candidates: List[ast.AST], class
         for node in body:
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
-            if isinstance(node, ast.ClassDef) and classes:
+            if isinstance(node, ast.ClassDef) and node.lineno in classes:
                 visit(node.body, True)
                 continue
             if holds_candidate(node):

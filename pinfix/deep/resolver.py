@@ -185,6 +185,13 @@ class ProjectResolver:
             return analysis, func
         return self._same_def(analysis, func, frozenset({analysis.line(func.name)}))  # type: ignore[return-value]
 
+    def _class_view(self, analysis: "_ModuleAnalysis", cls: cst.ClassDef, keep: FrozenSet[int] = frozenset()) -> Owner:
+        """``cls`` with its statements and members' headers (and the bodies at
+        ``keep``): the one copy of a class that identity comparisons see."""
+        if analysis.path is None:
+            return analysis, cls
+        return self._same_def(analysis, cls, keep | {analysis.line(cls.name)})  # type: ignore[return-value]
+
     def _skeleton(self, analysis: "_ModuleAnalysis") -> "_ModuleAnalysis":
         if analysis.path is None:
             return analysis
@@ -260,6 +267,7 @@ class ProjectResolver:
         return None
 
     def _method(self, analysis: "_ModuleAnalysis", cls: cst.ClassDef, name: str, seen: int = 0) -> Optional[Tuple["_ModuleAnalysis", Definition]]:
+        analysis, cls = self._class_view(analysis, cls)
         for stmt in _body_functions(cls):
             if stmt.name.value == name:
                 return analysis, stmt
@@ -272,12 +280,15 @@ class ProjectResolver:
     def _bases(self, analysis: "_ModuleAnalysis", cls: cst.ClassDef, seen: int) -> Iterator[Owner]:
         if seen > _MAX_HOPS:
             return
+        analysis, cls = self._class_view(analysis, cls)
         for base in cls.bases:
             if base.keyword is not None:
                 continue
             found = self.definition(analysis, base.value, 0)
-            if found is not None and isinstance(found[1], cst.ClassDef) and found[1] is not cls:
-                yield found[0], found[1]
+            if found is not None and isinstance(found[1], cst.ClassDef):
+                base_owner = self._class_view(found[0], found[1])
+                if base_owner[1] is not cls:
+                    yield base_owner
 
     # --- what an expression's class is ---------------------------------------
 
@@ -302,7 +313,7 @@ class ProjectResolver:
                 return None
             mod, node = target
             if isinstance(node, cst.ClassDef):
-                return mod, node
+                return self._class_view(mod, node)
             mod, node = self._with_body(mod, node)
             returned = _returns(node)
             if not returned:
@@ -326,7 +337,7 @@ class ProjectResolver:
             parent = analysis.parent(anc)
             cls = analysis.parent(parent) if isinstance(parent, cst.IndentedBlock) else None
             if isinstance(cls, cst.ClassDef):
-                return self._same_def(analysis, cls) if _first_param(anc) == name.value else None  # type: ignore[return-value]
+                return self._class_view(analysis, cls) if _first_param(anc) == name.value else None
             if name.value in params:
                 return None  # a parameter of a plain (nested) function
         return None
@@ -358,6 +369,7 @@ class ProjectResolver:
         """Every value assigned to ``self.<attr>`` in ``cls``'s methods (or as a
         class attribute); the bases' when ``cls`` assigns none; ``None`` when one
         assignment cannot be read (a tuple target, an augmented one)."""
+        analysis, cls = self._class_view(analysis, cls)
         out: List[Tuple["_ModuleAnalysis", cst.CSTNode, cst.BaseExpression]] = []
         for stmt in cls.body.body:
             if isinstance(stmt, cst.SimpleStatementLine):
@@ -371,7 +383,7 @@ class ProjectResolver:
             # Only the methods that assign the attribute are parsed with bodies.
             text = self._text(analysis.path.resolve())
             lines = text.assigning_methods(analysis.line(cls.name), attr) if text is not None else frozenset()
-            owner, with_bodies = self._same_def(analysis, cls, lines) if lines else (analysis, None)  # type: ignore[assignment]
+            owner, with_bodies = self._class_view(analysis, cls, lines)
         for func in _body_functions(with_bodies) if with_bodies is not None else ():
             me = _first_param(func)
             if me is None:

@@ -3,9 +3,9 @@
 LibCST metadata costs in proportion to the code it covers, and deep mode asks
 few questions of each module (what ``make()`` returns, what ``__init__``
 assigns to ``self.buf``). So the resolver parses a module as a *skeleton*
-(every function body stubbed, classes, method headers and module-level
-statements kept) to find definitions, and a *slice* keeping just the bodies a question
-needs. Stubbing keeps every line and column where it was, so evidence
+(every def and class stubbed, module-level statements kept) to find top-level
+definitions, and views keeping just the class (its statements and members'
+headers) or the bodies a question needs. Stubbing keeps every line and column where it was, so evidence
 points at the real file. The stdlib ``ast`` (ten times cheaper than LibCST)
 finds what to keep.
 """
@@ -52,14 +52,15 @@ class ModuleText:
         return frozenset(found)
 
     def source(self, keep: Iterable[int]) -> bytes:
-        """The module with every function body stubbed except those of the
-        functions defined at the lines in ``keep`` (and what holds them);
-        classes, method headers and module-level statements are kept."""
+        """The module with the functions defined at the lines in ``keep``
+        (and what holds them), the classes there with their statements and
+        members' headers, and module-level statements; the rest stubbed."""
         from ..prefilter import slice_source
 
         keep = set(keep)
-        kept = [d for line, d in self.defs.items() if line in keep and not isinstance(d, ast.ClassDef)]
-        return slice_source(self.data, self.tree, [self.tree, *kept], classes=True)
+        functions = [d for line, d in self.defs.items() if line in keep and not isinstance(d, ast.ClassDef)]
+        classes = frozenset(line for line, d in self.defs.items() if line in keep and isinstance(d, ast.ClassDef))
+        return slice_source(self.data, self.tree, [self.tree, *functions], classes=classes)
 
 
 def _assigns(target: ast.AST, me: str, attr: str) -> bool:
