@@ -140,8 +140,6 @@ class PageableCpuSource(LintRule):
             _H + "def f(n, c, dev):\n    x = torch.zeros(n, pin_memory=True)\n    if c:\n        x = torch.zeros(n)\n"
             "    return x.to(dev, non_blocking=True)\n"
         ),
-        # On the device of a tensor pinfix cannot see: maybe an accelerator.
-        Valid(_H + "def f(x, n, dev):\n    return torch.arange(n, device=x.device).to(dev, non_blocking=True)\n"),
         # `out=`: the result is that (pinned) tensor.
         Valid(
             _H + "def f(n, dev):\n    buf = torch.empty(2 * n, pin_memory=True)\n"
@@ -183,11 +181,6 @@ class PageableCpuSource(LintRule):
         Invalid(_H + "def f(n, dev):\n    x = torch.arange(n).pin_memory()\n    x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
         Invalid(_H + "def f(n, dev):\n    i = torch.arange(n)\n    i = i + 1\n    return i.to(dev, non_blocking=True)\n"),
         Invalid(_H + "def f(t, c, dev):\n    s = t.cpu() if c else None\n    return (s - 1).to(dev, non_blocking=True)\n"),
-        # On the device of a CPU tensor: a CPU tensor.
-        Invalid(
-            _H + "def f(n, dev):\n    lens = torch.tensor([1, 2])\n    idx = torch.arange(n, device=lens.device)\n"
-            "    return idx.to(dev, non_blocking=True)\n"
-        ),
         # Fresh tensors computed on the CPU (report only).
         Invalid(_H + "def f(n, dev):\n    return torch.cat([torch.arange(n), torch.arange(n)]).to(dev, non_blocking=True)\n"),
         Invalid(

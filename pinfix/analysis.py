@@ -321,15 +321,6 @@ class _ModuleAnalysis:
             return bool(first) and self._is_plainly_cpu(first[0].value)
         return False
 
-    def _cpu_tensor_device(self, expr: cst.BaseExpression, depth: int) -> bool:
-        """``x.device`` of a CPU tensor pinfix can see (``torch.arange(n, device=x.device)``)."""
-        return (
-            isinstance(expr, cst.Attribute)
-            and expr.attr.value == "device"
-            and depth < _MAX_DEPTH
-            and self.trace(expr.value, depth + 1) is not None
-        )
-
     def _to_moves_to_device(self, call: cst.Call, positional: Sequence[cst.Arg]) -> bool:
         device = _keyword(call, "device")
         if device is None and positional and _literal_bool(positional[0].value) is None:
@@ -626,7 +617,7 @@ class _ModuleAnalysis:
             return None  # an empty tensor: its copy moves nothing and cannot block
         if source.factory:
             device = _keyword(call, "device")
-            if device is not None and not (self._is_plainly_cpu(device.value) or self._cpu_tensor_device(device.value, depth)):
+            if device is not None and not self._is_plainly_cpu(device.value):
                 return None
             pin = _keyword(call, "pin_memory")
             if pin is not None:

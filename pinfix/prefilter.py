@@ -273,9 +273,8 @@ def _cpu_literal(v: ast.AST) -> bool:
 
 
 def _maybe_cpu_device(v: ast.AST) -> bool:
-    """Could the analysis read ``v`` as the CPU (``"cpu"``, ``torch.device("cpu")``,
-    ``x.device`` of a CPU tensor)?"""
-    if _cpu_literal(v) or isinstance(v, ast.Attribute) and v.attr == "device":
+    """Could the analysis read ``v`` as plainly the CPU (``"cpu"``, ``torch.device("cpu")``)?"""
+    if _cpu_literal(v):
         return True
     return isinstance(v, ast.Call) and any(_cpu_literal(a) for a in [*v.args, *(k.value for k in v.keywords)])
 
