@@ -321,15 +321,22 @@ class _ModuleAnalysis:
             return bool(first) and self._is_plainly_cpu(first[0].value)
         return False
 
-    def _to_moves_to_device(self, call: cst.Call, positional: Sequence[cst.Arg]) -> bool:
+    @staticmethod
+    def _to_device(call: cst.Call, positional: Sequence[cst.Arg]) -> Optional[cst.BaseExpression]:
+        """What a ``.to(...)`` names first: a device or a dtype (``None``:
+        ``.to(dtype=...)``, ``.to(non_blocking=True)``)."""
         device = _keyword(call, "device")
         if device is None and positional and _literal_bool(positional[0].value) is None:
             device = positional[0]
+        return device.value if device is not None else None
+
+    def _to_moves_to_device(self, call: cst.Call, positional: Sequence[cst.Arg]) -> bool:
+        device = self._to_device(call, positional)
         if device is None:
             return False  # .to(dtype=...) or .to(non_blocking=True): no transfer
-        if self._is_dtype(device.value):
+        if self._is_dtype(device):
             return False  # .to(torch.float16, True) converts in place
-        return not self._is_plainly_cpu(device.value)
+        return not self._is_plainly_cpu(device)
 
     # --- sources ----------------------------------------------------------
 
@@ -413,7 +420,7 @@ class _ModuleAnalysis:
             return None
         qualified = self.qualified_names(expr.func)
         if qualified & self.config.pinned_producers:
-            return _Trace(pinned=True, source=None, steps=(self.step(expr, f"`{_short(expr)}` returns pinned memory"),))
+            return self._pinned(expr, "returns pinned memory")
         computed = next((COMPUTED_FUNCTIONS[q] for q in qualified if q in COMPUTED_FUNCTIONS), None)
         if computed is not None:
             return self._computed_call(computed[0], computed[1], expr, depth)
@@ -422,7 +429,7 @@ class _ModuleAnalysis:
             return self.resolver.call(self, expr, depth) if self.resolver is not None else None
         method = func.attr.value
         if method in PINNING_METHODS:
-            return _Trace(pinned=True, source=None, steps=(self.step(expr, f"`{_short(expr)}` pins it"),))
+            return self._pinned(expr, "pins it")
         if method in PAGEABLE_METHOD_SOURCES and not _positional(expr):
             step = self.step(expr, f"`{_short(expr)}` makes a pageable CPU tensor")
             return _Trace(pinned=False, source=PAGEABLE_METHOD_SOURCES[method], calls=(expr,), steps=(step,), made=step)
@@ -455,6 +462,10 @@ class _ModuleAnalysis:
                 return None  # a conversion of pinned memory may or may not copy
             return replace(inner, converted=inner.converted or f".{method}()")
         return self.resolver.call(self, expr, depth) if self.resolver is not None else None
+
+    def _pinned(self, node: cst.CSTNode, what: str) -> _Trace:
+        """Pinned memory, made at ``node`` (``what`` says how, for the evidence)."""
+        return _Trace(pinned=True, source=None, steps=(self.step(node, f"`{_short(node)}` {what}"),))
 
     def _cpu_by_name(self, node: cst.BaseExpression, name: str) -> Optional[_Trace]:
         """A tensor the project's naming convention puts on the CPU
@@ -598,11 +609,8 @@ class _ModuleAnalysis:
         return False
 
     def _to_plainly_cpu(self, call: cst.Call) -> bool:
-        device = _keyword(call, "device")
-        positional = _positional(call)
-        if device is None and positional:
-            device = positional[0]
-        return device is not None and self._is_plainly_cpu(device.value)
+        device = self._to_device(call, _positional(call))
+        return device is not None and self._is_plainly_cpu(device)
 
     def _source_trace(self, source: PageableSource, call: cst.Call, depth: int) -> Optional[_Trace]:
         if any(a.star for a in call.args):
@@ -610,7 +618,7 @@ class _ModuleAnalysis:
             pin = _keyword(call, "pin_memory")
             if source.factory and pin is not None and _literal_bool(pin.value) is not False:
                 if not any(a.star == "**" for a in call.args):
-                    return _Trace(pinned=True, source=None, steps=(self.step(call, f"`{_short(call)}` is pinned"),))
+                    return self._pinned(call, "is pinned")
             return None  # *args / **kwargs could carry device= or pin_memory=
         explicit = False
         if source.sized and _literally_empty(call, varargs=not source.qualified_name.endswith("full")):
@@ -622,7 +630,7 @@ class _ModuleAnalysis:
             pin = _keyword(call, "pin_memory")
             if pin is not None:
                 if _literal_bool(pin.value) is not False:
-                    return _Trace(pinned=True, source=None, steps=(self.step(call, f"`{_short(call)}` is pinned"),))
+                    return self._pinned(call, "is pinned")
                 explicit = True
             if source.like and device is None:
                 data = _positional(call)
