@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
-import libcst.matchers as m
 from libcst.metadata import (
     Assignment,
     ComprehensionScope,
     ImportAssignment,
-    ParentNodeProvider,
+    MetadataWrapper,
     PositionProvider,
     QualifiedNameSource,
     Scope,
@@ -55,6 +54,7 @@ from .patterns import (
     PageableSource,
 )
 from .suppression import Suppressions
+from .syntax import TreeIndex, is_name, walk
 
 if TYPE_CHECKING:
     from .deep.resolver import ProjectResolver
@@ -62,7 +62,8 @@ if TYPE_CHECKING:
 #: Metadata every front end must resolve before calling :func:`analyze`.
 #: Qualified names are asked of the scope for the few nodes that need them:
 #: QualifiedNameProvider would compute them for every node of the file.
-REQUIRED_METADATA = (PositionProvider, ParentNodeProvider, ScopeProvider)
+#: Parents and written order come from :class:`pinfix.syntax.TreeIndex`.
+REQUIRED_METADATA = (PositionProvider, ScopeProvider)
 
 GetMetadata = Callable[..., Any]
 
@@ -212,7 +213,8 @@ class _ModuleAnalysis:
         self.resolver = resolver
         #: How evidence in this module names its file (``None``: the finding's own).
         self.evidence_path = evidence_path
-        self.suppressions = Suppressions(module, get_metadata)
+        self.tree = TreeIndex(module)
+        self.suppressions = Suppressions(self.tree, get_metadata)
         self._d2h: Optional[Any] = None
         #: Stand-ins for the items of ``a, b = f(...)`` (see :meth:`_unpacked_item`).
         self._items: Dict[Tuple[int, int], cst.Subscript] = {}
@@ -245,13 +247,10 @@ class _ModuleAnalysis:
         return self.pos(node).start.line
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        return self.md(ParentNodeProvider, node, None)
+        return self.tree.parent(node)
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        parent = self.parent(node)
-        while parent is not None:
-            yield parent
-            parent = self.parent(parent)
+        return self.tree.ancestors(node)
 
     # --- sinks ------------------------------------------------------------
 
@@ -403,7 +402,7 @@ class _ModuleAnalysis:
             return self._arithmetic(expr, depth)
         if isinstance(expr, cst.IfExp):
             # `t.cpu() if c else None`: only a tensor branch can reach a copy.
-            branches = [b for b in (expr.body, expr.orelse) if not m.matches(b, m.Name("None"))]
+            branches = [b for b in (expr.body, expr.orelse) if not is_name(b, "None")]
             traces = [self.trace(b, depth + 1) for b in branches]
             if not traces or any(t is None for t in traces):
                 return None
@@ -438,7 +437,7 @@ class _ModuleAnalysis:
         if method in MAYBE_GAPPED_VIEW_METHODS:
             inner = self.trace(func.value, depth + 1)
             args = _positional(expr)
-            dense = method == "narrow" and bool(args) and m.matches(args[0].value, m.Integer("0"))
+            dense = method == "narrow" and bool(args) and isinstance(args[0].value, cst.Integer) and args[0].value.value == "0"
             if inner is None or not inner.pinned or dense:
                 return inner
             step = self.step(expr, f"`{_short(expr)}` may be a non-dense view")
@@ -517,7 +516,7 @@ class _ModuleAnalysis:
             return []
         out: List[cst.BaseExpression] = []
         for ref, value in found:
-            if m.matches(value, m.Call(func=m.Name("list") | m.Name("tuple"), args=[])):
+            if isinstance(value, cst.Call) and is_name(value.func, "list", "tuple") and not value.args:
                 value = cst.List([])  # `list()`: an empty display, grown below
             if not isinstance(value, (cst.List, cst.Tuple)):
                 return []
@@ -692,7 +691,6 @@ class _ModuleAnalysis:
         if access is None or not access.referents:
             return None
         home = _home_scope(scope)
-        use = self.pos(name).start
         use_loops = set(self._loops(name))
         found: List[Tuple[Assignment, Optional[cst.BaseExpression]]] = []
         for ref in access.referents:
@@ -701,8 +699,7 @@ class _ModuleAnalysis:
             value = self._assigned_value(ref)
             if value is not None and any(a is value for a in self.ancestors(name)):
                 continue  # `x = f(x)`: this binding runs after the use it holds
-            at = self.pos(ref.node).start
-            if (at.line, at.column) > (use.line, use.column) and not (use_loops & set(self._loops(ref.node))):
+            if self.tree.before(name, ref.node) and not (use_loops & set(self._loops(ref.node))):
                 continue  # assigned later, and no loop brings it back to the use
             found.append((ref, value))
         out: List[Tuple[Assignment, Optional[cst.BaseExpression]]] = []
@@ -719,22 +716,19 @@ class _ModuleAnalysis:
         ``x = a; x = b; use(x)`` sees only ``b``. A plain ``x = b`` does, when
         its statement stands in a block that holds the use (so it runs on every
         way to the use) and the earlier binding sits in that block before it."""
-        use_at = self.pos(use).start
         blocks = {id(a) for a in self.ancestors(use)}
         killers = []
         for ref, value in found:
             statement = next((a for a in self.ancestors(ref.node) if isinstance(a, cst.SimpleStatementLine)), None)
             block = self.parent(statement) if statement is not None else None
-            at = self.pos(ref.node).start
-            if value is not None and block is not None and id(block) in blocks and (at.line, at.column) < (use_at.line, use_at.column):
-                killers.append((block, at))
+            if value is not None and block is not None and id(block) in blocks and self.tree.before(ref.node, use):
+                killers.append((block, ref.node))
         if not killers:
             return found
         kept = []
         for ref, value in found:
-            at = self.pos(ref.node).start
             inside = {id(a) for a in self.ancestors(ref.node)}
-            if any(id(block) in inside and (at.line, at.column) < (k.line, k.column) for block, k in killers):
+            if any(id(block) in inside and self.tree.before(ref.node, killer) for block, killer in killers):
                 continue
             kept.append((ref, value))
         return kept
@@ -821,7 +815,7 @@ class _ModuleAnalysis:
                 )
         sink_start = self.pos(sink_call).start
         for call in calls:
-            roots = {n.value for n in m.findall(call, m.Name()) if n is not call.func}
+            roots = {n.value for n in walk(call) if isinstance(n, cst.Name) and n is not call.func}
             scope = self.md(ScopeProvider, call, None)
             bind_end = self.pos(call).end
             if scope is None:
@@ -873,7 +867,7 @@ class _ModuleAnalysis:
     def findings(self) -> List[Finding]:
         out: List[Finding] = []
         local = helper_local_name(self.module, self.config) or self.config.helper_name
-        for call in m.findall(self.module, m.Call()):
+        for call in self.tree.calls:
             found: List[Finding] = []
             sink = self.sink(call)
             if sink is None:
@@ -1088,7 +1082,7 @@ class _ModuleAnalysis:
 
     def _call_at(self, made: Evidence) -> Optional[cst.Call]:
         """The source call of this module that ``made`` (deep evidence) names."""
-        for call in m.findall(self.module, m.Call()):
+        for call in self.tree.calls:
             start = self.pos(call).start
             if (start.line, start.column + 1) == (made.line, made.column):
                 return call if self.direct_source(call) is not None else None
@@ -1256,14 +1250,37 @@ def _imported_qualified_name(assignment: ImportAssignment) -> Optional[str]:
     return None
 
 
+_MISSING = object()
+
+
+def metadata_on_demand(module: cst.Module) -> GetMetadata:
+    """A ``get_metadata`` for ``module`` that resolves each provider the first
+    time it is asked: a file whose copies all turn out pinned, or whose sources
+    are not names, never pays for positions or scopes."""
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    tables: Dict[Any, Any] = {}
+
+    def get_metadata(provider: Any, node: cst.CSTNode, default: Any = _MISSING) -> Any:
+        table = tables.get(provider)
+        if table is None:
+            table = tables[provider] = wrapper.resolve(provider)
+        if default is _MISSING:
+            return table[node]
+        return table.get(node, default)
+
+    return get_metadata
+
+
 def analyze(
-    module: cst.Module, get_metadata: GetMetadata, config: Optional[Config] = None, path: Optional[Path] = None
+    module: cst.Module, get_metadata: Optional[GetMetadata] = None, config: Optional[Config] = None, path: Optional[Path] = None
 ) -> List[Finding]:
     """All findings in ``module``, in source order, suppressions applied.
 
     ``get_metadata`` is a resolved ``MetadataDependent.get_metadata`` that
-    provides :data:`REQUIRED_METADATA` for ``module``.
+    provides :data:`REQUIRED_METADATA` for ``module`` (by default each is
+    resolved when first needed).
     """
+    get_metadata = get_metadata or metadata_on_demand(module)
     config = config or Config()
     resolver = None
     if config.deep:

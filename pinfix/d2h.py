@@ -28,7 +28,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import libcst as cst
-import libcst.matchers as m
 from libcst.metadata import Assignment, ScopeProvider
 
 from .patterns import (
@@ -207,7 +206,7 @@ class DeviceToHost:
         if self._calls is None:
             self._calls = [
                 (self._at(c), c)
-                for c in m.findall(self.a.module, m.Call(func=m.Attribute()))
+                for c in self.a.tree.calls
                 if isinstance(c.func, cst.Attribute) and self._may_wait(c)
             ]
         return any(start < at < end and c is not copy for at, c in self._calls)

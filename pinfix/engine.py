@@ -77,9 +77,7 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
     sliced = candidate_source(data, config) if may_contain_finding(data, config) else None
     if sliced is None:
         return report
-    from libcst.codemod import CodemodContext
-
-    from codemods.pin_pageable_sources import PinPageableSourcesCommand
+    from .analysis import analyze
 
     module = parse(sliced, report)
     if module is None and sliced is not data:
@@ -90,12 +88,17 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
     if module is None:
         return report
     report.parsed = True
-    command = PinPageableSourcesCommand(CodemodContext(filename=path), config=config)
-    _analyse_only(command, module)
+    # Checking needs no codemod machinery (nor the cost of importing it).
+    findings = analyze(module, None, config, Path(path))
     allowed = {"safe", "unsafe"} if config.unsafe_fixes else {"safe"}
-    wants_fix = mode.fix and any(f.fix_safety in allowed for f in command.findings)
+    wants_fix = mode.fix and any(f.fix_safety in allowed for f in findings)
     new_module = module
+    applied = set()
     if wants_fix:
+        from libcst.codemod import CodemodContext
+
+        from codemods.pin_pageable_sources import PinPageableSourcesCommand
+
         # Fixes are made on the whole file, never on the slice.
         if sliced is not data:
             module = parse(data, report)
@@ -103,8 +106,9 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
                 return report
         command = PinPageableSourcesCommand(CodemodContext(filename=path), config=config)
         new_module = command.transform_module(module)
-    applied = {id(f) for f in command.applied} if wants_fix else set()
-    for f in command.findings:
+        findings = command.findings
+        applied = {id(f) for f in command.applied}
+    for f in findings:
         report.diagnostics.append(Diagnostic(**f.shared_fields(), path=path, fixed=id(f) in applied))
     if not wants_fix or new_module is module:
         return report
@@ -136,17 +140,6 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
     return report
 
 
-def _analyse_only(command, module) -> None:  # type: ignore[no-untyped-def]
-    """Run the command's analysis without transforming (``check`` mode)."""
-    from libcst.metadata import MetadataWrapper
-
-    from .analysis import analyze
-
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    with command.resolve(wrapper):
-        command.findings = analyze(wrapper.module, command.get_metadata, command.config, Path(command.context.filename))
-
-
 def _read(path: Path) -> "bytes | str":
     try:
         return path.read_bytes()
@@ -165,11 +158,9 @@ def _worker(args) -> FileReport:  # type: ignore[no-untyped-def]
 
 
 def _warm_up() -> None:
-    """Pool initializer: import LibCST and the codemod while the parent is
+    """Pool initializer: import LibCST and the analysis while the parent is
     still walking and reading the tree, not when the first file arrives."""
-    import libcst  # noqa: F401
-
-    import codemods.pin_pageable_sources  # noqa: F401
+    import pinfix.analysis  # noqa: F401
 
 
 def _guarded(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:

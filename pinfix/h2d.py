@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Set, Tuple
 
 import libcst as cst
-import libcst.matchers as m
 from libcst.metadata import ScopeProvider
 
 from .imports import imported_local_name
+from .syntax import comments
 
 if TYPE_CHECKING:
     from .analysis import _ModuleAnalysis, _Origin, _Sink
@@ -242,8 +242,8 @@ def _list_parameter(an: "_ModuleAnalysis", name: cst.Name) -> bool:
 
 def _loses_comments(call: cst.Call, the_plan: H2DPlan) -> bool:
     kept = [the_plan.data, the_plan.device] + ([the_plan.dtype] if the_plan.dtype is not None else [])
-    inside: Set[int] = {id(c) for node in kept for c in m.findall(node, m.Comment())}
-    return any(id(c) not in inside for c in m.findall(call, m.Comment()))
+    inside: Set[int] = {id(c) for node in kept for c in comments(node)}
+    return any(id(c) not in inside for c in comments(call))
 
 
 def _other_use(an: "_ModuleAnalysis", sink: "_Sink", trace) -> Optional[str]:  # type: ignore[no-untyped-def]

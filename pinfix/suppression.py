@@ -12,10 +12,10 @@ import re
 from typing import Any, Callable, Dict, List, Optional
 
 import libcst as cst
-import libcst.matchers as m
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata import PositionProvider
 
 from .patterns import RULE_NAMES
+from .syntax import TreeIndex
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:\s*[,\s]\s*[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
 _LINT = re.compile(r"#\s*lint-(?:ignore|fixme)\b(?:\s*:\s*(?P<names>[\w\s,]+))?")
@@ -42,15 +42,15 @@ def _suppresses(comment: str, code: str) -> bool:
 
 
 class Suppressions:
-    def __init__(self, module: cst.Module, get_metadata: Callable[..., Any]):
-        self.module = module
+    def __init__(self, tree: TreeIndex, get_metadata: Callable[..., Any]):
+        self.tree = tree
         self.md = get_metadata
         self._by_line: Optional[Dict[int, List[str]]] = None
 
     def _comments_by_line(self) -> Dict[int, List[str]]:
         if self._by_line is None:
             by_line: Dict[int, List[str]] = {}
-            for comment in m.findall(self.module, m.Comment()):
+            for comment in self.tree.comments():
                 position = self.md(PositionProvider, comment, None)
                 if position is not None:
                     by_line.setdefault(position.start.line, []).append(comment.value)
@@ -60,7 +60,7 @@ class Suppressions:
     def _statement(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         current: Optional[cst.CSTNode] = node
         while current is not None and not isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            current = self.md(ParentNodeProvider, current, None)
+            current = self.tree.parent(current)
         return current
 
     def suppressed(self, node: Optional[cst.CSTNode], code: str, line: int, end_line: int) -> bool:
@@ -76,7 +76,7 @@ class Suppressions:
             else:
                 first, last = min(first, position.start.line), max(last, position.end.line)
             comments += [ln.comment.value for ln in statement.leading_lines if ln.comment is not None]
-            parent = self.md(ParentNodeProvider, statement, None)
+            parent = self.tree.parent(statement)
             if isinstance(parent, cst.Module) and parent.body and parent.body[0] is statement:
                 comments += [ln.comment.value for ln in parent.header if ln.comment is not None]
         for ln in range(first, last + 1):

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
-import libcst.matchers as m
-from libcst.metadata import MetadataWrapper, QualifiedNameSource, ScopeProvider
+from libcst.metadata import QualifiedNameSource, ScopeProvider
 
 from ..config import Config
+from ..syntax import is_name, walk
 from .modules import ModuleIndex, absolute_name, module_name
 from .slices import ModuleText, read
 
@@ -34,7 +34,6 @@ Owner = Tuple["_ModuleAnalysis", cst.ClassDef]
 _MAX_HOPS = 4
 #: How many attributes and calls one chain of evidence may pass through.
 _MAX_CHAIN = 8
-_MISSING = object()
 
 
 def _short(node: cst.CSTNode) -> str:
@@ -67,7 +66,7 @@ def _first_param(func: cst.FunctionDef) -> Optional[str]:
     params = [*func.params.posonly_params, *func.params.params]
     if not params:
         return None
-    if any(m.matches(d.decorator, m.Name("staticmethod") | m.Name("classmethod")) for d in func.decorators):
+    if any(is_name(d.decorator, "staticmethod", "classmethod") for d in func.decorators):
         return None
     return params[0].name.value
 
@@ -82,29 +81,12 @@ def _returns(func: cst.FunctionDef) -> Optional[List[cst.BaseExpression]]:
     """The returned expressions of ``func`` itself (not of nested functions);
     ``None`` for a generator or a function without a tensor return."""
     found: List[cst.BaseExpression] = []
-
-    class Returns(cst.CSTVisitor):
-        generator = False
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is func
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            return False
-
-        def visit_Yield(self, node: cst.Yield) -> None:
-            self.generator = True
-
-        def visit_Return(self, node: cst.Return) -> None:
-            if node.value is not None and not m.matches(node.value, m.Name("None")):
-                found.append(node.value)
-
-    visitor = Returns()
-    func.visit(visitor)
-    return found if found and not visitor.generator else None
+    for node in walk(func, prune=(cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        if isinstance(node, cst.Yield):
+            return None
+        if isinstance(node, cst.Return) and node.value is not None and not is_name(node.value, "None"):
+            found.append(node.value)
+    return found or None
 
 
 class ProjectResolver:
@@ -148,23 +130,16 @@ class ProjectResolver:
         return self._views[key]
 
     def _analyse(self, path: Path, code: bytes) -> Optional["_ModuleAnalysis"]:
-        from ..analysis import REQUIRED_METADATA, _ModuleAnalysis
+        from ..analysis import _ModuleAnalysis, metadata_on_demand
 
         try:
-            wrapper = MetadataWrapper(cst.parse_module(code), unsafe_skip_copy=True)
-            resolved = wrapper.resolve_many(REQUIRED_METADATA)
+            module = cst.parse_module(code)
         except Exception:  # what ast took but LibCST does not: its answers stay unknown
             return None
 
-        def get_metadata(key: Any, node: cst.CSTNode, default: Any = _MISSING) -> Any:
-            value = resolved[key].get(node, default)
-            if value is _MISSING:
-                raise KeyError(node)
-            return value
-
-        analysis = _ModuleAnalysis(wrapper.module, get_metadata, self.config, path, resolver=self, evidence_path=_display(path))
+        analysis = _ModuleAnalysis(module, metadata_on_demand(module), self.config, path, resolver=self, evidence_path=_display(path))
         self._defs[id(analysis)] = {
-            analysis.line(node.name): node for node in m.findall(wrapper.module, m.FunctionDef() | m.ClassDef())  # type: ignore[union-attr]
+            analysis.line(node.name): node for node in analysis.tree.definitions
         }
         return analysis
 
@@ -374,9 +349,9 @@ class ProjectResolver:
         for stmt in cls.body.body:
             if isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
-                    if isinstance(small, cst.Assign) and any(m.matches(t.target, m.Name(attr)) for t in small.targets):
+                    if isinstance(small, cst.Assign) and any(is_name(t.target, attr) for t in small.targets):
                         out.append((analysis, small, small.value))
-                    elif isinstance(small, cst.AnnAssign) and m.matches(small.target, m.Name(attr)) and small.value is not None:
+                    elif isinstance(small, cst.AnnAssign) and is_name(small.target, attr) and small.value is not None:
                         out.append((analysis, small, small.value))
         owner, with_bodies = analysis, cls
         if analysis.path is not None:
@@ -388,18 +363,17 @@ class ProjectResolver:
             me = _first_param(func)
             if me is None:
                 continue
-            target = m.Attribute(value=m.Name(me), attr=m.Name(attr))
-            for node in m.findall(func, m.Assign() | m.AnnAssign() | m.AugAssign()):
+            for node in walk(func):
                 if isinstance(node, cst.Assign):
                     for t in node.targets:
-                        if m.matches(t.target, target):
+                        if _is_attribute(t.target, me, attr):
                             out.append((owner, node, node.value))
-                        elif _unpacks_into(t.target, target):
+                        elif _unpacks_into(t.target, me, attr):
                             return None  # `self.x, y = ...`: we cannot tell its part
-                elif isinstance(node, cst.AnnAssign) and m.matches(node.target, target):
+                elif isinstance(node, cst.AnnAssign) and _is_attribute(node.target, me, attr):
                     if node.value is not None:
                         out.append((owner, node, node.value))
-                elif isinstance(node, cst.AugAssign) and m.matches(node.target, target):
+                elif isinstance(node, cst.AugAssign) and _is_attribute(node.target, me, attr):
                     return None
         if out:
             return out
@@ -498,11 +472,16 @@ def _item(value: cst.BaseExpression, index: int) -> Optional[cst.BaseExpression]
     return value.elements[index].value if -len(value.elements) <= index < len(value.elements) else None
 
 
-def _unpacks_into(target: cst.BaseAssignTargetExpression, attribute: m.Attribute) -> bool:
+def _is_attribute(node: cst.CSTNode, owner: str, attr: str) -> bool:
+    """``owner.attr`` (``self.x``)."""
+    return isinstance(node, cst.Attribute) and is_name(node.value, owner) and node.attr.value == attr
+
+
+def _unpacks_into(target: cst.BaseAssignTargetExpression, owner: str, attr: str) -> bool:
     """``self.x, y = ...`` (not ``self.x.buf[:n] = ...``, which only fills ``self.x``)."""
     if isinstance(target, (cst.Tuple, cst.List)):
         return any(
-            m.matches(e.value, attribute) or _unpacks_into(e.value, attribute)  # type: ignore[arg-type]
+            _is_attribute(e.value, owner, attr) or _unpacks_into(e.value, owner, attr)  # type: ignore[arg-type]
             for e in target.elements
         )
     return False

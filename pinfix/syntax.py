@@ -1,0 +1,178 @@
+"""One fast pass over a LibCST tree: each node's parent, its place in the
+text, and every call, in the order they are written.
+
+LibCST's ``ParentNodeProvider`` and ``matchers.findall`` run its visitor
+machinery, which rebuilds every node it passes; on vLLM's files that cost
+three times the parse itself, and importing ``libcst.matchers`` alone costs
+more than analysing a file. This walk reads the nodes' fields directly and
+skips the whitespace and punctuation nodes, which hold no expression.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Iterator, List, Optional, Tuple, Type
+
+import libcst as cst
+
+#: Nodes that never hold an expression or a statement: never walked.
+_LEAVES: Tuple[type, ...] = (
+    cst.BaseParenthesizableWhitespace,
+    cst.EmptyLine,
+    cst.TrailingWhitespace,
+    cst.Newline,
+    cst.Comment,
+    cst.LeftParen,
+    cst.RightParen,
+    cst.LeftSquareBracket,
+    cst.RightSquareBracket,
+    cst.LeftCurlyBrace,
+    cst.RightCurlyBrace,
+    cst.Comma,
+    cst.Dot,
+    cst.Colon,
+    cst.AssignEqual,
+    cst.Semicolon,
+    cst.BaseBinaryOp,
+    cst.BaseBooleanOp,
+    cst.BaseCompOp,
+    cst.BaseUnaryOp,
+    cst.BaseAugOp,
+    cst.Asynchronous,
+)
+
+#: Node types whose fields are declared in another order than they are
+#: written (``a if t else b`` declares ``test`` first); every other type's
+#: fields follow the text. ``tests/test_syntax.py`` checks this against
+#: LibCST's own visiting order.
+_WRITTEN_ORDER: Dict[str, Tuple[str, ...]] = {
+    "FunctionDef": ("decorators", "name", "type_parameters", "params", "returns", "body"),
+    "ClassDef": ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
+    "IfExp": ("body", "test", "orelse"),
+    "Arg": ("keyword", "value"),
+    "ExceptHandler": ("type", "name", "body"),
+    "ExceptStarHandler": ("type", "name", "body"),
+    "Parameters": ("posonly_params", "posonly_ind", "params", "star_arg", "kwonly_params", "star_kwarg"),
+    "MatchCase": ("pattern", "guard", "body"),
+    "TypeAlias": ("name", "type_parameters", "value"),
+}
+
+_fields_of: Dict[type, Tuple[str, ...]] = {}
+
+
+def _fields(kind: Type[cst.CSTNode]) -> Tuple[str, ...]:
+    names = _fields_of.get(kind)
+    if names is None:
+        declared = tuple(f.name for f in dataclasses.fields(kind))
+        written = tuple(n for n in _WRITTEN_ORDER.get(kind.__name__, ()) if n in declared)
+        names = _fields_of[kind] = written + tuple(n for n in declared if n not in written)
+    return names
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node``'s children that can hold code, in the order they are written."""
+    for name in _fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            if not isinstance(value, _LEAVES):
+                yield value
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, cst.CSTNode) and not isinstance(item, _LEAVES):
+                    yield item
+
+
+def walk(node: cst.CSTNode, prune: Tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
+    """``node`` and what it holds, in the order written (whitespace left out);
+    nodes of a ``prune`` type below ``node`` are yielded but not entered."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if current is node or not isinstance(current, prune):
+            stack.extend(reversed(list(children(current))))
+
+
+class TreeIndex:
+    """Parents, written order and calls of one module, from one walk."""
+
+    def __init__(self, module: cst.Module):
+        self.module = module
+        self._parent: Dict[int, cst.CSTNode] = {}
+        #: id -> (index of the node, index of the last node inside it)
+        self._span: Dict[int, Tuple[int, int]] = {}
+        self.calls: List[cst.Call] = []
+        #: Every ``def`` and ``class``, in the order written.
+        self.definitions: List["cst.FunctionDef | cst.ClassDef"] = []
+        parent, span, calls, definitions = self._parent, self._span, self.calls, self.definitions
+        index = 0
+        # (node, its parent) to enter, or (node, None) marking the end of a node.
+        stack: List[Tuple[cst.CSTNode, Optional[cst.CSTNode], bool]] = [(module, None, True)]
+        while stack:
+            node, up, entering = stack.pop()
+            if not entering:
+                span[id(node)] = (span[id(node)][0], index - 1)
+                continue
+            span[id(node)] = (index, index)
+            index += 1
+            if up is not None:
+                parent[id(node)] = up
+            kind = type(node)
+            if kind is cst.Call:
+                calls.append(node)  # type: ignore[arg-type]
+            elif kind is cst.FunctionDef or kind is cst.ClassDef:
+                definitions.append(node)  # type: ignore[arg-type]
+            stack.append((node, None, False))
+            stack.extend((child, node, True) for child in reversed(list(children(node))))
+        self._comments: Optional[List[cst.Comment]] = None
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return self._parent.get(id(node))
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        parent = self._parent.get(id(node))
+        while parent is not None:
+            yield parent
+            parent = self._parent.get(id(parent))
+
+    def before(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """Whether ``a`` starts before ``b`` in the text (an enclosing node
+        starts before what it holds)."""
+        return self._span[id(a)][0] < self._span[id(b)][0]
+
+    def after_end(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """Whether ``a`` starts after all of ``b``."""
+        return self._span[id(a)][0] > self._span[id(b)][1]
+
+    def inside(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """Whether ``a`` is ``b`` or is held by it."""
+        start, end = self._span[id(b)]
+        return start <= self._span[id(a)][0] <= end
+
+    def comments(self) -> List[cst.Comment]:
+        """Every comment of the module (made only when a finding needs its
+        suppressions read)."""
+        if self._comments is None:
+            self._comments = comments(self.module)
+        return self._comments
+
+
+def comments(node: cst.CSTNode) -> List[cst.Comment]:
+    """The comments in ``node`` (in no particular order): a slower walk,
+    through the whitespace too."""
+    found: List[cst.Comment] = []
+    stack: List[object] = [node]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, cst.Comment):
+            found.append(value)
+        elif isinstance(value, cst.CSTNode):
+            stack.extend(getattr(value, name) for name in _fields(type(value)))
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    return found
+
+
+def is_name(node: Optional[cst.CSTNode], *values: str) -> bool:
+    """Whether ``node`` is a bare name, one of ``values`` if any are given."""
+    return isinstance(node, cst.Name) and (not values or node.value in values)
