@@ -126,6 +126,30 @@ class _Trace:
     via: Optional[Evidence] = None
 
 
+class _Step(Evidence):
+    """A step of evidence whose place is read from the positions only when a
+    finding shows it: most traces end in pinned memory or in no finding, and
+    positions cost a code-generation pass over the whole module."""
+
+    def __init__(self, path: Optional[str], message: str, locate: Callable[[], Any]):
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "_locate", locate)
+
+    @property  # type: ignore[override]
+    def line(self) -> int:
+        return self._locate().line  # type: ignore[no-any-return]
+
+    @property  # type: ignore[override]
+    def column(self) -> int:
+        return self._locate().column + 1  # type: ignore[no-any-return]
+
+
+def _placed(steps: Sequence[Evidence]) -> Tuple[Evidence, ...]:
+    """Plain evidence (what a finding keeps, pickles and prints)."""
+    return tuple(Evidence(e.path, e.line, e.column, e.message) for e in steps)
+
+
 def _merge(traces: Sequence[_Trace]) -> Optional[_Trace]:
     first = traces[0]
     for t in traces[1:]:
@@ -221,8 +245,7 @@ class _ModuleAnalysis:
         self._unpacked: Dict[int, Tuple[cst.Call, int]] = {}
 
     def step(self, node: cst.CSTNode, message: str) -> Evidence:
-        start = self.pos(node).start
-        return Evidence(self.evidence_path, start.line, start.column + 1, message)
+        return _Step(self.evidence_path, message, lambda: self.pos(node).start)
 
     # --- metadata helpers -------------------------------------------------
 
@@ -929,7 +952,7 @@ class _ModuleAnalysis:
                 "device, or gather it into a contiguous pinned buffer first (no fix)"
             )
             finding = self._make(source.code, position, message, f"{spec.method}/non-dense", None, "gapped view", (), None, reported)
-            finding.evidence = (*trace.steps, self.step(call, f"copied with {what}"))
+            finding.evidence = _placed((*trace.steps, self.step(call, f"copied with {what}")))
             return finding
 
         source_text = _source_text(source)
@@ -1040,7 +1063,7 @@ class _ModuleAnalysis:
             code, position, message, pattern, safety, note, edits if safety is not None else (), kind, reported
         )
         finding.h2d = h2d[0] if h2d is not None else None
-        finding.evidence = (*trace.steps, self.step(call, f"copied with {what}"))
+        finding.evidence = _placed((*trace.steps, self.step(call, f"copied with {what}")))
         return finding
 
     def _unknown(self, call: cst.Call, sink: _Sink) -> Optional[Finding]:
@@ -1072,7 +1095,7 @@ class _ModuleAnalysis:
         )
         finding = self._make("PIN004", self.pos(source), message, f"{sink.spec.method}/unknown", None, None, (), None, source)
         finding.severity = "info"
-        finding.evidence = (self.step(call, f"copied with {what}"),)
+        finding.evidence = _placed((self.step(call, f"copied with {what}"),))
         return finding
 
     def _in_this_file(self, made: Optional[Evidence]) -> bool:

@@ -140,9 +140,25 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
     return report
 
 
-def _read(path: Path) -> "bytes | str":
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+
+
+def _read(path: "Path | str") -> "bytes | str":
+    """The file's bytes, or why they cannot be had. Plain ``os.read`` (a third
+    of ``Path.read_bytes``'s cost, which matters over a whole tree)."""
     try:
-        return path.read_bytes()
+        fd = os.open(path, _READ_FLAGS)
+        try:
+            size = os.fstat(fd).st_size
+            data = os.read(fd, size + 1)
+            if len(data) > size:  # it grew, or its size is not known (a pipe)
+                chunks = [data]
+                while chunks[-1]:
+                    chunks.append(os.read(fd, 1 << 16))
+                data = b"".join(chunks)
+            return data
+        finally:
+            os.close(fd)
     except IsADirectoryError:
         return "is a directory"
     except OSError as e:

@@ -288,13 +288,14 @@ def test_unreadable_file_chmod(tmp_path: Path, good: Path) -> None:
 def test_unreadable_file_simulated(tmp_path: Path, good: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     locked = write(tmp_path / "locked.py", SAMPLE)
     real_read_bytes = Path.read_bytes
+    real_open = os.open
 
-    def read_bytes(self: Path) -> bytes:
-        if self.name == "locked.py":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_read_bytes(self)
+    def os_open(path, flags, *args):  # type: ignore[no-untyped-def]
+        if os.fspath(path).endswith("locked.py") and not flags & (os.O_WRONLY | os.O_RDWR):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_open(path, flags, *args)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(os, "open", os_open)
     rc, _, err = cli("fix", "-j", "1", str(tmp_path))
     assert rc == 2
     assert_one_error(err, locked, "cannot read", "Permission denied")
@@ -412,3 +413,24 @@ def test_sigint_during_parallel_fix_leaves_every_file_old_or_new(tmp_path: Path)
     assert proc.returncode != 0
     assert "interrupted" in err
     assert "Traceback" not in err, err
+
+
+def test_read_gives_whole_files_and_says_why_not(tmp_path: Path) -> None:
+    import threading
+
+    from pinfix.engine import _read
+
+    big = tmp_path / "big.py"
+    big.write_bytes(b"x = 1\n" * 200_000)
+    assert _read(big) == big.read_bytes()
+    assert _read(tmp_path / "empty.py") == "cannot read: No such file or directory"
+    assert _read(tmp_path) == "is a directory"
+    if hasattr(os, "mkfifo"):
+        # A pipe's size is not known beforehand: all of it is read.
+        pipe = tmp_path / "pipe.py"
+        os.mkfifo(pipe)
+        payload = b"y = 2\n" * 50_000
+        writer = threading.Thread(target=pipe.write_bytes, args=(payload,))
+        writer.start()
+        assert _read(pipe) == payload
+        writer.join()
