@@ -709,12 +709,22 @@ def _candidate_scopes(scopes: ScopeNodes, names: Set[str], options: _Options) ->
     return found
 
 
+#: Where statements hold statements (``match`` cases and ``except`` clauses too).
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
 def _binds_outside(node: ast.AST) -> bool:
     """Whether a module- or class-level def or class binds names outside its
     own scope (``global``, a ``:=`` in a decorator, default or base): a stub
-    would lose them. (A ``nonlocal`` there can only name its own locals.)"""
-    if any(isinstance(n, ast.Global) for n in ast.walk(node)):
-        return True
+    would lose them. (A ``nonlocal`` there can only name its own locals.)
+    ``global`` is a statement: only statements are walked, not expressions."""
+    stack: List[ast.AST] = [node]
+    while stack:
+        st = stack.pop()
+        if isinstance(st, ast.Global):
+            return True
+        for name in _STATEMENT_LISTS:
+            stack.extend(getattr(st, name, ()))
     return any(isinstance(n, ast.NamedExpr) for part in _evaluated_outside(node) for n in ast.walk(part))
 
 

@@ -69,17 +69,29 @@ def _fields(kind: Type[cst.CSTNode]) -> Tuple[str, ...]:
     return names
 
 
+_holds_code: Dict[type, bool] = {}
+
+
+def _is_code(kind: type) -> bool:
+    """Whether values of ``kind`` are nodes worth walking (cached per type:
+    ``isinstance`` against LibCST's abstract bases is slow)."""
+    found = _holds_code.get(kind)
+    if found is None:
+        found = _holds_code[kind] = issubclass(kind, cst.CSTNode) and not issubclass(kind, _LEAVES)
+    return found
+
+
 def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``node``'s children that can hold code, in the order they are written."""
     for name in _fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not isinstance(value, _LEAVES):
-                yield value
-        elif isinstance(value, (list, tuple)):
+        kind = type(value)
+        if kind is list or kind is tuple:
             for item in value:
-                if isinstance(item, cst.CSTNode) and not isinstance(item, _LEAVES):
+                if _is_code(type(item)):
                     yield item
+        elif _is_code(kind):
+            yield value
 
 
 def walk(node: cst.CSTNode, prune: Tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:

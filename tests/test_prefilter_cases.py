@@ -133,6 +133,10 @@ CASES = {
         "import torch\n\n\ndef setup():\n    global fnp\n    from torch import from_numpy as fnp\n\n\n"
         "def f(a, dev):\n    return fnp(a).to(dev, non_blocking=True)\n"
     ),
+    "walrus_in_decorator": (
+        "import torch\n\n\n@register(HOST := torch.zeros(4))\ndef setup():\n    return 1\n\n\n"
+        "def f(dev):\n    return HOST.to(dev, non_blocking=True)\n"
+    ),
     "strict_positional": (
         "import torch\n\n\n"
         "def f(a, dst, flag):\n"
