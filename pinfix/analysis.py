@@ -54,7 +54,7 @@ from .patterns import (
     PageableSource,
 )
 from .suppression import Suppressions
-from .syntax import TreeIndex, is_name, walk
+from .syntax import TreeIndex, definition_lines, is_name, walk
 
 if TYPE_CHECKING:
     from .deep.resolver import ProjectResolver
@@ -228,8 +228,12 @@ class _ModuleAnalysis:
         path: Optional[Path],
         resolver: Optional["ProjectResolver"] = None,
         evidence_path: Optional[str] = None,
+        source: Optional[bytes] = None,
     ):
         self.module = module
+        #: The bytes ``module`` was parsed from, when known (lines of defs).
+        self.source = source
+        self._def_lines: Optional[Dict[int, int]] = None
         self.md = get_metadata
         self.config = config
         self.path = path
@@ -268,6 +272,15 @@ class _ModuleAnalysis:
 
     def line(self, node: cst.CSTNode) -> int:
         return self.pos(node).start.line
+
+    def def_line(self, node: "cst.FunctionDef | cst.ClassDef") -> int:
+        """The line of a def or class's name, by which deep mode finds it
+        again in another view of its module (from the stdlib's parse when the
+        source is known: positions cost a pass over the whole module)."""
+        if self._def_lines is None:
+            self._def_lines = definition_lines(self.tree.definitions, self.source) if self.source is not None else {}
+        line = self._def_lines.get(id(node))
+        return line if line is not None else self.line(node.name)
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self.tree.parent(node)
@@ -1295,13 +1308,18 @@ def metadata_on_demand(module: cst.Module) -> GetMetadata:
 
 
 def analyze(
-    module: cst.Module, get_metadata: Optional[GetMetadata] = None, config: Optional[Config] = None, path: Optional[Path] = None
+    module: cst.Module,
+    get_metadata: Optional[GetMetadata] = None,
+    config: Optional[Config] = None,
+    path: Optional[Path] = None,
+    source: Optional[bytes] = None,
 ) -> List[Finding]:
     """All findings in ``module``, in source order, suppressions applied.
 
     ``get_metadata`` is a resolved ``MetadataDependent.get_metadata`` that
     provides :data:`REQUIRED_METADATA` for ``module`` (by default each is
-    resolved when first needed).
+    resolved when first needed). ``source``: the bytes ``module`` was parsed
+    from, if at hand (it saves deep mode a pass over the module).
     """
     get_metadata = get_metadata or metadata_on_demand(module)
     config = config or Config()
@@ -1311,5 +1329,5 @@ def analyze(
 
         resolver = project_resolver(config)
         resolver.register(path)
-    return _ModuleAnalysis(module, get_metadata, config, path, resolver=resolver).findings()
+    return _ModuleAnalysis(module, get_metadata, config, path, resolver=resolver, source=source).findings()
 

@@ -89,7 +89,7 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
         return report
     report.parsed = True
     # Checking needs no codemod machinery (nor the cost of importing it).
-    findings = analyze(module, None, config, Path(path))
+    findings = analyze(module, None, config, Path(path), source=sliced)
     allowed = {"safe", "unsafe"} if config.unsafe_fixes else {"safe"}
     wants_fix = mode.fix and any(f.fix_safety in allowed for f in findings)
     new_module = module

@@ -710,7 +710,7 @@ def _candidate_scopes(scopes: ScopeNodes, names: Set[str], options: _Options) ->
 
 
 #: Where statements hold statements (``match`` cases and ``except`` clauses too).
-_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+STATEMENT_LISTS = ("body", "handlers", "orelse", "finalbody", "cases")  # as written
 
 
 def _binds_outside(node: ast.AST) -> bool:
@@ -723,7 +723,7 @@ def _binds_outside(node: ast.AST) -> bool:
         st = stack.pop()
         if isinstance(st, ast.Global):
             return True
-        for name in _STATEMENT_LISTS:
+        for name in STATEMENT_LISTS:
             stack.extend(getattr(st, name, ()))
     return any(isinstance(n, ast.NamedExpr) for part in _evaluated_outside(node) for n in ast.walk(part))
 

@@ -10,10 +10,13 @@ skips the whitespace and punctuation nodes, which hold no expression.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from typing import Dict, Iterator, List, Optional, Tuple, Type
 
 import libcst as cst
+
+from .prefilter import STATEMENT_LISTS
 
 #: Nodes that never hold an expression or a statement: never walked.
 _LEAVES: Tuple[type, ...] = (
@@ -183,6 +186,28 @@ def comments(node: cst.CSTNode) -> List[cst.Comment]:
         elif isinstance(value, (list, tuple)):
             stack.extend(value)
     return found
+
+
+def definition_lines(definitions: List["cst.FunctionDef | cst.ClassDef"], source: bytes) -> Dict[int, int]:
+    """``id`` of each of ``definitions`` (a :class:`TreeIndex`'s, of a module
+    parsed from ``source``) -> the line of its ``def``/``class``, read from the
+    stdlib's parse of the same bytes: LibCST's positions would generate the
+    code of the whole module. Empty when the two parses do not pair up."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    found: List[ast.AST] = []
+    stack: List[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.append(node)
+        held = [st for name in STATEMENT_LISTS for st in getattr(node, name, ())]
+        stack.extend(reversed(held))
+    if len(found) != len(definitions) or any(a.name != d.name.value for a, d in zip(found, definitions)):  # type: ignore[attr-defined]
+        return {}
+    return {id(d): a.lineno for d, a in zip(definitions, found)}  # type: ignore[attr-defined]
 
 
 def is_name(node: Optional[cst.CSTNode], *values: str) -> bool:

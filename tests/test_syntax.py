@@ -9,7 +9,7 @@ import libcst.matchers as m
 import pytest
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from pinfix.syntax import _LEAVES, TreeIndex, children, comments, walk
+from pinfix.syntax import _LEAVES, TreeIndex, children, comments, definition_lines, walk
 
 #: Every construct whose fields are declared out of written order, and then some.
 EVERY_SHAPE = '''
@@ -132,3 +132,21 @@ def test_checking_a_file_with_a_finding_imports_no_matchers_or_codemod_machinery
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["1", "False", "False"]
+
+
+def test_definition_lines_pair_each_def_with_its_line() -> None:
+    source = EVERY_SHAPE.encode() + b"\ntry:\n    def g(): pass\nexcept E:\n    class K: pass\n"
+    module = cst.parse_module(source)
+    tree = TreeIndex(module)
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    lines = definition_lines(tree.definitions, source)
+    assert len(lines) == len(tree.definitions) >= 5
+    for node in tree.definitions:
+        assert lines[id(node)] == positions[node.name].start.line
+
+
+def test_definition_lines_refuse_another_source() -> None:
+    module = cst.parse_module("def f():\n    pass\n")
+    tree = TreeIndex(module)
+    assert definition_lines(tree.definitions, b"def g():\n    pass\n") == {}
+    assert definition_lines(tree.definitions, b"def f(:\n") == {}

@@ -137,10 +137,10 @@ class ProjectResolver:
         except Exception:  # what ast took but LibCST does not: its answers stay unknown
             return None
 
-        analysis = _ModuleAnalysis(module, metadata_on_demand(module), self.config, path, resolver=self, evidence_path=_display(path))
-        self._defs[id(analysis)] = {
-            analysis.line(node.name): node for node in analysis.tree.definitions
-        }
+        analysis = _ModuleAnalysis(
+            module, metadata_on_demand(module), self.config, path, resolver=self, evidence_path=_display(path), source=code
+        )
+        self._defs[id(analysis)] = {analysis.def_line(node): node for node in analysis.tree.definitions}
         return analysis
 
     def _same_def(self, analysis: "_ModuleAnalysis", node: Definition, keep: FrozenSet[int] = frozenset()) -> Tuple["_ModuleAnalysis", Definition]:
@@ -148,7 +148,7 @@ class ProjectResolver:
         its module that keeps ``keep``; unchanged where there is no such view."""
         if analysis.path is None:
             return analysis, node  # a module with no file: analysed whole
-        line = analysis.line(node.name)
+        line = analysis.def_line(node)
         other = self.view(analysis.path, keep)
         found = self._defs.get(id(other), {}).get(line) if other is not None else None
         if other is None or type(found) is not type(node):
@@ -158,14 +158,14 @@ class ProjectResolver:
     def _with_body(self, analysis: "_ModuleAnalysis", func: cst.FunctionDef) -> Tuple["_ModuleAnalysis", cst.FunctionDef]:
         if analysis.path is None:
             return analysis, func
-        return self._same_def(analysis, func, frozenset({analysis.line(func.name)}))  # type: ignore[return-value]
+        return self._same_def(analysis, func, frozenset({analysis.def_line(func)}))  # type: ignore[return-value]
 
     def _class_view(self, analysis: "_ModuleAnalysis", cls: cst.ClassDef, keep: FrozenSet[int] = frozenset()) -> Owner:
         """``cls`` with its statements and members' headers (and the bodies at
         ``keep``): the one copy of a class that identity comparisons see."""
         if analysis.path is None:
             return analysis, cls
-        return self._same_def(analysis, cls, keep | {analysis.line(cls.name)})  # type: ignore[return-value]
+        return self._same_def(analysis, cls, keep | {analysis.def_line(cls)})  # type: ignore[return-value]
 
     def _skeleton(self, analysis: "_ModuleAnalysis") -> "_ModuleAnalysis":
         if analysis.path is None:
@@ -338,7 +338,7 @@ class ProjectResolver:
         """A memo key that outlives the nodes: file and line; ``None`` for a module with no file."""
         if analysis.path is None:
             return None
-        return (kind, analysis.path.resolve(), analysis.line(node.name), *rest)
+        return (kind, analysis.path.resolve(), analysis.def_line(node), *rest)
 
     def _find_class_attribute(self, analysis: "_ModuleAnalysis", cls: cst.ClassDef, attr: str, seen: int) -> Optional[List[Tuple["_ModuleAnalysis", cst.CSTNode, cst.BaseExpression]]]:
         """Every value assigned to ``self.<attr>`` in ``cls``'s methods (or as a
@@ -357,7 +357,7 @@ class ProjectResolver:
         if analysis.path is not None:
             # Only the methods that assign the attribute are parsed with bodies.
             text = self._text(analysis.path.resolve())
-            lines = text.assigning_methods(analysis.line(cls.name), attr) if text is not None else frozenset()
+            lines = text.assigning_methods(analysis.def_line(cls), attr) if text is not None else frozenset()
             owner, with_bodies = self._class_view(analysis, cls, lines)
         for func in _body_functions(with_bodies) if with_bodies is not None else ():
             me = _first_param(func)
