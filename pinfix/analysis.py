@@ -145,6 +145,13 @@ class _Step(Evidence):
         return self._locate().column + 1  # type: ignore[no-any-return]
 
 
+def _is_dotted(node: cst.BaseExpression) -> bool:
+    """``a`` or ``a.b.c``."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
+
+
 def _placed(steps: Sequence[Evidence]) -> Tuple[Evidence, ...]:
     """Plain evidence (what a finding keeps, pickles and prints)."""
     return tuple(Evidence(e.path, e.line, e.column, e.message) for e in steps)
@@ -299,8 +306,9 @@ class _ModuleAnalysis:
             return None
         args = list(call.args)
         receiver: cst.BaseExpression = func.value
-        # Function form: torch.Tensor.copy_(dst, src, ...) names the receiver first.
-        if f"torch.Tensor.{spec.method}" in self.qualified_names(func):
+        # Function form: torch.Tensor.copy_(dst, src, ...) names the receiver first
+        # (only a dotted name can name the class).
+        if _is_dotted(receiver) and f"torch.Tensor.{spec.method}" in self.qualified_names(func):
             if not args or args[0].keyword is not None or args[0].star:
                 return None
             receiver, args = args[0].value, args[1:]
