@@ -535,9 +535,7 @@ class _ModuleAnalysis:
             return None
         first = args[0].value
         if inputs == "sequence":
-            # torch.cat needs every tensor on one device: one CPU tensor settles it.
-            elements = self._sequence_elements(first)
-            inner = next((t for t in (self.trace(e, depth + 1) for e in elements) if t is not None), None)
+            inner = self.cpu_element(first, depth)
         else:
             inner = self.trace(first, depth + 1)
             if inner is not None and self._maybe_scalar(first) and len(args) > 1:
@@ -545,6 +543,22 @@ class _ModuleAnalysis:
         if inner is None:
             return None
         return self._computed(source, call, inner, "computes a fresh tensor")
+
+    def cpu_element(self, sequence: cst.BaseExpression, depth: int) -> Optional[_Trace]:
+        """A CPU tensor among ``sequence``'s items: ``torch.cat`` needs every
+        tensor on one device, so one settles it. Deep mode also reads the list
+        a call returns (``torch.cat(self.pos_ids(grid))``)."""
+        for element in self._sequence_elements(sequence):
+            found = self.trace(element, depth + 1)
+            if found is not None:
+                return found
+        if self.resolver is None:
+            return None
+        call = sequence if isinstance(sequence, cst.Call) else None
+        if isinstance(sequence, cst.Name):
+            values = self._reaching_values(sequence) or []
+            call = values[0][1] if len(values) == 1 and isinstance(values[0][1], cst.Call) else None  # type: ignore[assignment]
+        return self.resolver.call(self, call, depth, elements=True) if call is not None else None
 
     def _sequence_elements(self, expr: cst.BaseExpression) -> List[cst.BaseExpression]:
         """The tensors of a list/tuple display, a comprehension's element, or a

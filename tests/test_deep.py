@@ -277,6 +277,26 @@ CASES = {
         "def f(dev):\n    return loop(3).to(dev, non_blocking=True)\n",
         [],
     ),
+    "cat_of_a_returned_list": (
+        {},
+        HEADER + "class A:\n    def pos_ids(self, grid):\n        ids = []\n        for h in grid:\n"
+        "            ids.append(torch.arange(h).repeat(2))\n        return ids\n\n"
+        "    def go(self, grid, dev):\n        pos = torch.cat(self.pos_ids(grid), dim=0)\n"
+        "        return pos.to(dev, non_blocking=True)\n",
+        [13],
+    ),
+    "cat_of_a_returned_list_bound_first": (
+        {"parts.py": HEADER + "def parts(n):\n    return [torch.zeros(n), torch.ones(n)]\n"},
+        "import torch\n\nfrom pkg.parts import parts\n\n\ndef f(n, dev):\n    xs = parts(n)\n"
+        "    return torch.cat(xs).to(dev, non_blocking=True)\n",
+        [8],
+    ),
+    "cat_of_a_returned_list_of_device_tensors": (
+        {},
+        HEADER + "class A:\n    def parts(self, n, dev):\n        return [torch.zeros(n, device=dev)]\n\n"
+        "    def go(self, n, dev):\n        return torch.cat(self.parts(n, dev)).to(dev, non_blocking=True)\n",
+        [],
+    ),
     "self_reassigned_from_itself": (
         {},
         HEADER + "class A:\n    def __init__(self):\n        self.buf = self.buf[1:]\n\n"

@@ -413,17 +413,22 @@ class ProjectResolver:
 
     # --- calls -------------------------------------------------------------------
 
-    def call(self, analysis: "_ModuleAnalysis", call: cst.Call, depth: int, element: Optional[int] = None) -> Optional["_Trace"]:
+    def call(
+        self, analysis: "_ModuleAnalysis", call: cst.Call, depth: int, element: Optional[int] = None, elements: bool = False
+    ) -> Optional["_Trace"]:
         """What ``f(...)`` / ``self.m(...)`` returns: the join over its returns
-        (``element``: item ``element`` of the tuple every return builds)."""
+        (``element``: item ``element`` of the tuple every return builds;
+        ``elements``: a CPU tensor among the items of the list every return
+        builds, for ``torch.cat(f(...))``)."""
         from dataclasses import replace
 
         target = self.definition(analysis, call.func, depth + 1)
         if target is None or not isinstance(target[1], cst.FunctionDef):
             return None
         mod, func = target
-        lasting = self._key("returns", mod, func, str(element))
-        key = lasting or ("returns", id(mod), id(func), element)
+        which = "items" if elements else str(element)
+        lasting = self._key("returns", mod, func, which)
+        key = lasting or ("returns", id(mod), id(func), which)
         if key in self._memo:
             summary = self._memo[key]
         elif key in self._active:
@@ -434,7 +439,7 @@ class ProjectResolver:
             self._active.add(key)
             try:
                 # A summary does not depend on the caller: a fresh depth, so it can be remembered.
-                summary = self._summarise(mod, func, 0, element)
+                summary = self._summarise(mod, func, 0, element, elements)
             finally:
                 self._active.discard(key)
             if lasting is not None:
@@ -442,16 +447,27 @@ class ProjectResolver:
         if summary is None:
             return None
         item = f"[{element}]" if element is not None else ""
-        use = analysis.step(call, f"the return value of `{_short(call.func)}(){item}`")
+        what = f"an item of the list `{_short(call.func)}()` returns" if elements else f"the return value of `{_short(call.func)}(){item}`"
+        use = analysis.step(call, what)
         return replace(summary, steps=(*summary.steps, use), via=summary.via or use)
 
-    def _summarise(self, mod: "_ModuleAnalysis", func: cst.FunctionDef, depth: int, element: Optional[int] = None) -> Optional["_Trace"]:
+    def _summarise(
+        self, mod: "_ModuleAnalysis", func: cst.FunctionDef, depth: int, element: Optional[int] = None, elements: bool = False
+    ) -> Optional["_Trace"]:
         from dataclasses import replace
 
         mod, func = self._with_body(mod, func)
         returned = _returns(func)
         if not returned:
             return None
+        if elements:
+            # Every return must hold a CPU tensor; what memory it has does not matter.
+            found = [mod.cpu_element(value, depth + 1) for value in returned]
+            if any(t is None for t in found):
+                return None
+            first = found[0]
+            assert first is not None
+            return replace(first, steps=(*first.steps, mod.step(returned[0], f"returned by `{func.name.value}` in a list")))
         if element is not None:
             returned = [_item(value, element) for value in returned]  # type: ignore[misc]
             if any(value is None for value in returned):
