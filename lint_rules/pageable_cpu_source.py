@@ -29,6 +29,8 @@ class PageableCpuSource(LintRule):
       accelerator ``device=`` and without a ``pin_memory=`` that may be true;
     - ``torch.as_tensor(...)`` / ``torch.asarray(...)`` of plain host data (a list or tuple, a
       number, a NumPy call, a ``.numpy()`` or ``.tolist()`` result);
+    - a legacy constructor, ``torch.Tensor(data)``, ``torch.LongTensor(ids)`` and the other
+      typed ``torch.*Tensor(...)`` (always a CPU copy; they take no ``pin_memory=``, so no fix);
     - ``t.cpu()``.
 
     The source may be the copy's argument or reach it through local names, dense slices and
@@ -154,6 +156,8 @@ class PageableCpuSource(LintRule):
 
     INVALID = [
         Invalid(_H + "def f(ids, dev):\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(ids, dev):\n    return torch.LongTensor(ids).to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(dst):\n    dst.copy_(torch.Tensor([1.0, 2.0]), non_blocking=True)\n"),
         Invalid(_H + "def f(ids, dst):\n    dst.copy_(torch.tensor(ids, device='cpu'), non_blocking=True)\n"),
         Invalid(_H + "def f(ids, dst):\n    dst.copy_(torch.tensor(ids, pin_memory=False), non_blocking=True)\n"),
         Invalid(_H + "def f(n, dev):\n    return torch.arange(n).to(dev, non_blocking=True)\n"),

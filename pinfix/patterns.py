@@ -50,6 +50,11 @@ def _pin002(name: str, **kw: bool) -> PageableSource:
     return PageableSource(qualified_name=name, code="PIN002", fixable=False, **kw)
 
 
+LEGACY_CONSTRUCTORS = (
+    "Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
+    "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
+)
+
 #: Sources of the pageable-source rules.
 #: PIN001: ``torch.from_numpy(a)`` shares ``a``'s (pageable) memory.
 #: PIN002: every other call that makes a fresh pageable CPU tensor.
@@ -64,6 +69,9 @@ PAGEABLE_SOURCES: Tuple[PageableSource, ...] = (
     _pin002("torch.arange", factory=True),
     *(_pin002("torch." + n, factory=True, sized=True) for n in ("zeros", "ones", "empty", "full")),
     *(_pin002("torch." + n, factory=True, like=True) for n in ("zeros_like", "ones_like", "empty_like", "full_like")),
+    # Legacy constructors (`torch.Tensor(data)`, `torch.LongTensor(ids)`): always a
+    # fresh CPU tensor, and no pin_memory= to ask for: report only.
+    *(_pin002("torch." + n) for n in LEGACY_CONSTRUCTORS),
 )
 
 SOURCES_BY_NAME: Mapping[str, PageableSource] = {s.qualified_name: s for s in PAGEABLE_SOURCES}
