@@ -324,6 +324,14 @@ VERDICTS_BASE: dict[tuple[str, object], tuple[str, str]] = {
 # Verdicts on the 0.34.0 findings, judged by reading the code. Key: (path, line) or (path, code).
 # Value: (verdict, reason), verdict one of "true", "false", "unclear".
 VERDICTS: dict[tuple[str, object], tuple[str, str]] = {
+    ("vllm/models/dots3_note/nvidia/vision.py", 587): (
+        "true",
+        (
+            "`torch.cat` of the list `get_pos_ids_by_grid` returns (`torch.stack` of `torch.arange` ids, appended in "
+            "a loop): a fresh pageable tensor, copied non_blocking to `self.device` (vLLM's qwen2_vl-style "
+            "encoders made the same ids pinned or on the device after the fix series)"
+        ),
+    ),
     ("vllm/models/dots3_note/nvidia/vision.py", 605): (
         "true",
         (
