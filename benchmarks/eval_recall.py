@@ -280,6 +280,7 @@ VERDICTS_BASE: dict[tuple[str, object], tuple[str, str]] = {
             ("vllm/model_executor/models/ernie45_vl.py", 453),
             ("vllm/model_executor/models/glm4_1v.py", 742),
             ("vllm/model_executor/models/qwen2_vl.py", 644),
+            ("vllm/model_executor/models/qwen3_omni_moe_thinker.py", 860),
         )
     },
     ("vllm/v1/attention/backends/rocm_aiter_fa.py", 574): (

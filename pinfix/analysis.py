@@ -174,8 +174,10 @@ def _merge(traces: Sequence[_Trace]) -> Optional[_Trace]:
     )
 
 
-#: How deep the flow is followed through names and calls.
-_MAX_DEPTH = 12
+#: How deep the flow is followed through names and calls. Each rebinding
+#: (`x = x.reshape(...)`) costs two or three levels; vLLM's position-id code
+#: rebinds a name four times after the factory.
+_MAX_DEPTH = 24
 
 
 @dataclass(frozen=True)

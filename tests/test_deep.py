@@ -444,3 +444,25 @@ def test_unknown_note_says_what_stopped_it(tmp_path, body, why):
     code, found = check([pkg / "main.py"], "--deep", "--show-unknown")
     assert code == 0 and [f["code"] for f in found] == ["PIN004"]
     assert why in found[0]["message"]
+
+
+def test_long_rebinding_chain_through_a_tuple_return(tmp_path):
+    # vLLM 0.28.0 qwen2_5_vl `get_window_index_thw`: a factory rebound four times,
+    # gathered with a mask, returned in a tuple and unpacked by the caller.
+    body = HEADER + (
+        "import torch.nn.functional as F\n\n\n"
+        "class A:\n"
+        "    def win(self, t, h, w):\n"
+        "        index = torch.arange(t * h * w).reshape(t, h, w)\n"
+        "        padded = F.pad(index, (0, 1, 0, 1), 'constant', -100)\n"
+        "        padded = padded.reshape(t, 2, 2, 2, 2)\n"
+        "        padded = padded.permute(0, 1, 3, 2, 4).reshape(t, 4, 2, 2)\n"
+        "        padded = padded.reshape(-1)\n"
+        "        kept = padded[padded != -100]\n"
+        "        return kept, index\n\n"
+        "    def rope(self, t, h, w, dev):\n"
+        "        kept, _ = self.win(t, h, w)\n"
+        "        return kept.to(dev, non_blocking=True)\n"
+    )
+    pkg = project(tmp_path, {"main.py": body})
+    assert lines(deep([pkg / "main.py"])) == [(19, "PIN002")]
