@@ -26,7 +26,8 @@ class PageableCpuSource(LintRule):
 
     - ``torch.tensor(...)``, or a CPU factory ``torch.arange / zeros / ones / empty / full``,
       or ``torch.zeros_like / ones_like / empty_like / full_like`` of a CPU tensor, without an
-      accelerator ``device=`` and without a ``pin_memory=`` that may be true;
+      accelerator ``device=`` (``device=x.device`` of a CPU tensor pinfix can see counts as
+      the CPU) and without a ``pin_memory=`` that may be true;
     - ``torch.as_tensor(...)`` / ``torch.asarray(...)`` of plain host data (a list or tuple, a
       number, a NumPy call, a ``.numpy()`` or ``.tolist()`` result);
     - a legacy constructor, ``torch.Tensor(data)``, ``torch.LongTensor(ids)`` and the other
@@ -36,7 +37,10 @@ class PageableCpuSource(LintRule):
     The source may be the copy's argument or reach it through local names, dense slices and
     views (``x[:n]``, ``x[i, :k]``, ``.view``, ``.reshape``, ``.t()``...) and CPU conversions
     (``.long()``, ``.to(torch.int32)``, ``.contiguous()``...); anything pinfix cannot see
-    through (a parameter, an attribute, an unknown call) stops the search.
+    through (a parameter, an attribute, an unknown call) stops the search. A plain assignment
+    in the function's body overwrites a parameter (``x = x.cpu()``). When a name may hold
+    tensors made in different ways, all pageable, it is reported as the computed one, without
+    a fix (``x = torch.from_numpy(a)``, then in a branch ``x = torch.cat((x, pad))``).
 
     It also reports fresh tensors computed on the CPU from a CPU tensor pinfix can see, pinned
     or not: ``torch.cat`` / ``stack`` / ``concat`` of a list display or of a list grown with
@@ -110,6 +114,13 @@ class PageableCpuSource(LintRule):
 
     VALID = [
         Valid(_H + "def f(ids, dev):\n    return torch.tensor(ids, device=dev).to(dev, non_blocking=True)\n"),
+        Valid(_H + "def f(x, n, dev):\n    return torch.full((n,), 0, device=x.device).to(dev, non_blocking=True)\n"),
+        # The parameter may still be what reaches the copy.
+        Valid(_H + "def f(x, c, dev):\n    if c:\n        x = x.cpu()\n    return x.to(dev, non_blocking=True)\n"),
+        Valid(
+            _H + "def f(a, n, dev):\n    x = torch.from_numpy(a)\n    if n:\n        x = x.pin_memory()\n"
+            "    return x.to(dev, non_blocking=True)\n"
+        ),
         # Empty: the copy moves nothing and cannot block.
         Valid(_H + "def f(dev):\n    return torch.zeros(0).to(dev, non_blocking=True)\n"),
         Valid(_H + "def f(dev):\n    return torch.empty((4, 0), dtype=torch.int32).to(dev, non_blocking=True)\n"),
@@ -157,6 +168,15 @@ class PageableCpuSource(LintRule):
     INVALID = [
         Invalid(_H + "def f(ids, dev):\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"),
         Invalid(_H + "def f(ids, dev):\n    return torch.LongTensor(ids).to(dev, non_blocking=True)\n"),
+        Invalid(
+            _H + "def f(a, n, dev):\n    x = torch.from_numpy(a)\n    if n:\n        x = torch.cat((x, torch.zeros(n)))\n"
+            "    return x.to(dev, non_blocking=True)\n"
+        ),
+        Invalid(_H + "def f(x, dev):\n    x = x.cpu()\n    return x.to(dev, non_blocking=True)\n"),
+        Invalid(
+            _H + "def f(x, n, dev):\n    x = x.cpu()\n    pad = torch.full((n,), 0, device=x.device)\n"
+            "    return pad.to(dev, non_blocking=True)\n"
+        ),
         Invalid(_H + "def f(dst):\n    dst.copy_(torch.Tensor([1.0, 2.0]), non_blocking=True)\n"),
         Invalid(_H + "def f(ids, dst):\n    dst.copy_(torch.tensor(ids, device='cpu'), non_blocking=True)\n"),
         Invalid(_H + "def f(ids, dst):\n    dst.copy_(torch.tensor(ids, pin_memory=False), non_blocking=True)\n"),

@@ -159,12 +159,18 @@ def _placed(steps: Sequence[Evidence]) -> Tuple[Evidence, ...]:
 
 def _merge(traces: Sequence[_Trace]) -> Optional[_Trace]:
     first = traces[0]
-    for t in traces[1:]:
-        if t.pinned != first.pinned or t.source is not first.source:
+    if any(t.pinned != first.pinned for t in traces):
+        return None
+    if any(t.source is not first.source for t in traces):
+        # Pageable every way but made in several: reported as a computed way,
+        # which has no fix (`x = torch.from_numpy(a)`, then maybe `x = torch.cat((x, pad))`).
+        computed = [t for t in traces if t.source is not None and t.source.computed]
+        if first.pinned or not computed or any(t.source is None for t in traces):
             return None
+        first = computed[0]
     return replace(
         first,
-        calls=tuple(c for t in traces for c in t.calls),
+        calls=tuple(c for t in traces if t.source is first.source for c in t.calls),
         names=tuple(dict.fromkeys(n for t in traces for n in t.names)),
         bindings=tuple(b for t in traces for b in t.bindings),
         converted=next((t.converted for t in traces if t.converted), None),
@@ -374,6 +380,15 @@ class _ModuleAnalysis:
         if device is None and positional and _literal_bool(positional[0].value) is None:
             device = positional[0]
         return device.value if device is not None else None
+
+    def _cpu_tensor_device(self, expr: cst.BaseExpression, depth: int) -> bool:
+        """``x.device`` of a CPU tensor pinfix can see (``torch.full(n, 0, device=x.device)``)."""
+        return (
+            isinstance(expr, cst.Attribute)
+            and expr.attr.value == "device"
+            and depth < _MAX_DEPTH
+            and self.trace(expr.value, depth + 1) is not None
+        )
 
     def _to_moves_to_device(self, call: cst.Call, positional: Sequence[cst.Arg]) -> bool:
         device = self._to_device(call, positional)
@@ -684,7 +699,7 @@ class _ModuleAnalysis:
             return None  # an empty tensor: its copy moves nothing and cannot block
         if source.factory:
             device = _keyword(call, "device")
-            if device is not None and not self._is_plainly_cpu(device.value):
+            if device is not None and not (self._is_plainly_cpu(device.value) or self._cpu_tensor_device(device.value, depth)):
                 return None
             pin = _keyword(call, "pin_memory")
             if pin is not None:
@@ -775,7 +790,8 @@ class _ModuleAnalysis:
         """Drop the bindings a later one surely overwrites before ``use``:
         ``x = a; x = b; use(x)`` sees only ``b``. A plain ``x = b`` does, when
         its statement stands in a block that holds the use (so it runs on every
-        way to the use) and the earlier binding sits in that block before it."""
+        way to the use) and the earlier binding sits in that block before it,
+        or is a parameter and the block is the function's body (``x = x.cpu()``)."""
         blocks = {id(a) for a in self.ancestors(use)}
         killers = []
         for ref, value in found:
@@ -787,6 +803,12 @@ class _ModuleAnalysis:
             return found
         kept = []
         for ref, value in found:
+            if isinstance(ref.node, cst.Param):
+                func = self.parent(self.parent(ref.node))  # Param -> Parameters -> def
+                if isinstance(func, cst.FunctionDef) and any(block is func.body for block, _ in killers):
+                    continue
+                kept.append((ref, value))
+                continue
             inside = {id(a) for a in self.ancestors(ref.node)}
             if any(id(block) in inside and self.tree.before(ref.node, killer) for block, killer in killers):
                 continue

@@ -40,7 +40,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .patterns import (
     COMPUTED_FUNCTIONS,
@@ -272,15 +272,19 @@ def _cpu_literal(v: ast.AST) -> bool:
     return isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.split(":", 1)[0].strip() == "cpu"
 
 
-def _maybe_cpu_device(v: ast.AST) -> bool:
-    """Could the analysis read ``v`` as plainly the CPU (``"cpu"``, ``torch.device("cpu")``)?"""
+def _maybe_cpu_device(v: ast.AST, reach: "Optional[Callable[[ast.AST], Reach]]" = None) -> bool:
+    """Could the analysis read ``v`` as the CPU (``"cpu"``, ``torch.device("cpu")``,
+    or, given ``reach``, ``x.device`` of an ``x`` that may hold a CPU tensor)?"""
     if _cpu_literal(v):
         return True
+    if reach is not None and isinstance(v, ast.Attribute) and v.attr == "device":
+        return bool(reach(v.value))
     return isinstance(v, ast.Call) and any(_cpu_literal(a) for a in [*v.args, *(k.value for k in v.keywords)])
 
 
-
-def _seed_kind(expr: ast.AST, names: Set[str], pinned_names: FrozenSet[str]) -> Optional[str]:
+def _seed_kind(
+    expr: ast.AST, names: Set[str], pinned_names: FrozenSet[str], bound: "Optional[Dict[str, Reach]]" = None
+) -> Optional[str]:
     """What a call makes, as far as a finding goes: ``"pageable"`` for a call
     spelled like a source (a finding by itself), ``"pinned"`` for pinned memory
     or a CPU tensor that is not a finding by itself (``.pin_memory()``, a
@@ -297,7 +301,7 @@ def _seed_kind(expr: ast.AST, names: Set[str], pinned_names: FrozenSet[str]) -> 
     if not (name in SOURCE_NAMES if isinstance(func, ast.Attribute) else name in names):
         return None
     for kw in expr.keywords:
-        if kw.arg == "device" and not _maybe_cpu_device(kw.value):
+        if kw.arg == "device" and not _maybe_cpu_device(kw.value, _reach_in(names, pinned_names, bound)):
             return None  # an accelerator (or unknown) device: never a CPU source
     for kw in expr.keywords:
         if kw.arg == "pin_memory" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):
@@ -306,6 +310,15 @@ def _seed_kind(expr: ast.AST, names: Set[str], pinned_names: FrozenSet[str]) -> 
 
 
 Reach = Set[Tuple[str, bool]]
+
+
+def _reach_in(
+    names: Set[str], pinned_names: FrozenSet[str], bound: "Optional[Dict[str, Reach]]"
+) -> "Optional[Callable[[ast.AST], Reach]]":
+    """``device=x.device`` puts a factory on the CPU when ``x`` is a CPU tensor."""
+    if bound is None:
+        return None
+    return lambda expr: _reach(expr, names, pinned_names, bound)
 
 
 def _reach(expr: ast.AST, names: Set[str], pinned_names: FrozenSet[str], bound: Dict[str, Reach]) -> Reach:
@@ -318,7 +331,7 @@ def _reach(expr: ast.AST, names: Set[str], pinned_names: FrozenSet[str], bound: 
     stack: List[Tuple[ast.AST, bool]] = [(expr, True)]
     while stack:
         node, plain = stack.pop()
-        kind = _seed_kind(node, names, pinned_names)
+        kind = _seed_kind(node, names, pinned_names, bound)
         if kind is not None:
             out.add((kind, plain))
         elif isinstance(node, ast.Name):

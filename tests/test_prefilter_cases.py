@@ -137,6 +137,19 @@ CASES = {
         "import torch\n\n\n@register(HOST := torch.zeros(4))\ndef setup():\n    return 1\n\n\n"
         "def f(dev):\n    return HOST.to(dev, non_blocking=True)\n"
     ),
+    "device_of_a_cpu_tensor": (
+        "import numpy as np\nimport torch\n\n\n"
+        "def f(a, n, dev):\n"
+        "    x = torch.from_numpy(a).pin_memory()\n"
+        "    pad = torch.full((n,), 0, device=x.device)\n"
+        "    return pad.to(dev, non_blocking=True)\n"
+    ),
+    "device_of_a_parameter": (
+        "import torch\n\n\n"
+        "def f(x, n, dev):\n"
+        "    pad = torch.full((n,), 0, device=x.device)\n"
+        "    return pad.to(dev, non_blocking=True)\n"
+    ),
     "strict_positional": (
         "import torch\n\n\n"
         "def f(a, dst, flag):\n"
@@ -153,7 +166,7 @@ CASES = {
 REPORTED = (
     "computed_cat", "computed_arith", "module_level", "in_lambda", "nested", "tabs", "backslash",
     "comment_before_true", "odd_strings", "decorated", "aliased", "module_values",
-    "aliased_blocks",
+    "aliased_blocks", "device_of_a_cpu_tensor",
 )
 
 
@@ -182,6 +195,12 @@ def test_sound_in_deep_mode(tmp_path: Path) -> None:
     _corpus(tmp_path)
     (tmp_path / "pyproject.toml").write_text("[tool.pinfix]\ndeep = true\n")
     assert _check(tmp_path, True) == _check(tmp_path, False)
+
+
+def test_device_of_a_name_counts_only_when_the_name_may_hold_a_cpu_tensor() -> None:
+    config = Config()
+    assert candidate_source(CASES["device_of_a_cpu_tensor"].encode(), config) is not None
+    assert candidate_source(CASES["device_of_a_parameter"].encode(), config) is None
 
 
 def test_settings_change_what_passes() -> None:
