@@ -115,6 +115,11 @@ class PageableCpuSource(LintRule):
     VALID = [
         Valid(_H + "def f(ids, dev):\n    return torch.tensor(ids, device=dev).to(dev, non_blocking=True)\n"),
         Valid(_H + "def f(x, n, dev):\n    return torch.full((n,), 0, device=x.device).to(dev, non_blocking=True)\n"),
+        # `part` may be 0-dim (an integer index): it would follow the other operand's device.
+        Valid(
+            _H + "def f(t, i, dev):\n    part = t.cpu()[i]\n"
+            "    return (part - torch.minimum(part, part)).to(dev, non_blocking=True)\n"
+        ),
         # The parameter may still be what reaches the copy.
         Valid(_H + "def f(x, c, dev):\n    if c:\n        x = x.cpu()\n    return x.to(dev, non_blocking=True)\n"),
         Valid(
@@ -173,6 +178,10 @@ class PageableCpuSource(LintRule):
             "    return x.to(dev, non_blocking=True)\n"
         ),
         Invalid(_H + "def f(x, dev):\n    x = x.cpu()\n    return x.to(dev, non_blocking=True)\n"),
+        Invalid(
+            _H + "def f(t, n, dev):\n    s = slice(0, n)\n    part = t.cpu()[s]\n"
+            "    return (part - torch.minimum(part, part)).to(dev, non_blocking=True)\n"
+        ),
         Invalid(
             _H + "def f(x, n, dev):\n    x = x.cpu()\n    pad = torch.full((n,), 0, device=x.device)\n"
             "    return pad.to(dev, non_blocking=True)\n"

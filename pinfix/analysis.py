@@ -643,7 +643,7 @@ class _ModuleAnalysis:
         while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS | CONVERSION_METHODS:
             expr = expr.func.value
         if isinstance(expr, cst.Subscript):
-            return all(not isinstance(el.slice, cst.Slice) for el in expr.slice)
+            return all(not self._is_slice(el) for el in expr.slice)
         if isinstance(expr, cst.Call):
             func = expr.func
             if isinstance(func, cst.Attribute) and func.attr.value in SCALAR_METHODS:
@@ -658,6 +658,18 @@ class _ModuleAnalysis:
         if isinstance(expr, cst.BinaryOperation):
             return self._maybe_scalar(expr.left) and self._maybe_scalar(expr.right)
         return True
+
+    def _is_slice(self, element: cst.SubscriptElement) -> bool:
+        """``x[a:b]``, or ``x[s]`` with ``s`` bound only to ``slice(...)``."""
+        if isinstance(element.slice, cst.Slice):
+            return True
+        index = element.slice.value if isinstance(element.slice, cst.Index) else None
+        if not isinstance(index, cst.Name):
+            return False
+        found = self._reaching_values(index) or []
+        return bool(found) and all(
+            isinstance(v, cst.Call) and "builtins.slice" in self.qualified_names(v.func) for _, v in found
+        )
 
     def _gathers(self, sub: cst.Subscript, depth: int) -> bool:
         """``x[idx]`` with a list display or a CPU tensor index: advanced
@@ -753,7 +765,9 @@ class _ModuleAnalysis:
         merged = _merge(traces)
         if merged is None:
             return None
-        where = self.step(found[0][0].node, f"bound to `{name.value}`")
+        # The binding of a way the finding reports (the computed one, when several).
+        ref = next(ref for (ref, _), t in zip(found, traces) if t.source is merged.source)
+        where = self.step(ref.node, f"bound to `{name.value}`")
         return replace(merged, steps=(*merged.steps, where))
 
     def _reaching_values(self, name: cst.Name) -> Optional[List[Tuple[Assignment, Optional[cst.BaseExpression]]]]:
@@ -777,6 +791,7 @@ class _ModuleAnalysis:
             if self.tree.before(name, ref.node) and not (use_loops & set(self._loops(ref.node))):
                 continue  # assigned later, and no loop brings it back to the use
             found.append((ref, value))
+        found.sort(key=lambda item: self.tree.start(item[0].node))  # referents come as a set
         out: List[Tuple[Assignment, Optional[cst.BaseExpression]]] = []
         for ref, value in self._not_overwritten(found, name):
             if value is None:

@@ -150,6 +150,10 @@ class TreeIndex:
             yield parent
             parent = self._parent.get(id(parent))
 
+    def start(self, node: cst.CSTNode) -> int:
+        """``node``'s place in the written order."""
+        return self._span[id(node)][0]
+
     def before(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
         """Whether ``a`` starts before ``b`` in the text (an enclosing node
         starts before what it holds)."""
