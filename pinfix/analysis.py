@@ -638,12 +638,20 @@ class _ModuleAnalysis:
             return None
         return self._computed(ARITHMETIC_SOURCE, expr, known[0][1], "computes a fresh tensor")
 
-    def _maybe_scalar(self, expr: cst.BaseExpression) -> bool:
+    def _maybe_scalar(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """Could ``expr`` be a 0-dim tensor (``x[i]``, ``x.sum()``, ``torch.tensor(n)``)?"""
+        if depth > _MAX_DEPTH:
+            return True
         while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS | CONVERSION_METHODS:
             expr = expr.func.value
         if isinstance(expr, cst.Subscript):
-            return all(not self._is_slice(el) for el in expr.slice)
+            element = self._element(expr)
+            if element is not None and self.resolver is not None:
+                # `a, b = f(...)`: what `f` puts in the tuple, not an indexing.
+                returned = self.resolver.returned_values(self, element[0], element[1])
+                if returned is not None:
+                    return any(mod._maybe_scalar(value, depth + 1) for mod, value in returned)
+            return all(not self._keeps_a_dim(el) for el in expr.slice)
         if isinstance(expr, cst.Call):
             func = expr.func
             if isinstance(func, cst.Attribute) and func.attr.value in SCALAR_METHODS:
@@ -654,16 +662,19 @@ class _ModuleAnalysis:
             return False
         if isinstance(expr, cst.Name):
             found = self._reaching_values(expr)
-            return not found or any(v is None or self._maybe_scalar(v) for _, v in found)
+            return not found or any(v is None or self._maybe_scalar(v, depth + 1) for _, v in found)
         if isinstance(expr, cst.BinaryOperation):
-            return self._maybe_scalar(expr.left) and self._maybe_scalar(expr.right)
+            return self._maybe_scalar(expr.left, depth + 1) and self._maybe_scalar(expr.right, depth + 1)
         return True
 
-    def _is_slice(self, element: cst.SubscriptElement) -> bool:
-        """``x[a:b]``, or ``x[s]`` with ``s`` bound only to ``slice(...)``."""
+    def _keeps_a_dim(self, element: cst.SubscriptElement) -> bool:
+        """``x[a:b]``, ``x[s]`` with ``s`` bound only to ``slice(...)``, or a
+        boolean mask ``x[x != -1]``: the result keeps a dimension."""
         if isinstance(element.slice, cst.Slice):
             return True
         index = element.slice.value if isinstance(element.slice, cst.Index) else None
+        if isinstance(index, cst.Comparison):
+            return not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in index.comparisons)
         if not isinstance(index, cst.Name):
             return False
         found = self._reaching_values(index) or []

@@ -466,3 +466,35 @@ def test_long_rebinding_chain_through_a_tuple_return(tmp_path):
     )
     pkg = project(tmp_path, {"main.py": body})
     assert lines(deep([pkg / "main.py"])) == [(19, "PIN002")]
+
+
+_ROPE = HEADER + (
+    "class A:\n"
+    "    def win(self, n):\n"
+    "        index = torch.arange(n)\n"
+    "        return {item}, n\n\n"
+    "    def go(self, grid, dev):\n"
+    "        parts: list = []\n"
+    "        offset = 0\n"
+    "        for t in grid:\n"
+    "            (\n"
+    "                wi,\n"
+    "                _,\n"
+    "            ) = self.win(t)\n"
+    "            parts.append(wi + offset)\n"
+    "            offset += t\n"
+    "        parts = torch.cat(parts)\n"
+    "        return parts.to(dev, non_blocking=True)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "item, expected",
+    [
+        ("index[index != -1]", [(20, "PIN002")]),  # a mask keeps a dimension: the sum stays on the CPU
+        ("index.sum()", []),  # 0-dim: `wi + offset` follows the device of `offset`, which pinfix cannot see
+    ],
+)
+def test_tuple_item_is_read_for_its_dimensions(tmp_path, item, expected):
+    pkg = project(tmp_path, {"main.py": _ROPE.format(item=item)})
+    assert lines(deep([pkg / "main.py"])) == expected

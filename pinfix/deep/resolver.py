@@ -451,6 +451,25 @@ class ProjectResolver:
         use = analysis.step(call, what)
         return replace(summary, steps=(*summary.steps, use), via=summary.via or use)
 
+    def returned_values(
+        self, analysis: "_ModuleAnalysis", call: cst.Call, element: Optional[int] = None
+    ) -> Optional[List[Tuple["_ModuleAnalysis", cst.BaseExpression]]]:
+        """What every return of the function ``call`` calls hands back (item
+        ``element`` of the tuple it builds), in the view that holds its body."""
+        target = self.definition(analysis, call.func, 0)
+        if target is None or not isinstance(target[1], cst.FunctionDef):
+            return None
+        mod, func = self._with_body(*target)  # type: ignore[arg-type]
+        returned = _returns(func)
+        if not returned:
+            return None
+        if element is not None:
+            items = [_item(value, element) for value in returned]
+            if any(value is None for value in items):
+                return None
+            returned = items  # type: ignore[assignment]
+        return [(mod, value) for value in returned]
+
     def _summarise(
         self, mod: "_ModuleAnalysis", func: cst.FunctionDef, depth: int, element: Optional[int] = None, elements: bool = False
     ) -> Optional["_Trace"]:
