@@ -498,3 +498,20 @@ _ROPE = HEADER + (
 def test_tuple_item_is_read_for_its_dimensions(tmp_path, item, expected):
     pkg = project(tmp_path, {"main.py": _ROPE.format(item=item)})
     assert lines(deep([pkg / "main.py"])) == expected
+
+
+def test_tuple_item_through_a_delegating_method(tmp_path):
+    # vLLM 0.28.0 qwen3_vl: `self.get_positions(...)[0]`, which returns `self._impl(...)`.
+    body = HEADER + (
+        "import numpy as np\n\n\n"
+        "class A:\n"
+        "    def positions(self, ids):\n"
+        "        return self._impl(ids)\n\n"
+        "    @staticmethod\n"
+        "    def _impl(ids):\n"
+        "        return torch.from_numpy(np.asarray(ids)), len(ids)\n\n"
+        "    def go(self, ids, dev):\n"
+        "        return self.positions(ids)[0].to(dev, non_blocking=True)\n"
+    )
+    pkg = project(tmp_path, {"main.py": body})
+    assert lines(deep([pkg / "main.py"])) == [(16, "PIN001")]

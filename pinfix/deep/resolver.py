@@ -452,7 +452,7 @@ class ProjectResolver:
         return replace(summary, steps=(*summary.steps, use), via=summary.via or use)
 
     def returned_values(
-        self, analysis: "_ModuleAnalysis", call: cst.Call, element: Optional[int] = None
+        self, analysis: "_ModuleAnalysis", call: cst.Call, element: Optional[int] = None, depth: int = 0
     ) -> Optional[List[Tuple["_ModuleAnalysis", cst.BaseExpression]]]:
         """What every return of the function ``call`` calls hands back (item
         ``element`` of the tuple it builds), in the view that holds its body."""
@@ -463,12 +463,21 @@ class ProjectResolver:
         returned = _returns(func)
         if not returned:
             return None
-        if element is not None:
-            items = [_item(value, element) for value in returned]
-            if any(value is None for value in items):
+        if element is None:
+            return [(mod, value) for value in returned]
+        out: List[Tuple["_ModuleAnalysis", cst.BaseExpression]] = []
+        for value in returned:
+            item = _item(value, element)
+            if item is None and isinstance(value, cst.Call) and depth < _MAX_CHAIN:
+                delegated = self.returned_values(mod, value, element, depth + 1)  # `return self._impl(...)`
+                if delegated is None:
+                    return None
+                out += delegated
+            elif item is None:
                 return None
-            returned = items  # type: ignore[assignment]
-        return [(mod, value) for value in returned]
+            else:
+                out.append((mod, item))
+        return out
 
     def _summarise(
         self, mod: "_ModuleAnalysis", func: cst.FunctionDef, depth: int, element: Optional[int] = None, elements: bool = False
@@ -487,12 +496,17 @@ class ProjectResolver:
             first = found[0]
             assert first is not None
             return replace(first, steps=(*first.steps, mod.step(returned[0], f"returned by `{func.name.value}` in a list")))
-        if element is not None:
-            returned = [_item(value, element) for value in returned]  # type: ignore[misc]
-            if any(value is None for value in returned):
-                return None  # some return is no tuple display: `[i]` indexes a tensor
         traces = []
         for value in returned:
+            if element is not None:
+                item = _item(value, element)
+                if item is None and isinstance(value, cst.Call):
+                    # `return self._impl(...)`: item `element` of what it returns.
+                    traces.append(self.call(mod, value, depth + 1, element=element))
+                    continue
+                if item is None:
+                    return None  # some return is no tuple display: `[i]` indexes a tensor
+                value = item
             inner = mod.trace(value, depth + 1)
             if inner is not None:
                 inner = replace(inner, steps=(*inner.steps, mod.step(value, f"returned by `{func.name.value}`")))
