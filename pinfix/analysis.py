@@ -1361,17 +1361,25 @@ def _imported_qualified_name(assignment: ImportAssignment) -> Optional[str]:
 _MISSING = object()
 
 
-def metadata_on_demand(module: cst.Module) -> GetMetadata:
+def metadata_on_demand(module: cst.Module, tolerant: bool = False) -> GetMetadata:
     """A ``get_metadata`` for ``module`` that resolves each provider the first
     time it is asked: a file whose copies all turn out pinned, or whose sources
-    are not names, never pays for positions or scopes."""
+    are not names, never pays for positions or scopes. ``tolerant`` (another
+    module, read by deep mode): a provider that fails answers nothing, so what
+    depends on it stays unknown."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     tables: Dict[Any, Any] = {}
 
     def get_metadata(provider: Any, node: cst.CSTNode, default: Any = _MISSING) -> Any:
         table = tables.get(provider)
         if table is None:
-            table = tables[provider] = wrapper.resolve(provider)
+            try:
+                table = wrapper.resolve(provider)
+            except Exception:
+                if not tolerant:
+                    raise
+                table = {}
+            tables[provider] = table
         if default is _MISSING:
             return table[node]
         return table.get(node, default)

@@ -515,3 +515,25 @@ def test_tuple_item_through_a_delegating_method(tmp_path):
     )
     pkg = project(tmp_path, {"main.py": body})
     assert lines(deep([pkg / "main.py"])) == [(16, "PIN001")]
+
+
+def test_dependency_whose_scopes_fail_stays_unknown(tmp_path, monkeypatch):
+    # A LibCST metadata failure in another module must not become an internal error here.
+    from libcst.metadata import MetadataWrapper, ScopeProvider
+
+    real = MetadataWrapper.resolve
+
+    def resolve(self, provider):  # type: ignore[no-untyped-def]
+        if provider is ScopeProvider and "FAILS_HERE" in self.module.code:
+            raise RuntimeError("metadata failed")
+        return real(self, provider)
+
+    monkeypatch.setattr(MetadataWrapper, "resolve", resolve)
+    pkg = project(
+        tmp_path,
+        {
+            "helpers.py": HEADER + "# FAILS_HERE\nfrom numpy import asarray\n\n\ndef make(n):\n    x = torch.arange(n)\n    return x\n",
+            "main.py": "from pkg.helpers import make\n\n\ndef f(n, dev):\n    return make(n).to(dev, non_blocking=True)\n",
+        },
+    )
+    assert check([pkg / "main.py"], "--deep") == (0, [])

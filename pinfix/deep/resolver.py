@@ -138,7 +138,7 @@ class ProjectResolver:
             return None
 
         analysis = _ModuleAnalysis(
-            module, metadata_on_demand(module), self.config, path, resolver=self, evidence_path=_display(path), source=code
+            module, metadata_on_demand(module, tolerant=True), self.config, path, resolver=self, evidence_path=_display(path), source=code
         )
         self._defs[id(analysis)] = {analysis.def_line(node): node for node in analysis.tree.definitions}
         return analysis
