@@ -297,6 +297,43 @@ CASES = {
         "    def go(self, n, dev):\n        return torch.cat(self.parts(n, dev)).to(dev, non_blocking=True)\n",
         [],
     ),
+    # vLLM 0.28.0 qwen2_5_vl `get_window_index_thw`: a factory rebound four times,
+    # gathered with a mask, returned in a tuple and unpacked by the caller.
+    "long_rebinding_chain_through_a_tuple_return": (
+        {},
+        HEADER + (
+        "import torch.nn.functional as F\n\n\n"
+        "class A:\n"
+        "    def win(self, t, h, w):\n"
+        "        index = torch.arange(t * h * w).reshape(t, h, w)\n"
+        "        padded = F.pad(index, (0, 1, 0, 1), 'constant', -100)\n"
+        "        padded = padded.reshape(t, 2, 2, 2, 2)\n"
+        "        padded = padded.permute(0, 1, 3, 2, 4).reshape(t, 4, 2, 2)\n"
+        "        padded = padded.reshape(-1)\n"
+        "        kept = padded[padded != -100]\n"
+        "        return kept, index\n\n"
+        "    def rope(self, t, h, w, dev):\n"
+        "        kept, _ = self.win(t, h, w)\n"
+        "        return kept.to(dev, non_blocking=True)\n"
+        ),
+        [19],
+    ),
+    # vLLM 0.28.0 qwen3_vl: `self.get_positions(...)[0]`, which returns `self._impl(...)`.
+    "tuple_item_through_a_delegating_method": (
+        {},
+        HEADER + (
+        "import numpy as np\n\n\n"
+        "class A:\n"
+        "    def positions(self, ids):\n"
+        "        return self._impl(ids)\n\n"
+        "    @staticmethod\n"
+        "    def _impl(ids):\n"
+        "        return torch.from_numpy(np.asarray(ids)), len(ids)\n\n"
+        "    def go(self, ids, dev):\n"
+        "        return self.positions(ids)[0].to(dev, non_blocking=True)\n"
+        ),
+        [16],
+    ),
     "self_reassigned_from_itself": (
         {},
         HEADER + "class A:\n    def __init__(self):\n        self.buf = self.buf[1:]\n\n"
@@ -446,28 +483,6 @@ def test_unknown_note_says_what_stopped_it(tmp_path, body, why):
     assert why in found[0]["message"]
 
 
-def test_long_rebinding_chain_through_a_tuple_return(tmp_path):
-    # vLLM 0.28.0 qwen2_5_vl `get_window_index_thw`: a factory rebound four times,
-    # gathered with a mask, returned in a tuple and unpacked by the caller.
-    body = HEADER + (
-        "import torch.nn.functional as F\n\n\n"
-        "class A:\n"
-        "    def win(self, t, h, w):\n"
-        "        index = torch.arange(t * h * w).reshape(t, h, w)\n"
-        "        padded = F.pad(index, (0, 1, 0, 1), 'constant', -100)\n"
-        "        padded = padded.reshape(t, 2, 2, 2, 2)\n"
-        "        padded = padded.permute(0, 1, 3, 2, 4).reshape(t, 4, 2, 2)\n"
-        "        padded = padded.reshape(-1)\n"
-        "        kept = padded[padded != -100]\n"
-        "        return kept, index\n\n"
-        "    def rope(self, t, h, w, dev):\n"
-        "        kept, _ = self.win(t, h, w)\n"
-        "        return kept.to(dev, non_blocking=True)\n"
-    )
-    pkg = project(tmp_path, {"main.py": body})
-    assert lines(deep([pkg / "main.py"])) == [(19, "PIN002")]
-
-
 _ROPE = HEADER + (
     "class A:\n"
     "    def win(self, n):\n"
@@ -498,23 +513,6 @@ _ROPE = HEADER + (
 def test_tuple_item_is_read_for_its_dimensions(tmp_path, item, expected):
     pkg = project(tmp_path, {"main.py": _ROPE.format(item=item)})
     assert lines(deep([pkg / "main.py"])) == expected
-
-
-def test_tuple_item_through_a_delegating_method(tmp_path):
-    # vLLM 0.28.0 qwen3_vl: `self.get_positions(...)[0]`, which returns `self._impl(...)`.
-    body = HEADER + (
-        "import numpy as np\n\n\n"
-        "class A:\n"
-        "    def positions(self, ids):\n"
-        "        return self._impl(ids)\n\n"
-        "    @staticmethod\n"
-        "    def _impl(ids):\n"
-        "        return torch.from_numpy(np.asarray(ids)), len(ids)\n\n"
-        "    def go(self, ids, dev):\n"
-        "        return self.positions(ids)[0].to(dev, non_blocking=True)\n"
-    )
-    pkg = project(tmp_path, {"main.py": body})
-    assert lines(deep([pkg / "main.py"])) == [(16, "PIN001")]
 
 
 def test_dependency_whose_scopes_fail_stays_unknown(tmp_path, monkeypatch):
