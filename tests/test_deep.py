@@ -3,6 +3,7 @@ imports and base classes, across files; evidence chains in the outputs."""
 
 import io
 import json
+import os
 import textwrap
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -535,3 +536,19 @@ def test_dependency_whose_scopes_fail_stays_unknown(tmp_path, monkeypatch):
         },
     )
     assert check([pkg / "main.py"], "--deep") == (0, [])
+
+
+def test_evidence_outside_the_working_directory_is_named_whole(tmp_path, monkeypatch):
+    pkg = project(tmp_path, {"helpers.py": HELPERS, "runner.py": RUNNER})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    found = [f for f in deep([pkg / "runner.py"]) if f["line"] == 14]
+    origin = found[0]["evidence"][0]["path"]
+    assert origin == str((pkg / "helpers.py").resolve())
+    inside = tmp_path / "inside"
+    inside.mkdir()
+    pkg = project(inside, {"helpers.py": HELPERS, "runner.py": RUNNER})
+    monkeypatch.chdir(inside)
+    found = [f for f in deep([pkg / "runner.py"]) if f["line"] == 14]
+    assert found[0]["evidence"][0]["path"] == os.path.join("pkg", "helpers.py")

@@ -56,10 +56,13 @@ def _join(traces: Sequence[Optional["_Trace"]]) -> Optional["_Trace"]:
 
 
 def _display(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it, else whole
+    (``../../x`` would say less than ``/tmp/x``)."""
     try:
-        return os.path.relpath(path)
+        relative = os.path.relpath(path)
     except ValueError:  # another drive (Windows)
         return str(path)
+    return str(path) if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
 
 
 def _first_param(func: cst.FunctionDef) -> Optional[str]:
