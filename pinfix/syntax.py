@@ -109,27 +109,21 @@ def walk(node: cst.CSTNode, prune: Tuple[type, ...] = ()) -> Iterator[cst.CSTNod
 
 
 class TreeIndex:
-    """Parents, written order and calls of one module, from one walk."""
+    """Parents, written order, calls and defs of one module, from one walk."""
 
     def __init__(self, module: cst.Module):
         self.module = module
         self._parent: Dict[int, cst.CSTNode] = {}
-        #: id -> (index of the node, index of the last node inside it)
-        self._span: Dict[int, Tuple[int, int]] = {}
+        #: id -> the node's place in the written order
+        self._order: Dict[int, int] = {}
         self.calls: List[cst.Call] = []
         #: Every ``def`` and ``class``, in the order written.
         self.definitions: List["cst.FunctionDef | cst.ClassDef"] = []
-        parent, span, calls, definitions = self._parent, self._span, self.calls, self.definitions
-        index = 0
-        # (node, its parent) to enter, or (node, None) marking the end of a node.
-        stack: List[Tuple[cst.CSTNode, Optional[cst.CSTNode], bool]] = [(module, None, True)]
+        parent, order, calls, definitions = self._parent, self._order, self.calls, self.definitions
+        stack: List[Tuple[cst.CSTNode, Optional[cst.CSTNode]]] = [(module, None)]  # (node, its parent)
         while stack:
-            node, up, entering = stack.pop()
-            if not entering:
-                span[id(node)] = (span[id(node)][0], index - 1)
-                continue
-            span[id(node)] = (index, index)
-            index += 1
+            node, up = stack.pop()
+            order[id(node)] = len(order)
             if up is not None:
                 parent[id(node)] = up
             kind = type(node)
@@ -137,8 +131,7 @@ class TreeIndex:
                 calls.append(node)  # type: ignore[arg-type]
             elif kind is cst.FunctionDef or kind is cst.ClassDef:
                 definitions.append(node)  # type: ignore[arg-type]
-            stack.append((node, None, False))
-            stack.extend((child, node, True) for child in reversed(list(children(node))))
+            stack.extend((child, node) for child in reversed(list(children(node))))
         self._comments: Optional[List[cst.Comment]] = None
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
@@ -152,21 +145,12 @@ class TreeIndex:
 
     def start(self, node: cst.CSTNode) -> int:
         """``node``'s place in the written order."""
-        return self._span[id(node)][0]
+        return self._order[id(node)]
 
     def before(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
         """Whether ``a`` starts before ``b`` in the text (an enclosing node
         starts before what it holds)."""
-        return self._span[id(a)][0] < self._span[id(b)][0]
-
-    def after_end(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
-        """Whether ``a`` starts after all of ``b``."""
-        return self._span[id(a)][0] > self._span[id(b)][1]
-
-    def inside(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
-        """Whether ``a`` is ``b`` or is held by it."""
-        start, end = self._span[id(b)]
-        return start <= self._span[id(a)][0] <= end
+        return self._order[id(a)] < self._order[id(b)]
 
     def comments(self) -> List[cst.Comment]:
         """Every comment of the module (made only when a finding needs its
