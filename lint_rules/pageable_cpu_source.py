@@ -37,7 +37,8 @@ class PageableCpuSource(LintRule):
     The source may be the copy's argument or reach it through local names, dense slices and
     views (``x[:n]``, ``x[i, :k]``, ``.view``, ``.reshape``, ``.t()``...) and CPU conversions
     (``.long()``, ``.to(torch.int32)``, ``.contiguous()``...); anything pinfix cannot see
-    through (a parameter, an attribute, an unknown call) stops the search. A plain assignment
+    through (a parameter, an attribute, an unknown call) stops the search. ``x += ...`` works
+    in place (``xs += [t]`` extends a list pinfix reads). A plain assignment
     in the function's body overwrites a parameter (``x = x.cpu()``). When a name may hold
     tensors made in different ways, all pageable, it is reported as the computed one, without
     a fix (``x = torch.from_numpy(a)``, then in a branch ``x = torch.cat((x, pad))``).
@@ -120,6 +121,11 @@ class PageableCpuSource(LintRule):
             _H + "def f(t, i, dev):\n    part = t.cpu()[i]\n"
             "    return (part - torch.minimum(part, part)).to(dev, non_blocking=True)\n"
         ),
+        # `x += 1` in place keeps pinned memory pinned.
+        Valid(
+            _H + "def f(n, dev):\n    x = torch.zeros(n, pin_memory=True)\n    x += 1\n"
+            "    return x.to(dev, non_blocking=True)\n"
+        ),
         # The parameter may still be what reaches the copy.
         Valid(_H + "def f(x, c, dev):\n    if c:\n        x = x.cpu()\n    return x.to(dev, non_blocking=True)\n"),
         Valid(
@@ -178,6 +184,9 @@ class PageableCpuSource(LintRule):
             "    return x.to(dev, non_blocking=True)\n"
         ),
         Invalid(_H + "def f(x, dev):\n    x = x.cpu()\n    return x.to(dev, non_blocking=True)\n"),
+        # In place: `x += 1` keeps x's (pageable) memory; `xs += [t]` extends the list.
+        Invalid(_H + "def f(n, dev):\n    x = torch.zeros(n)\n    x += 1\n    return x.to(dev, non_blocking=True)\n"),
+        Invalid(_H + "def f(dev):\n    xs = []\n    xs += [torch.zeros(4)]\n    return torch.cat(xs).to(dev, non_blocking=True)\n"),
         Invalid(
             _H + "def f(t, n, dev):\n    s = slice(0, n)\n    part = t.cpu()[s]\n"
             "    return (part - torch.minimum(part, part)).to(dev, non_blocking=True)\n"

@@ -596,6 +596,10 @@ class _ModuleAnalysis:
             if not isinstance(value, (cst.List, cst.Tuple)):
                 return []
             out += self._sequence_elements(value)
+            for grown in self._extensions(ref):
+                if not isinstance(grown, (cst.List, cst.Tuple)):
+                    return []  # `xs += other`: items pinfix does not list
+                out += self._sequence_elements(grown)
             for access in ref.references:
                 call = self.parent(self.parent(access.node) or access.node)
                 func = self.parent(access.node)
@@ -796,6 +800,8 @@ class _ModuleAnalysis:
         for ref in access.referents:
             if not isinstance(ref, Assignment) or isinstance(ref, ImportAssignment) or ref.scope is not home:
                 return None  # a parameter, a global, an import: we cannot see through it
+            if self._in_place(ref):
+                continue  # `x += 1` changes x's own memory; `xs += [t]` is read by _sequence_elements
             value = self._assigned_value(ref)
             if value is not None and any(a is value for a in self.ancestors(name)):
                 continue  # `x = f(x)`: this binding runs after the use it holds
@@ -840,6 +846,26 @@ class _ModuleAnalysis:
                 continue
             kept.append((ref, value))
         return kept
+
+    def _extensions(self, ref: Assignment) -> List[cst.BaseExpression]:
+        """What ``xs += ...`` adds to the list ``ref`` binds, in its scope."""
+        name = ref.node
+        if not isinstance(name, cst.Name) or ref.scope is None:
+            return []
+        return [
+            aug.value
+            for other in ref.scope.assignments[name.value]
+            if isinstance(other, Assignment)
+            and self._in_place(other)
+            and isinstance((aug := self.parent(other.node)), cst.AugAssign)
+            and isinstance(aug.operator, cst.AddAssign)
+        ]
+
+    def _in_place(self, ref: Assignment) -> bool:
+        """``x += ...``: in place for a tensor or a list (a number it would rebind,
+        but a number was never followed to begin with)."""
+        parent = self.parent(ref.node)
+        return isinstance(parent, cst.AugAssign) and parent.target is ref.node
 
     def _assigned_value(self, ref: Assignment) -> Optional[cst.BaseExpression]:
         """The value bound by ``name = value`` / ``name: T = value`` (for
@@ -1205,7 +1231,7 @@ class _ModuleAnalysis:
             return "is a parameter"
         if not referents or any(r.scope is not _home_scope(scope) for r in referents):  # type: ignore[arg-type]
             return "comes from outside the function"
-        return "is bound in a way pinfix does not follow (unpacking, `+=`, a loop or a `with`)"
+        return "is bound in a way pinfix does not follow (unpacking, a loop or a `with`)"
 
     def _pin_memory_safety(self, trace: _Trace, sink_call: cst.Call) -> Tuple[Optional[str], Optional[str]]:
         if trace.explicit_pageable:
