@@ -54,7 +54,18 @@ from .patterns import (
     PageableSource,
 )
 from .suppression import Suppressions
-from .syntax import TreeIndex, definition_lines, is_name, walk
+from .syntax import (
+    TreeIndex,
+    code_of,
+    definition_lines,
+    is_name,
+    keyword_arg,
+    literal_bool,
+    positional_args,
+    short,
+    string_value,
+    walk,
+)
 
 if TYPE_CHECKING:
     from .deep.resolver import ProjectResolver
@@ -197,43 +208,6 @@ class _Origin:
     trace: Optional[_Trace] = None
 
 
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
-
-
-def _positional(call: cst.Call) -> List[cst.Arg]:
-    return [a for a in call.args if a.keyword is None and not a.star]
-
-
-def _keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == name:
-            return a
-    return None
-
-
-def _literal_bool(expr: cst.BaseExpression) -> Optional[bool]:
-    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
-        return expr.value == "True"
-    return None
-
-
-def _string_value(expr: cst.BaseExpression) -> Optional[str]:
-    if isinstance(expr, cst.SimpleString):
-        try:
-            value = expr.evaluated_value
-        except Exception:  # a malformed literal is simply not a device string
-            return None
-        return value if isinstance(value, str) else None
-    return None
-
-
-def _short(node: cst.CSTNode, limit: int = 60) -> str:
-    """The node's code on one line, cut to ``limit`` characters."""
-    text = " ".join(_code(node).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 class _ModuleAnalysis:
     def __init__(
         self,
@@ -278,10 +252,6 @@ class _ModuleAnalysis:
             if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
         }
 
-    @staticmethod
-    def _code_of(node: cst.CSTNode) -> str:
-        return _code(node)
-
     def pos(self, node: cst.CSTNode):
         return self.md(PositionProvider, node)
 
@@ -321,20 +291,20 @@ class _ModuleAnalysis:
                 return None
             receiver, args = args[0].value, args[1:]
         call_view = call.with_changes(args=args)
-        positional = _positional(call_view)
-        if any(a.star for a in args) and _keyword(call_view, NON_BLOCKING_KEYWORD) is None:
+        positional = positional_args(call_view)
+        if any(a.star for a in args) and keyword_arg(call_view, NON_BLOCKING_KEYWORD) is None:
             return None  # *args / **kwargs could hold anything
 
         if spec.source == "receiver":
             source = receiver
         else:
-            src_arg = positional[0] if positional else _keyword(call_view, spec.source_keyword or "")
+            src_arg = positional[0] if positional else keyword_arg(call_view, spec.source_keyword or "")
             if src_arg is None:
                 return None
             source = src_arg.value
 
         nb_node: Optional[cst.BaseExpression] = None
-        kw = _keyword(call_view, NON_BLOCKING_KEYWORD)
+        kw = keyword_arg(call_view, NON_BLOCKING_KEYWORD)
         if kw is not None:
             nb_node = kw.value
         elif spec.method == "to":
@@ -345,7 +315,7 @@ class _ModuleAnalysis:
                     nb_node = positional[index].value
         if nb_node is None:
             return None
-        value = _literal_bool(nb_node)
+        value = literal_bool(nb_node)
         if value is False:
             return None
         if spec.method == "to" and not self._to_moves_to_device(call_view, positional):
@@ -356,28 +326,28 @@ class _ModuleAnalysis:
         # to(device, dtype, non_blocking) or to(dtype|other, non_blocking): a literal
         # bool in slot 1 or 2 can only be non_blocking.
         for index in (2, 1):
-            if index < len(positional) and _literal_bool(positional[index].value) is not None:
+            if index < len(positional) and literal_bool(positional[index].value) is not None:
                 return positional[index].value
         return None
 
     def _is_dtype(self, expr: cst.BaseExpression) -> bool:
         return bool(self.qualified_names(expr) & TORCH_DTYPES)
 
-    def _is_plainly_cpu(self, expr: cst.BaseExpression) -> bool:
-        text = _string_value(expr)
+    def is_plainly_cpu(self, expr: cst.BaseExpression) -> bool:
+        text = string_value(expr)
         if text is not None:
             return text.split(":", 1)[0].strip() in CPU_DEVICE_STRINGS
         if isinstance(expr, cst.Call) and "torch.device" in self.qualified_names(expr.func):
-            first = _positional(expr) or [a for a in expr.args if a.keyword and a.keyword.value == "type"]
-            return bool(first) and self._is_plainly_cpu(first[0].value)
+            first = positional_args(expr) or [a for a in expr.args if a.keyword and a.keyword.value == "type"]
+            return bool(first) and self.is_plainly_cpu(first[0].value)
         return False
 
     @staticmethod
     def _to_device(call: cst.Call, positional: Sequence[cst.Arg]) -> Optional[cst.BaseExpression]:
         """What a ``.to(...)`` names first: a device or a dtype (``None``:
         ``.to(dtype=...)``, ``.to(non_blocking=True)``)."""
-        device = _keyword(call, "device")
-        if device is None and positional and _literal_bool(positional[0].value) is None:
+        device = keyword_arg(call, "device")
+        if device is None and positional and literal_bool(positional[0].value) is None:
             device = positional[0]
         return device.value if device is not None else None
 
@@ -396,7 +366,7 @@ class _ModuleAnalysis:
             return False  # .to(dtype=...) or .to(non_blocking=True): no transfer
         if self._is_dtype(device):
             return False  # .to(torch.float16, True) converts in place
-        return not self._is_plainly_cpu(device)
+        return not self.is_plainly_cpu(device)
 
     # --- sources ----------------------------------------------------------
 
@@ -449,13 +419,13 @@ class _ModuleAnalysis:
                 return None
             kind = _subscript_kind(expr)
             if kind == "gapped":
-                step = self.step(expr, f"`{_short(expr)}` is a gapped view")
-                return replace(inner, gapped=inner.gapped or _code(expr), steps=(*inner.steps, step))
+                step = self.step(expr, f"`{short(expr)}` is a gapped view")
+                return replace(inner, gapped=inner.gapped or code_of(expr), steps=(*inner.steps, step))
             if kind == "unknown":
                 if self._gathers(expr, depth):
                     return self._computed(GATHER_SOURCE, expr, inner, "gathers (advanced indexing)")
                 # Maybe advanced indexing: a fresh (pageable) gather, or a view.
-                return None if inner.pinned else replace(inner, converted=inner.converted or _code(expr))
+                return None if inner.pinned else replace(inner, converted=inner.converted or code_of(expr))
             return inner
         if isinstance(expr, cst.Name):
             return self._trace_name(expr, depth) or self._cpu_by_name(expr, expr.value)
@@ -490,31 +460,31 @@ class _ModuleAnalysis:
         method = func.attr.value
         if method in PINNING_METHODS:
             return self._pinned(expr, "pins it")
-        if method in PAGEABLE_METHOD_SOURCES and not _positional(expr):
-            step = self.step(expr, f"`{_short(expr)}` makes a pageable CPU tensor")
+        if method in PAGEABLE_METHOD_SOURCES and not positional_args(expr):
+            step = self.step(expr, f"`{short(expr)}` makes a pageable CPU tensor")
             return _Trace(pinned=False, source=PAGEABLE_METHOD_SOURCES[method], calls=(expr,), steps=(step,), made=step)
         if method in VIEW_METHODS:
             return self.trace(func.value, depth + 1)
         if method in MAYBE_GAPPED_VIEW_METHODS:
             inner = self.trace(func.value, depth + 1)
-            args = _positional(expr)
+            args = positional_args(expr)
             dense = method == "narrow" and bool(args) and isinstance(args[0].value, cst.Integer) and args[0].value.value == "0"
             if inner is None or not inner.pinned or dense:
                 return inner
-            step = self.step(expr, f"`{_short(expr)}` may be a non-dense view")
-            return replace(inner, gapped=inner.gapped or _code(expr), steps=(*inner.steps, step))
+            step = self.step(expr, f"`{short(expr)}` may be a non-dense view")
+            return replace(inner, gapped=inner.gapped or code_of(expr), steps=(*inner.steps, step))
         if method in COMPUTED_METHODS:
             inner = self.trace(func.value, depth + 1)
             return None if inner is None else self._computed(COMPUTED_METHODS[method], expr, inner, "computes a fresh tensor")
         if method in CONVERSION_METHODS:
-            moves = method == "to" and self._to_moves_to_device(expr, _positional(expr))
+            moves = method == "to" and self._to_moves_to_device(expr, positional_args(expr))
             if moves:
                 return None
             inner = self.trace(func.value, depth + 1)
             if inner is None:
                 if method == "to" and self._to_plainly_cpu(expr):
                     # `x.to("cpu")`: a CPU tensor, pinned only if `x` was.
-                    return _Trace(pinned=False, source=None, steps=(self.step(expr, f"`{_short(expr)}` is on the CPU"),))
+                    return _Trace(pinned=False, source=None, steps=(self.step(expr, f"`{short(expr)}` is on the CPU"),))
                 return None
             if method == "contiguous" and inner.gapped:
                 return self._computed(CONTIGUOUS_SOURCE, expr, inner, "copies the gapped view into a fresh tensor")
@@ -525,7 +495,7 @@ class _ModuleAnalysis:
 
     def _pinned(self, node: cst.CSTNode, what: str) -> _Trace:
         """Pinned memory, made at ``node`` (``what`` says how, for the evidence)."""
-        return _Trace(pinned=True, source=None, steps=(self.step(node, f"`{_short(node)}` {what}"),))
+        return _Trace(pinned=True, source=None, steps=(self.step(node, f"`{short(node)}` {what}"),))
 
     def _cpu_by_name(self, node: cst.BaseExpression, name: str) -> Optional[_Trace]:
         """A tensor the project's naming convention puts on the CPU
@@ -534,20 +504,20 @@ class _ModuleAnalysis:
         dense pinned memory."""
         if not any(fnmatchcase(name, pattern) for pattern in self.config.cpu_tensor_names):
             return None
-        return _Trace(pinned=False, source=None, steps=(self.step(node, f"`{_short(node)}` is a CPU tensor by its name"),))
+        return _Trace(pinned=False, source=None, steps=(self.step(node, f"`{short(node)}` is a CPU tensor by its name"),))
 
     def _computed(self, source: PageableSource, expr: cst.BaseExpression, inner: _Trace, what: str) -> _Trace:
         """A fresh tensor computed on the CPU from ``inner``'s (CPU) tensor."""
-        step = self.step(expr, f"`{_short(expr)}` {what}: a fresh pageable CPU tensor")
+        step = self.step(expr, f"`{short(expr)}` {what}: a fresh pageable CPU tensor")
         calls = (expr,) if isinstance(expr, cst.Call) else ()
         # Made here: how its inputs arrived no longer matters to the finding.
         return _Trace(pinned=False, source=source, calls=calls, steps=(*inner.steps, step), made=step)
 
     def _computed_call(self, source: PageableSource, inputs: str, call: cst.Call, depth: int) -> Optional[_Trace]:
-        out = _keyword(call, "out")
+        out = keyword_arg(call, "out")
         if out is not None:
             return self.trace(out.value, depth + 1)  # the result is the `out=` tensor itself
-        args = _positional(call)
+        args = positional_args(call)
         if not args:
             return None
         first = args[0].value
@@ -573,7 +543,7 @@ class _ModuleAnalysis:
             return None
         call = sequence if isinstance(sequence, cst.Call) else None
         if isinstance(sequence, cst.Name):
-            values = self._reaching_values(sequence) or []
+            values = self.reaching_values(sequence) or []
             call = values[0][1] if len(values) == 1 and isinstance(values[0][1], cst.Call) else None  # type: ignore[assignment]
         return self.resolver.call(self, call, depth, elements=True) if call is not None else None
 
@@ -586,7 +556,7 @@ class _ModuleAnalysis:
             return [expr.elt]
         if not isinstance(expr, cst.Name):
             return []
-        found = self._reaching_values(expr)
+        found = self.reaching_values(expr)
         if not found:
             return []
         out: List[cst.BaseExpression] = []
@@ -661,11 +631,11 @@ class _ModuleAnalysis:
             if isinstance(func, cst.Attribute) and func.attr.value in SCALAR_METHODS:
                 return True
             if "torch.tensor" in self.qualified_names(func) or "torch.as_tensor" in self.qualified_names(func):
-                data = _positional(expr)
+                data = positional_args(expr)
                 return not data or not isinstance(data[0].value, (cst.List, cst.Tuple, cst.ListComp))
             return False
         if isinstance(expr, cst.Name):
-            found = self._reaching_values(expr)
+            found = self.reaching_values(expr)
             return not found or any(v is None or self._maybe_scalar(v, depth + 1) for _, v in found)
         if isinstance(expr, cst.BinaryOperation):
             return self._maybe_scalar(expr.left, depth + 1) and self._maybe_scalar(expr.right, depth + 1)
@@ -681,7 +651,7 @@ class _ModuleAnalysis:
             return not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in index.comparisons)
         if not isinstance(index, cst.Name):
             return False
-        found = self._reaching_values(index) or []
+        found = self.reaching_values(index) or []
         return bool(found) and all(
             isinstance(v, cst.Call) and "builtins.slice" in self.qualified_names(v.func) for _, v in found
         )
@@ -705,19 +675,19 @@ class _ModuleAnalysis:
         if isinstance(expr, cst.Call):
             return bool(self.qualified_names(expr.func) & NUMPY_ARRAY_FUNCTIONS)
         if isinstance(expr, cst.Name):
-            found = self._reaching_values(expr)
+            found = self.reaching_values(expr)
             return bool(found) and all(v is not None and isinstance(v, cst.Call) and self._numpy_array(v) for _, v in found)  # type: ignore[arg-type]
         return False
 
     def _to_plainly_cpu(self, call: cst.Call) -> bool:
-        device = self._to_device(call, _positional(call))
-        return device is not None and self._is_plainly_cpu(device)
+        device = self._to_device(call, positional_args(call))
+        return device is not None and self.is_plainly_cpu(device)
 
     def _source_trace(self, source: PageableSource, call: cst.Call, depth: int) -> Optional[_Trace]:
         if any(a.star for a in call.args):
             # `torch.zeros(*size, pin_memory=flag)`: *size cannot override a keyword.
-            pin = _keyword(call, "pin_memory")
-            if source.factory and pin is not None and _literal_bool(pin.value) is not False:
+            pin = keyword_arg(call, "pin_memory")
+            if source.factory and pin is not None and literal_bool(pin.value) is not False:
                 if not any(a.star == "**" for a in call.args):
                     return self._pinned(call, "is pinned")
             return None  # *args / **kwargs could carry device= or pin_memory=
@@ -725,31 +695,31 @@ class _ModuleAnalysis:
         if source.sized and _literally_empty(call, varargs=not source.qualified_name.endswith("full")):
             return None  # an empty tensor: its copy moves nothing and cannot block
         if source.factory:
-            device = _keyword(call, "device")
-            if device is not None and not (self._is_plainly_cpu(device.value) or self._cpu_tensor_device(device.value, depth)):
+            device = keyword_arg(call, "device")
+            if device is not None and not (self.is_plainly_cpu(device.value) or self._cpu_tensor_device(device.value, depth)):
                 return None
-            pin = _keyword(call, "pin_memory")
+            pin = keyword_arg(call, "pin_memory")
             if pin is not None:
-                if _literal_bool(pin.value) is not False:
+                if literal_bool(pin.value) is not False:
                     return self._pinned(call, "is pinned")
                 explicit = True
             if source.like and device is None:
-                data = _positional(call)
+                data = positional_args(call)
                 inner = self.trace(data[0].value, depth + 1) if data else None
                 if inner is None:
                     return None  # *_like follows its argument's device
         if source.host_data_only:
-            data_arg = (_positional(call) or [None])[0] or _keyword(call, "data") or _keyword(call, "obj")
+            data_arg = (positional_args(call) or [None])[0] or keyword_arg(call, "data") or keyword_arg(call, "obj")
             if data_arg is None:
                 return None
-            if _keyword(call, "device") is not None and not self._is_plainly_cpu(_keyword(call, "device").value):  # type: ignore[union-attr]
+            if keyword_arg(call, "device") is not None and not self.is_plainly_cpu(keyword_arg(call, "device").value):  # type: ignore[union-attr]
                 return None
             inner = self.trace(data_arg.value, depth + 1)
             if inner is not None and (inner.pinned or inner.source is None):
                 return None  # as_tensor returns its argument, pinned or maybe pinned
             if inner is None and not self._host_data(data_arg.value, depth + 1):
                 return None
-        step = self.step(call, f"`{_short(call)}` makes a pageable CPU tensor")
+        step = self.step(call, f"`{short(call)}` makes a pageable CPU tensor")
         return _Trace(pinned=False, source=source, calls=(call,), explicit_pageable=explicit, steps=(step,), made=step)
 
     def _host_data(self, expr: cst.BaseExpression, depth: int) -> bool:
@@ -763,12 +733,12 @@ class _ModuleAnalysis:
                 return True
             return any(q.startswith(HOST_DATA_MODULES) for q in self.qualified_names(expr.func))
         if isinstance(expr, cst.Name):
-            found = self._reaching_values(expr)
+            found = self.reaching_values(expr)
             return bool(found) and all(v is not None and self._host_data(v, depth + 1) for _, v in found)  # type: ignore[arg-type]
         return False
 
     def _trace_name(self, name: cst.Name, depth: int) -> Optional[_Trace]:
-        found = self._reaching_values(name)
+        found = self.reaching_values(name)
         if not found:
             return None
         traces: List[_Trace] = []
@@ -785,7 +755,7 @@ class _ModuleAnalysis:
         where = self.step(ref.node, f"bound to `{name.value}`")
         return replace(merged, steps=(*merged.steps, where))
 
-    def _reaching_values(self, name: cst.Name) -> Optional[List[Tuple[Assignment, Optional[cst.BaseExpression]]]]:
+    def reaching_values(self, name: cst.Name) -> Optional[List[Tuple[Assignment, Optional[cst.BaseExpression]]]]:
         """The local assignments of ``name`` that can reach this use, with their
         values; ``None`` when one of them is not a local ``name = value``."""
         scope = self.md(ScopeProvider, name, None)
@@ -802,7 +772,7 @@ class _ModuleAnalysis:
                 return None  # a parameter, a global, an import: we cannot see through it
             if self._in_place(ref):
                 continue  # `x += 1` changes x's own memory; `xs += [t]` is read by _sequence_elements
-            value = self._assigned_value(ref)
+            value = self.assigned_value(ref)
             if value is not None and any(a is value for a in self.ancestors(name)):
                 continue  # `x = f(x)`: this binding runs after the use it holds
             if self.tree.before(name, ref.node) and not (use_loops & set(self._loops(ref.node))):
@@ -867,7 +837,7 @@ class _ModuleAnalysis:
         parent = self.parent(ref.node)
         return isinstance(parent, cst.AugAssign) and parent.target is ref.node
 
-    def _assigned_value(self, ref: Assignment) -> Optional[cst.BaseExpression]:
+    def assigned_value(self, ref: Assignment) -> Optional[cst.BaseExpression]:
         """The value bound by ``name = value`` / ``name: T = value`` (for
         ``a, b = f(...)``, a stand-in for ``f(...)[i]``); None otherwise."""
         target = ref.node
@@ -970,9 +940,9 @@ class _ModuleAnalysis:
         helper = self.config.helper
         if self._defines_helper():
             return f"this module defines `{self.config.helper_name}` ({helper}); importing it here would be circular"
-        return self._name_taken(call, local, helper)
+        return self.name_taken(call, local, helper)
 
-    def _name_taken(self, call: cst.Call, local: str, qualified: str) -> Optional[str]:
+    def name_taken(self, call: cst.Call, local: str, qualified: str) -> Optional[str]:
         scope = self.md(ScopeProvider, call, None)
         if scope is None:
             return None
@@ -1049,20 +1019,20 @@ class _ModuleAnalysis:
         position = self.pos(reported)
         what = f"`.{spec.method}(..., non_blocking=True)`"
         if sink.non_blocking is None:
-            what = f"`.{spec.method}(...)` with `non_blocking={_code(sink.non_blocking_node)}`"  # type: ignore[arg-type]
+            what = f"`.{spec.method}(...)` with `non_blocking={code_of(sink.non_blocking_node)}`"  # type: ignore[arg-type]
         how = "inline" if origin.bound_name is None else "bound"
         if trace.via is not None:
             how = "deep"
         source = origin.source
         if source is NON_DENSE_SOURCE:
-            view = trace.gapped or _code(sink.source)
+            view = trace.gapped or code_of(sink.source)
             held = f" (held by `{origin.bound_name}`)" if origin.bound_name and origin.bound_name not in view else ""
             message = (
                 f"`{view}`{held} is a gapped (non-dense) view of a {'pinned' if trace.pinned else 'CPU'} tensor, so {what} is staged through "
                 "a pageable temporary and blocks the host; copy a dense block (whole rows) and slice it on the "
                 "device, or gather it into a contiguous pinned buffer first (no fix)"
             )
-            finding = self._make(source.code, position, message, f"{spec.method}/non-dense", None, "gapped view", (), None, reported)
+            finding = self.make_finding(source.code, position, message, f"{spec.method}/non-dense", None, "gapped view", (), None, reported)
             finding.evidence = _placed((*trace.steps, self.step(call, f"copied with {what}")))
             return finding
 
@@ -1080,7 +1050,7 @@ class _ModuleAnalysis:
         if trace.via is not None:
             # Deep mode: name the origin and the hop out of this function.
             subject = (
-                f"`{_short(sink.source)}` is pageable: {quoted} made at {at} reaches the copy through "
+                f"`{short(sink.source)}` is pageable: {quoted} made at {at} reaches the copy through "
                 f"{trace.via.message} ({trace.via.where(here)})"
             )
         elif origin.bound_name is None and not source.computed:
@@ -1170,7 +1140,7 @@ class _ModuleAnalysis:
             message += f" (no fix: {note})"
         # A conversion's fresh tensor is the pageable source then (even of `from_numpy`).
         code = "PIN002" if trace.converted else source.code
-        finding = self._make(
+        finding = self.make_finding(
             code, position, message, pattern, safety, note, edits if safety is not None else (), kind, reported
         )
         finding.h2d = h2d[0] if h2d is not None else None
@@ -1191,20 +1161,20 @@ class _ModuleAnalysis:
             isinstance(root, cst.Call) and (not isinstance(root.func, cst.Attribute) or self.qualified_names(root.func))
         ):
             root = root.value if isinstance(root, cst.Subscript) else root.func.value  # type: ignore[union-attr]
-        if isinstance(root, cst.Name) and not self._reaching_values(root):
+        if isinstance(root, cst.Name) and not self.reaching_values(root):
             why = f"`{root.value}` {self._binding_kind(root)}"
         elif isinstance(root, cst.Attribute):
-            why = f"pinfix cannot see every assignment to `{_short(root)}`" + ("" if self.resolver else " (try --deep)")
+            why = f"pinfix cannot see every assignment to `{short(root)}`" + ("" if self.resolver else " (try --deep)")
         elif isinstance(root, cst.Call):
-            why = f"pinfix cannot see what `{_short(root.func)}()` returns" + ("" if self.resolver else " (try --deep)")
+            why = f"pinfix cannot see what `{short(root.func)}()` returns" + ("" if self.resolver else " (try --deep)")
         else:
             why = "pinfix does not follow how it is made"
         what = f"`.{sink.spec.method}(..., non_blocking=True)`"
         message = (
-            f"cannot tell whether `{_short(source)}` is pinned or pageable ({why}); if it is a pageable CPU "
+            f"cannot tell whether `{short(source)}` is pinned or pageable ({why}); if it is a pageable CPU "
             f"tensor, {what} blocks the host (informational)"
         )
-        finding = self._make("PIN004", self.pos(source), message, f"{sink.spec.method}/unknown", None, None, (), None, source)
+        finding = self.make_finding("PIN004", self.pos(source), message, f"{sink.spec.method}/unknown", None, None, (), None, source)
         finding.severity = "info"
         finding.evidence = _placed((self.step(call, f"copied with {what}"),))
         return finding
@@ -1241,7 +1211,7 @@ class _ModuleAnalysis:
             local = imported.rpartition(".")[2]
             existing = imported_local_name(self.module, imported.rpartition(".")[0], local)
             for call in trace.calls:
-                reason = None if existing is not None else self._name_taken(call, local, imported)
+                reason = None if existing is not None else self.name_taken(call, local, imported)
                 if reason is not None:
                     return None, reason
         sink_start = self.pos(sink_call).start
@@ -1270,7 +1240,7 @@ class _ModuleAnalysis:
             )
         return SAFE, None
 
-    def _make(self, code, position, message, pattern, safety, note, edits, kind, node) -> Finding:  # type: ignore[no-untyped-def]
+    def make_finding(self, code, position, message, pattern, safety, note, edits, kind, node) -> Finding:  # type: ignore[no-untyped-def]
         return Finding(
             code=code,
             line=position.start.line,
@@ -1305,8 +1275,8 @@ def _literally_empty(call: cst.Call, varargs: bool) -> bool:
 
     ``varargs``: the sizes may be passed one by one (not ``full``, whose second
     argument is the fill value)."""
-    keyword = _keyword(call, "size")
-    positional = [a.value for a in _positional(call)]
+    keyword = keyword_arg(call, "size")
+    positional = [a.value for a in positional_args(call)]
     first = keyword.value if keyword is not None else (positional[0] if positional else None)
     if isinstance(first, (cst.Tuple, cst.List)):
         dims = [e.value for e in first.elements]
@@ -1380,7 +1350,7 @@ def _imported_qualified_name(assignment: ImportAssignment) -> Optional[str]:
             return None
         for alias in node.names:
             if (alias.evaluated_alias or alias.evaluated_name) == assignment.name:
-                return f"{_code(node.module)}.{alias.evaluated_name}"
+                return f"{code_of(node.module)}.{alias.evaluated_name}"
     return None
 
 

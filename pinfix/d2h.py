@@ -36,6 +36,7 @@ from .patterns import (
     NON_BLOCKING_KEYWORD,
     SYNC_METHODS,
 )
+from .syntax import code_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .analysis import Finding, _ModuleAnalysis
@@ -80,12 +81,12 @@ class DeviceToHost:
         positional = [x for x in call.args if x.keyword is None]
         if device is None and positional:
             device = positional[0]
-        if device is None or not a._is_plainly_cpu(device.value):
+        if device is None or not a.is_plainly_cpu(device.value):
             return []
         if a.trace(func.value) is not None:
             return []  # already a CPU tensor: a no-op
         line = a.line(call)
-        what = f"the result of `.to({a._code_of(device.value)}, non_blocking=True)` (line {line})"
+        what = f"the result of `.to({code_of(device.value)}, non_blocking=True)` (line {line})"
         why = (
             "torch returns it before the device-to-host copy has finished (on CUDA into pinned memory it "
             "allocates itself), so the host may read data that has not arrived yet; record an event after the "
@@ -222,4 +223,4 @@ class DeviceToHost:
 
     def _finding(self, node: cst.CSTNode, message: str, pattern: str) -> "Finding":
         position = self.a.pos(node)
-        return self.a._make(CODE, position, message, pattern, None, "report only", (), None, node)
+        return self.a.make_finding(CODE, position, message, pattern, None, "report only", (), None, node)

@@ -35,7 +35,7 @@ import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from .imports import imported_local_name
-from .syntax import comments
+from .syntax import code_of, comments, keyword_arg, literal_bool, positional_args, string_value
 
 if TYPE_CHECKING:
     from .analysis import _ModuleAnalysis, _Origin, _Sink
@@ -121,7 +121,7 @@ def plan(an: "_ModuleAnalysis", call: cst.Call, sink: "_Sink", origin: "_Origin"
     if _loses_comments(call, the_plan):
         return None
     local = local_name(an.module, qualified)
-    if an._name_taken(call, local, qualified) is not None:
+    if an.name_taken(call, local, qualified) is not None:
         return None
     reason = None if direct or _plainly_accelerator(an, device) else _other_use(an, sink, trace)
     return the_plan, reason
@@ -130,14 +130,13 @@ def plan(an: "_ModuleAnalysis", call: cst.Call, sink: "_Sink", origin: "_Origin"
 def _to_arguments(an: "_ModuleAnalysis", call: cst.Call) -> Optional[Tuple[cst.BaseExpression, bool, Optional[cst.BaseExpression]]]:
     """``(device, by keyword, dtype)`` of ``.to(device[, dtype][, non_blocking])``;
     ``None`` for any other signature (``copy=``, ``memory_format=``, ``to(other)``)."""
-    from .analysis import _keyword, _literal_bool, _positional
 
     if any(a.star for a in call.args):
         return None
     if any(a.keyword is not None and a.keyword.value not in _TO_KEYWORDS for a in call.args):
         return None
-    positional = _positional(call)
-    device_kw, dtype_kw = _keyword(call, "device"), _keyword(call, "dtype")
+    positional = positional_args(call)
+    device_kw, dtype_kw = keyword_arg(call, "device"), keyword_arg(call, "dtype")
     dtype = dtype_kw.value if dtype_kw is not None else None
     if device_kw is not None:
         if positional:
@@ -146,9 +145,9 @@ def _to_arguments(an: "_ModuleAnalysis", call: cst.Call) -> Optional[Tuple[cst.B
     if not positional or len(positional) > 3 or not _plainly_device(an, positional[0].value):
         return None
     rest = [a.value for a in positional[1:]]
-    if rest and _literal_bool(rest[-1]) is not None:
+    if rest and literal_bool(rest[-1]) is not None:
         rest = rest[:-1]  # the positional non_blocking
-    if len(rest) > 1 or any(_literal_bool(v) is not None for v in rest):
+    if len(rest) > 1 or any(literal_bool(v) is not None for v in rest):
         return None
     if rest:
         if dtype is not None:
@@ -172,12 +171,11 @@ def _plainly_device(an: "_ModuleAnalysis", expr: cst.BaseExpression) -> bool:
 
 
 def _plainly_accelerator(an: "_ModuleAnalysis", expr: cst.BaseExpression) -> bool:
-    from .analysis import _string_value
 
-    text = _string_value(expr)
+    text = string_value(expr)
     if text is None and isinstance(expr, cst.Call) and "torch.device" in an.qualified_names(expr.func):
         first = [a for a in expr.args if a.keyword is None]
-        text = _string_value(first[0].value) if first else None
+        text = string_value(first[0].value) if first else None
     return text is not None and text.split(":", 1)[0].strip() not in ("cpu", "meta")
 
 
@@ -185,18 +183,17 @@ def _tensor_data(
     an: "_ModuleAnalysis", source: cst.Call, to_dtype: Optional[cst.BaseExpression]
 ) -> Optional[Tuple[cst.BaseExpression, Optional[cst.BaseExpression]]]:
     """``torch.tensor(DATA[, dtype=T])`` the helper would make the same way."""
-    from .analysis import _code, _keyword
 
     if len(source.args) < 1 or source.args[0].keyword is not None or source.args[0].star:
         return None
     for a in source.args[1:]:
-        if a.keyword is None or a.keyword.value == "device" and an._is_plainly_cpu(a.value):
+        if a.keyword is None or a.keyword.value == "device" and an.is_plainly_cpu(a.value):
             if a.keyword is None:
                 return None  # a second positional
         elif a.keyword.value != "dtype":
             return None  # requires_grad=, pin_memory=, an accelerator device=
-    dtype_kw = _keyword(source, "dtype")
-    if to_dtype is not None and (dtype_kw is None or _code(dtype_kw.value) != _code(to_dtype)):
+    dtype_kw = keyword_arg(source, "dtype")
+    if to_dtype is not None and (dtype_kw is None or code_of(dtype_kw.value) != code_of(to_dtype)):
         return None  # `.to(T)` converts after torch.tensor inferred its own dtype
     data = source.args[0].value
     if not _python_data(an, data, 0):
@@ -215,7 +212,7 @@ def _python_data(an: "_ModuleAnalysis", expr: cst.BaseExpression, depth: int) ->
     if isinstance(expr, cst.Call):
         return isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "tolist" and not expr.args
     if isinstance(expr, cst.Name):
-        found = an._reaching_values(expr)
+        found = an.reaching_values(expr)
         if found is None:
             return _list_parameter(an, expr)
         return bool(found) and all(v is not None and _python_data(an, v, depth + 1) for _, v in found)  # type: ignore[union-attr]
@@ -248,7 +245,7 @@ def _loses_comments(call: cst.Call, the_plan: H2DPlan) -> bool:
 
 def _other_use(an: "_ModuleAnalysis", sink: "_Sink", trace) -> Optional[str]:  # type: ignore[no-untyped-def]
     """A use of a name on the way to the copy, other than the way itself."""
-    values = [an._assigned_value(b) for b in trace.bindings]
+    values = [an.assigned_value(b) for b in trace.bindings]
     containers = [sink.source, *[v for v in values if v is not None]]
     for binding in trace.bindings:
         for access in binding.references:

@@ -19,6 +19,8 @@ from typing import Callable, FrozenSet, Iterator, List, Optional, Sequence, Tupl
 
 import libcst as cst
 
+from .syntax import code_of
+
 FUTURE, STDLIB, THIRD_PARTY, FIRST_PARTY, LOCAL = range(5)
 
 if sys.version_info >= (3, 10):
@@ -93,10 +95,6 @@ def first_party_detector(file_path: Optional[Path], root: Path, known: Sequence[
     return is_first_party
 
 
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
-
-
 def _import_statement(stmt: cst.BaseStatement) -> Optional[Sequence[cst.BaseSmallStatement]]:
     if isinstance(stmt, cst.SimpleStatementLine) and stmt.body and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
@@ -109,9 +107,9 @@ def _statement_module(stmt: cst.SimpleStatementLine) -> Tuple[str, bool, int]:
     """(module name, relative?, kind) of an import line; kind 0 ``import x``, 1 ``from x import``."""
     first = stmt.body[0]
     if isinstance(first, cst.Import):
-        return _code(first.names[0].name), False, 0
+        return code_of(first.names[0].name), False, 0
     assert isinstance(first, cst.ImportFrom)
-    name = _code(first.module) if first.module is not None else ""
+    name = code_of(first.module) if first.module is not None else ""
     return name, bool(first.relative), 1
 
 
@@ -137,7 +135,7 @@ def _from_imports(module: cst.Module, from_module: str) -> Iterator[Tuple[int, i
                 isinstance(small, cst.ImportFrom)
                 and not small.relative
                 and small.module is not None
-                and _code(small.module) == from_module
+                and code_of(small.module) == from_module
                 and not isinstance(small.names, cst.ImportStar)
             ):
                 yield i, j, small
@@ -154,18 +152,18 @@ def imported_local_name(module: cst.Module, from_module: str, name: str) -> Opti
     """Local name under which ``name`` is already imported from ``from_module``."""
     for _, _, node in _from_imports(module, from_module):
         for alias in node.names:  # type: ignore[union-attr]
-            if _code(alias.name) == name:
+            if code_of(alias.name) == name:
                 return alias.evaluated_alias or name
     return None
 
 
 def _merge_name(node: cst.ImportFrom, name: str, line_length: int, line_prefix: str) -> cst.ImportFrom:
     aliases = list(node.names)  # type: ignore[arg-type]
-    if any(_code(a.name) == name and a.asname is None for a in aliases):
+    if any(code_of(a.name) == name and a.asname is None for a in aliases):
         return node
     index = len(aliases)
     for i, alias in enumerate(aliases):
-        if member_key(_code(alias.name)) > member_key(name):
+        if member_key(code_of(alias.name)) > member_key(name):
             index = i
             break
     if node.lpar is not None and len(aliases) > 1:
@@ -184,7 +182,7 @@ def _merge_name(node: cst.ImportFrom, name: str, line_length: int, line_prefix: 
         new = new.with_changes(comma=separator.deep_clone())
     aliases.insert(index, new)
     merged = node.with_changes(names=aliases)
-    if node.lpar is None and len(line_prefix + _code(merged)) > line_length:
+    if node.lpar is None and len(line_prefix + code_of(merged)) > line_length:
         merged = _wrapped(merged)
     return merged
 
@@ -220,7 +218,7 @@ def add_from_import(
         assert isinstance(stmt, cst.SimpleStatementLine)
         small = stmt.body[j]
         assert isinstance(small, cst.ImportFrom)
-        prefix = "".join(_code(s) + "; " for s in stmt.body[:j])
+        prefix = "".join(code_of(s) + "; " for s in stmt.body[:j])
         merged = _merge_name(small, name, line_length, prefix)
         body = list(stmt.body)
         body[j] = merged
@@ -228,7 +226,7 @@ def add_from_import(
 
     new = cst.parse_statement(f"from {from_module} import {name}\n")
     assert isinstance(new, cst.SimpleStatementLine)
-    if len(_code(new).rstrip("\n")) > line_length:
+    if len(code_of(new).rstrip("\n")) > line_length:
         new = new.with_changes(body=[_wrapped(new.body[0])])  # type: ignore[arg-type]
     return _insert_statement(module, new, sections)
 

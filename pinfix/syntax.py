@@ -201,3 +201,45 @@ def definition_lines(definitions: List["cst.FunctionDef | cst.ClassDef"], source
 def is_name(node: Optional[cst.CSTNode], *values: str) -> bool:
     """Whether ``node`` is a bare name, one of ``values`` if any are given."""
     return isinstance(node, cst.Name) and (not values or node.value in values)
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """The source text of ``node``."""
+    return cst.Module([]).code_for_node(node)
+
+
+def short(node: cst.CSTNode, limit: int = 60) -> str:
+    """The node's code on one line, cut to ``limit`` characters (for messages)."""
+    text = " ".join(code_of(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def positional_args(call: cst.Call) -> List[cst.Arg]:
+    """The call's positional arguments (``*args`` left out)."""
+    return [a for a in call.args if a.keyword is None and not a.star]
+
+
+def keyword_arg(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    """The call's ``name=`` argument."""
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a
+    return None
+
+
+def literal_bool(expr: cst.BaseExpression) -> Optional[bool]:
+    """``True`` / ``False`` written out; ``None`` for anything else."""
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return expr.value == "True"
+    return None
+
+
+def string_value(expr: cst.BaseExpression) -> Optional[str]:
+    """The value of a plain string literal."""
+    if isinstance(expr, cst.SimpleString):
+        try:
+            value = expr.evaluated_value
+        except Exception:  # a malformed literal is simply not a device string
+            return None
+        return value if isinstance(value, str) else None
+    return None

@@ -20,7 +20,7 @@ import libcst as cst
 from libcst.metadata import QualifiedNameSource, ScopeProvider
 
 from ..config import Config
-from ..syntax import is_name, walk
+from ..syntax import is_name, short, walk
 from .modules import ModuleIndex, absolute_name, module_name
 from .slices import ModuleText, read
 
@@ -34,12 +34,8 @@ Owner = Tuple["_ModuleAnalysis", cst.ClassDef]
 _MAX_HOPS = 4
 #: How many attributes and calls one chain of evidence may pass through.
 _MAX_CHAIN = 8
-
-
-def _short(node: cst.CSTNode) -> str:
-    from ..analysis import _short as short
-
-    return short(node, 40)
+#: How much of an expression the resolver's evidence steps quote.
+_SHORT = 40
 
 
 def _join(traces: Sequence[Optional["_Trace"]]) -> Optional["_Trace"]:
@@ -280,7 +276,7 @@ class ProjectResolver:
             owner = self._self_class(analysis, expr)
             if owner is not None:
                 return owner
-            found = analysis._reaching_values(expr)
+            found = analysis.reaching_values(expr)
             if not found:
                 return None
             owners = [self.class_of(analysis, v, depth + 1) if v is not None else None for _, v in found]
@@ -405,13 +401,13 @@ class ProjectResolver:
             finally:
                 self._active.discard(key)
             if inner is not None:
-                where = mod.step(node, f"the attribute `{_short(expr)}` assigned{_in_function(mod, node)}")
+                where = mod.step(node, f"the attribute `{short(expr, _SHORT)}` assigned{_in_function(mod, node)}")
                 inner = replace(inner, steps=(*inner.steps, where), via=inner.via or where)
             traces.append(inner)
         joined = _join(traces)
         if joined is None:
             return None
-        use = analysis.step(expr, f"read as `{_short(expr)}`")
+        use = analysis.step(expr, f"read as `{short(expr, _SHORT)}`")
         return replace(joined, steps=(*joined.steps, use))
 
     # --- calls -------------------------------------------------------------------
@@ -450,7 +446,7 @@ class ProjectResolver:
         if summary is None:
             return None
         item = f"[{element}]" if element is not None else ""
-        what = f"an item of the list `{_short(call.func)}()` returns" if elements else f"the return value of `{_short(call.func)}(){item}`"
+        what = f"an item of the list `{short(call.func, _SHORT)}()` returns" if elements else f"the return value of `{short(call.func, _SHORT)}(){item}`"
         use = analysis.step(call, what)
         return replace(summary, steps=(*summary.steps, use), via=summary.via or use)
 
