@@ -26,6 +26,15 @@ def ruff_codes(path: Path, cwd: Path, select: str = "I,F") -> List[str]:
     return sorted(out)
 
 
+def ruff_clean_before_and_after(path: Path, cwd: Path, before: str, after: str) -> bool:
+    """Whether ``before`` and ``after``, written at ``path`` in turn, both pass
+    ruff's import order and pyflakes checks (``path`` is left holding ``after``)."""
+    path.write_text(before)
+    clean_before = ruff_codes(path, cwd)
+    path.write_text(after)
+    return ruff_codes(path, cwd) == clean_before == []
+
+
 def project_file(project: Path, name: str) -> Path:
     """Where a case named ``name`` lives in the ``project`` fixture's tree."""
     return project / "vllm" / "v1" / f"{name}.py"

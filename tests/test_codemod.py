@@ -7,7 +7,7 @@ import pytest
 
 from pinfix.api import check_text, fix_text
 from pinfix.config import load_config
-from tests.support import ruff_codes
+from tests.support import ruff_clean_before_and_after
 
 CASES = {
     # The seed's XPU shape: merged into the existing torch_utils import.
@@ -429,11 +429,7 @@ def test_fix_output(project: Path, name: str) -> None:
     assert after == expected
     # Idempotent, and the result keeps isort and pyflakes as clean as the input.
     assert _fix(project, name, after) == after
-    path = project / "vllm" / "v1" / f"{name}.py"
-    path.write_text(before)
-    clean_before = ruff_codes(path, project)
-    path.write_text(after)
-    assert ruff_codes(path, project) == clean_before == []
+    assert ruff_clean_before_and_after(project / "vllm" / "v1" / f"{name}.py", project, before, after)
 
 
 @pytest.mark.parametrize("name", sorted(NOT_FIXED))

@@ -10,7 +10,7 @@ from pinfix.api import check_text, fix_text
 from pinfix.config import ConfigError, load_config
 from tests.support import fix_in_project as _fix
 from tests.support import project_file as _path
-from tests.support import ruff_codes
+from tests.support import ruff_clean_before_and_after
 
 H2D_CONFIG = '[tool.pinfix]\nh2d-helper = "vllm.utils.torch_utils.async_tensor_h2d"\n'
 
@@ -295,11 +295,7 @@ def test_h2d_fix(h2d_project: Path, name: str) -> None:
     assert after == expected
     assert _fix(h2d_project, name, after) == after  # idempotent
     assert check_text(after, path=str(_path(h2d_project, name)), config=load_config(h2d_project)) == []
-    path = _path(h2d_project, name)
-    path.write_text(before)
-    clean_before = ruff_codes(path, h2d_project)
-    path.write_text(after)
-    assert ruff_codes(path, h2d_project) == clean_before == []
+    assert ruff_clean_before_and_after(_path(h2d_project, name), h2d_project, before, after)
 
 
 @pytest.mark.parametrize("name", sorted(OTHER_FIX))

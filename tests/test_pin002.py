@@ -12,7 +12,7 @@ from pinfix.cli import main
 from pinfix.config import load_config
 from tests.support import fix_in_project as _fix
 from tests.support import project_file as _path
-from tests.support import ruff_codes
+from tests.support import ruff_clean_before_and_after
 
 VLLM_CONFIG = (
     "[tool.pinfix]\n"
@@ -193,11 +193,7 @@ def test_pin_memory_fix(project: Path, name: str) -> None:
     assert after == expected
     assert _fix(project, name, after) == after
     assert check_text(after, path=str(_path(project, name)), config=load_config(project)) == []
-    path = _path(project, name)
-    path.write_text(before)
-    clean_before = ruff_codes(path, project, select="I,F")
-    path.write_text(after)
-    assert ruff_codes(path, project, select="I,F") == clean_before == []
+    assert ruff_clean_before_and_after(_path(project, name), project, before, after)
 
 
 def test_unconfigured_fix_writes_true_with_unsafe_fixes(project: Path) -> None:
