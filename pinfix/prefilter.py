@@ -40,7 +40,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .patterns import (
     COMPUTED_FUNCTIONS,
@@ -272,19 +272,14 @@ def _cpu_literal(v: ast.AST) -> bool:
     return isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.split(":", 1)[0].strip() == "cpu"
 
 
-def _maybe_cpu_device(v: ast.AST, reach: "Optional[Callable[[ast.AST], Reach]]" = None) -> bool:
-    """Could the analysis read ``v`` as the CPU (``"cpu"``, ``torch.device("cpu")``,
-    or, given ``reach``, ``x.device`` of an ``x`` that may hold a CPU tensor)?"""
+def _maybe_cpu_device(v: ast.AST) -> bool:
+    """Could the analysis read ``v`` as plainly the CPU (``"cpu"``, ``torch.device("cpu")``)?"""
     if _cpu_literal(v):
         return True
-    if reach is not None and isinstance(v, ast.Attribute) and v.attr == "device":
-        return bool(reach(v.value))
     return isinstance(v, ast.Call) and any(_cpu_literal(a) for a in [*v.args, *(k.value for k in v.keywords)])
 
 
-def _seed_kind(
-    expr: ast.AST, names: Set[str], pinned_names: FrozenSet[str], bound: "Optional[Dict[str, Reach]]" = None
-) -> Optional[str]:
+def _seed_kind(expr: ast.AST, names: Set[str], pinned_names: FrozenSet[str], bound: "Dict[str, Reach]") -> Optional[str]:
     """What a call makes, as far as a finding goes: ``"pageable"`` for a call
     spelled like a source (a finding by itself), ``"pinned"`` for pinned memory
     or a CPU tensor that is not a finding by itself (``.pin_memory()``, a
@@ -301,7 +296,7 @@ def _seed_kind(
     if not (name in SOURCE_NAMES if isinstance(func, ast.Attribute) else name in names):
         return None
     for kw in expr.keywords:
-        if kw.arg == "device" and not _maybe_cpu_device(kw.value, _reach_in(names, pinned_names, bound)):
+        if kw.arg == "device" and not (_maybe_cpu_device(kw.value) or _cpu_tensor_device(kw.value, names, pinned_names, bound)):
             return None  # an accelerator (or unknown) device: never a CPU source
     for kw in expr.keywords:
         if kw.arg == "pin_memory" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):
@@ -312,13 +307,10 @@ def _seed_kind(
 Reach = Set[Tuple[str, bool]]
 
 
-def _reach_in(
-    names: Set[str], pinned_names: FrozenSet[str], bound: "Optional[Dict[str, Reach]]"
-) -> "Optional[Callable[[ast.AST], Reach]]":
-    """``device=x.device`` puts a factory on the CPU when ``x`` is a CPU tensor."""
-    if bound is None:
-        return None
-    return lambda expr: _reach(expr, names, pinned_names, bound)
+def _cpu_tensor_device(v: ast.AST, names: Set[str], pinned_names: FrozenSet[str], bound: Dict[str, Reach]) -> bool:
+    """``x.device`` of an ``x`` that may hold a CPU tensor: ``device=x.device``
+    puts a factory on the CPU then."""
+    return isinstance(v, ast.Attribute) and v.attr == "device" and bool(_reach(v.value, names, pinned_names, bound))
 
 
 def _reach(expr: ast.AST, names: Set[str], pinned_names: FrozenSet[str], bound: Dict[str, Reach]) -> Reach:
