@@ -63,6 +63,7 @@ from .syntax import (
     literal_bool,
     positional_args,
     short,
+    single_positional,
     string_value,
     walk,
 )
@@ -651,10 +652,7 @@ class _ModuleAnalysis:
             return not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in index.comparisons)
         if not isinstance(index, cst.Name):
             return False
-        found = self.reaching_values(index) or []
-        return bool(found) and all(
-            isinstance(v, cst.Call) and "builtins.slice" in self.qualified_names(v.func) for _, v in found
-        )
+        return self.bound_only_to(index, lambda v: isinstance(v, cst.Call) and "builtins.slice" in self.qualified_names(v.func))
 
     def _gathers(self, sub: cst.Subscript, depth: int) -> bool:
         """``x[idx]`` with a list display or a CPU tensor index: advanced
@@ -675,8 +673,7 @@ class _ModuleAnalysis:
         if isinstance(expr, cst.Call):
             return bool(self.qualified_names(expr.func) & NUMPY_ARRAY_FUNCTIONS)
         if isinstance(expr, cst.Name):
-            found = self.reaching_values(expr)
-            return bool(found) and all(v is not None and isinstance(v, cst.Call) and self._numpy_array(v) for _, v in found)  # type: ignore[arg-type]
+            return self.bound_only_to(expr, lambda v: isinstance(v, cst.Call) and self._numpy_array(v))
         return False
 
     def _to_plainly_cpu(self, call: cst.Call) -> bool:
@@ -733,8 +730,7 @@ class _ModuleAnalysis:
                 return True
             return any(q.startswith(HOST_DATA_MODULES) for q in self.qualified_names(expr.func))
         if isinstance(expr, cst.Name):
-            found = self.reaching_values(expr)
-            return bool(found) and all(v is not None and self._host_data(v, depth + 1) for _, v in found)  # type: ignore[arg-type]
+            return self.bound_only_to(expr, lambda v: self._host_data(v, depth + 1))
         return False
 
     def _trace_name(self, name: cst.Name, depth: int) -> Optional[_Trace]:
@@ -754,6 +750,12 @@ class _ModuleAnalysis:
         ref = next(ref for (ref, _), t in zip(found, traces) if t.source is merged.source)
         where = self.step(ref.node, f"bound to `{name.value}`")
         return replace(merged, steps=(*merged.steps, where))
+
+    def bound_only_to(self, name: cst.Name, test: Callable[[cst.BaseExpression], bool]) -> bool:
+        """Whether every local binding of ``name`` that reaches it is a plain
+        assignment of a value that passes ``test``."""
+        found = self.reaching_values(name)
+        return bool(found) and all(v is not None and test(v) for _, v in found)  # type: ignore[union-attr]
 
     def reaching_values(self, name: cst.Name) -> Optional[List[Tuple[Assignment, Optional[cst.BaseExpression]]]]:
         """The local assignments of ``name`` that can reach this use, with their
@@ -1112,7 +1114,7 @@ class _ModuleAnalysis:
         elif source.fixable:
             remedy = f"make the source pinned with `{local}(...)`"
             kind = "helper"
-            if any(not _fixable_call(c) for c in origin.calls):
+            if any(single_positional(c) is None for c in origin.calls):
                 safety, note = None, "the call's arguments are not the plain `(array)` form the helper takes"
             else:
                 reason = next((r for r in (self.no_fix_reason(c, local) for c in origin.calls) if r), None)
@@ -1337,10 +1339,6 @@ def _subscript_kind(sub: cst.Subscript) -> str:
         else:
             return "unknown"
     return "dense"
-
-
-def _fixable_call(call: cst.Call) -> bool:
-    return len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star
 
 
 def _imported_qualified_name(assignment: ImportAssignment) -> Optional[str]:

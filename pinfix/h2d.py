@@ -35,7 +35,7 @@ import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from .imports import imported_local_name
-from .syntax import code_of, comments, keyword_arg, literal_bool, positional_args, string_value
+from .syntax import code_of, comments, keyword_arg, literal_bool, positional_args, single_positional, string_value
 
 if TYPE_CHECKING:
     from .analysis import _ModuleAnalysis, _Origin, _Sink
@@ -104,9 +104,10 @@ def plan(an: "_ModuleAnalysis", call: cst.Call, sink: "_Sink", origin: "_Origin"
         assert isinstance(source, cst.Call)
         name = origin.source.qualified_name
         if name == "torch.from_numpy":
-            if not (len(source.args) == 1 and source.args[0].keyword is None and not source.args[0].star):
+            only = single_positional(source)
+            if only is None:
                 return None
-            data = source.args[0].value
+            data = only.value
         elif name == "torch.tensor":
             found = _tensor_data(an, source, dtype)
             if found is None:
@@ -215,7 +216,7 @@ def _python_data(an: "_ModuleAnalysis", expr: cst.BaseExpression, depth: int) ->
         found = an.reaching_values(expr)
         if found is None:
             return _list_parameter(an, expr)
-        return bool(found) and all(v is not None and _python_data(an, v, depth + 1) for _, v in found)  # type: ignore[union-attr]
+        return all(v is not None and _python_data(an, v, depth + 1) for _, v in found)
     return False
 
 

@@ -223,6 +223,13 @@ def positional_args(call: cst.Call) -> List[cst.Arg]:
     return [a for a in call.args if a.keyword is None and not a.star]
 
 
+def single_positional(call: cst.Call) -> Optional[cst.Arg]:
+    """The one argument of ``f(x)`` (no keyword, no star, nothing else)."""
+    if len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star:
+        return call.args[0]
+    return None
+
+
 def keyword_arg(call: cst.Call, name: str) -> Optional[cst.Arg]:
     """The call's ``name=`` argument."""
     for a in call.args:
