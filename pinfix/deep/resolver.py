@@ -466,9 +466,9 @@ class ProjectResolver:
             return [(mod, value) for value in returned]
         out: List[Tuple["_ModuleAnalysis", cst.BaseExpression]] = []
         for value in returned:
-            item = _item(value, element)
-            if item is None and isinstance(value, cst.Call) and depth < _MAX_CHAIN:
-                delegated = self.returned_values(mod, value, element, depth + 1)  # `return self._impl(...)`
+            item, delegate = _item_or_delegate(value, element)
+            if delegate is not None and depth < _MAX_CHAIN:
+                delegated = self.returned_values(mod, delegate, element, depth + 1)
                 if delegated is None:
                     return None
                 out += delegated
@@ -498,10 +498,9 @@ class ProjectResolver:
         traces = []
         for value in returned:
             if element is not None:
-                item = _item(value, element)
-                if item is None and isinstance(value, cst.Call):
-                    # `return self._impl(...)`: item `element` of what it returns.
-                    traces.append(self.call(mod, value, depth + 1, element=element))
+                item, delegate = _item_or_delegate(value, element)
+                if delegate is not None:
+                    traces.append(self.call(mod, delegate, depth + 1, element=element))
                     continue
                 if item is None:
                     return None  # some return is no tuple display: `[i]` indexes a tensor
@@ -518,6 +517,16 @@ def _item(value: cst.BaseExpression, index: int) -> Optional[cst.BaseExpression]
     if not isinstance(value, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in value.elements):
         return None
     return value.elements[index].value if -len(value.elements) <= index < len(value.elements) else None
+
+
+def _item_or_delegate(value: cst.BaseExpression, index: int) -> Tuple[Optional[cst.BaseExpression], Optional[cst.Call]]:
+    """Item ``index`` of a returned tuple display, or else the call a delegating
+    return hands the question on to (``return self._impl(...)``); neither for
+    any other return."""
+    item = _item(value, index)
+    if item is None and isinstance(value, cst.Call):
+        return None, value
+    return item, None
 
 
 def _is_attribute(node: cst.CSTNode, owner: str, attr: str) -> bool:
