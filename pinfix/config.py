@@ -92,8 +92,10 @@ _KEYS = {
 }
 
 
-def _dotted(name: str) -> bool:
-    return "." in name and all(part.isidentifier() for part in name.split("."))
+def _require_dotted(where: Path, what: str, name: str, shape: str = "package.module.function") -> None:
+    """A dotted name of a module's member, or a :class:`ConfigError` saying so."""
+    if "." not in name or not all(part.isidentifier() for part in name.split(".")):
+        raise ConfigError(f"{where}: [tool.pinfix] {what} must look like '{shape}', got {name!r}")
 
 
 def _validate(table: Dict[str, Any], where: Path) -> Dict[str, Any]:
@@ -108,19 +110,11 @@ def _validate(table: Dict[str, Any], where: Path) -> Dict[str, Any]:
             kind = "a list of strings" if expected is list else expected.__name__
             raise ConfigError(f"{where}: [tool.pinfix] {key} must be {kind}")
         out[key] = value
-    helper = out.get("helper")
-    if helper is not None and (
-        "." not in helper or not all(part.isidentifier() for part in helper.split("."))
-    ):
-        raise ConfigError(f"{where}: [tool.pinfix] helper must look like 'package.module.function', got {helper!r}")
-    h2d = out.get("h2d-helper")
-    if h2d is not None and not _dotted(h2d):
-        raise ConfigError(f"{where}: [tool.pinfix] h2d-helper must look like 'package.module.function', got {h2d!r}")
+    for key in ("helper", "h2d-helper"):
+        if out.get(key) is not None:
+            _require_dotted(where, key, out[key])
     for producer in out.get("pinned-producers", ()):
-        if not _dotted(producer):
-            raise ConfigError(
-                f"{where}: [tool.pinfix] pinned-producers entries must look like 'package.module.function', got {producer!r}"
-            )
+        _require_dotted(where, "pinned-producers entries", producer)
     expr = out.get("pin-memory-expr")
     if expr is not None:
         import ast
@@ -131,10 +125,7 @@ def _validate(table: Dict[str, Any], where: Path) -> Dict[str, Any]:
             raise ConfigError(f"{where}: [tool.pinfix] pin-memory-expr must be a Python expression, got {expr!r}") from None
     imported = out.get("pin-memory-import")
     if imported is not None:
-        if not _dotted(imported):
-            raise ConfigError(
-                f"{where}: [tool.pinfix] pin-memory-import must look like 'package.module.name', got {imported!r}"
-            )
+        _require_dotted(where, "pin-memory-import", imported, "package.module.name")
         if expr is None:
             raise ConfigError(f"{where}: [tool.pinfix] pin-memory-import needs pin-memory-expr")
     return out

@@ -252,3 +252,20 @@ def test_config_rejects_bad_pin_memory_settings(project: Path) -> None:
     (project / "pyproject.toml").write_text('[tool.pinfix]\npin-memory-import = "x.y"\n')
     with pytest.raises(ConfigError, match="needs pin-memory-expr"):
         load_config(project)
+
+
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ('helper = "np_to_pinned_tensor"', "helper must look like 'package.module.function'"),
+        ('h2d-helper = "x.1y"', "h2d-helper must look like 'package.module.function'"),
+        ('pinned-producers = ["ok.mod.f", "staged"]', "pinned-producers entries must look like"),
+        ('pin-memory-expr = "flag()"\npin-memory-import = "flag"', "pin-memory-import must look like 'package.module.name'"),
+    ],
+)
+def test_config_rejects_names_that_are_not_dotted(project: Path, setting: str, message: str) -> None:
+    from pinfix.config import ConfigError
+
+    (project / "pyproject.toml").write_text(f"[tool.pinfix]\n{setting}\n")
+    with pytest.raises(ConfigError, match=message):
+        load_config(project)
