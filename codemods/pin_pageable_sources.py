@@ -16,94 +16,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Collection, Dict, List, Optional
+from typing import Collection, List, Optional
 
 import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext
-from libcst.codemod.visitors import RemoveImportsVisitor
 
-from pinfix.analysis import (
-    REQUIRED_METADATA,
-    SAFE,
-    UNSAFE,
-    Finding,
-    analyze,
-    helper_local_name,
-)
-from pinfix.config import Config, load_config
-from pinfix.h2d import H2DPlan, helper_parts
-from pinfix.h2d import local_name as h2d_local_name
-from pinfix.imports import (
-    Sections,
-    add_from_import,
-    first_party_detector,
-    imported_local_name,
-)
-
-
-class _ReplaceCalls(cst.CSTTransformer):
-    def __init__(
-        self,
-        targets: Dict[cst.Call, str],
-        pin: Dict[cst.Call, cst.BaseExpression],
-        h2d: Optional[Dict[cst.Call, H2DPlan]] = None,
-        h2d_local: str = "",
-    ):
-        super().__init__()
-        self.targets = targets
-        self.pin = pin
-        self.h2d = h2d or {}
-        self.h2d_local = h2d_local
-        #: The parts an h2d rewrite keeps, as rewritten themselves (original -> updated).
-        self.keep = {id(n) for p in self.h2d.values() for n in (p.data, p.device, p.dtype) if n is not None}
-        self.updated: Dict[cst.CSTNode, cst.CSTNode] = {}
-
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[no-untyped-def]
-        result = super().on_leave(original_node, updated_node)
-        if id(original_node) in self.keep and isinstance(result, cst.CSTNode):
-            self.updated[original_node] = result
-        return result
-
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        plan = self.h2d.get(original_node)
-        if plan is not None:
-            new = plan.replacement(self.h2d_local, self.updated)
-            return new.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
-        expr = self.pin.get(original_node)
-        if expr is not None:
-            return _add_keyword(updated_node, "pin_memory", expr)
-        local = self.targets.get(original_node)
-        if local is None:
-            return updated_node
-        # Keep the arguments and every bit of whitespace and comment inside them.
-        return updated_node.with_changes(func=cst.Name(local))
-
-
-def _add_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
-    """``f(a, b)`` -> ``f(a, b, keyword=value)``; a trailing comma (and the line
-    break after it) stays last."""
-    new = cst.Arg(
-        keyword=cst.Name(keyword),
-        value=value,
-        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
-    )
-    args = list(call.args)
-    if not args:
-        return call.with_changes(args=[new])
-    last = args[-1]
-    # The space (or line break) before `)` or the trailing comma moves after the new argument.
-    new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
-    if isinstance(last.comma, cst.Comma):
-        new = new.with_changes(comma=last.comma)
-    args[-1] = last.with_changes(
-        whitespace_after_arg=cst.SimpleWhitespace(""), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    )
-    return call.with_changes(args=[*args, new])
+from pinfix.config import Config, load_config, settings_of
+from pinfix.edits import SAFE, UNSAFE
+from pinfix.engine import FileReport, analyse
+from pinfix.fixes import FixError, apply_fixes
+from pinfix.rules import Finding
 
 
 class PinPageableSourcesCommand(CodemodCommand):
     DESCRIPTION = "Make the sources of non_blocking host-to-device copies pinned (pinfix PIN001, PIN002)."
-    METADATA_DEPENDENCIES = REQUIRED_METADATA
 
     def __init__(
         self,
@@ -131,55 +57,27 @@ class PinPageableSourcesCommand(CodemodCommand):
         arg_parser.add_argument("--h2d-helper", default=None, help="module.path.name of async_tensor_h2d-like helper")
         arg_parser.add_argument("--strict", action="store_true", default=None, help="also fix non_blocking=<expr>")
 
-    def transform_module(self, tree: cst.Module) -> cst.Module:
-        fixed = super().transform_module(tree)
-        if fixed is tree or not fixed.body or not tree.body:
-            return fixed
-        # Removing an unused first import can leave the helper's import first in
-        # the file, still carrying the blank line that separated its section.
-        first = fixed.body[0]
-        if first.leading_lines and not tree.body[0].leading_lines and first.leading_lines[0].comment is None:
-            kept = list(first.leading_lines)
-            while kept and kept[0].comment is None:
-                kept.pop(0)
-            fixed = fixed.with_changes(body=[first.with_changes(leading_lines=kept), *fixed.body[1:]])
-        return fixed
-
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        path = Path(self.context.filename) if self.context.filename else None
-        self.findings = analyze(tree, self.get_metadata, self.config, path)
-        allowed = {SAFE, UNSAFE} if self.config.unsafe_fixes else {SAFE}
-        self.applied = [
-            f for f in self.findings if f.fix_safety in allowed and (self.codes is None or f.code in self.codes)
-        ]
-        if not self.applied:
+        """The engine on the module's text, then the shared applier (:func:`pinfix.fixes.apply_fixes`)."""
+        filename = self.context.filename or "<codemod>"
+        report = FileReport(filename)
+        found = analyse(filename, tree.bytes, self.config, report)
+        if found is None:
             return tree
-        imported = helper_local_name(tree, self.config)
-        local = imported or self.config.helper_name
-        targets = {call: local for f in self.applied if f.fix_kind == "helper" for call in f.edits}
-        expr = self.config.pin_memory_expr or "True"
-        pin = {call: cst.parse_expression(expr) for f in self.applied if f.fix_kind == "pin_memory" for call in f.edits}
-        h2d = {call: f.h2d for f in self.applied if f.fix_kind == "h2d" and f.h2d is not None for call in f.edits}
-        dropped = [call.func for call in targets] + [func for plan in h2d.values() for func in plan.dropped]
-        for func in dropped:
-            # `from torch import from_numpy` (or `import torch`) may now be unused;
-            # CodemodCommand runs RemoveImportsVisitor after this transform.
-            RemoveImportsVisitor.remove_unused_import_by_node(self.context, func)
-        h2d_helper = self.config.h2d_helper or ""
-        h2d_local = h2d_local_name(tree, h2d_helper) if h2d else ""
-        tree = tree.visit(_ReplaceCalls(targets, pin, h2d, h2d_local))
-        needed = []
-        if targets and imported is None:
-            needed.append((self.config.helper_module, self.config.helper_name))
-        if h2d and imported_local_name(tree, *helper_parts(h2d_helper)) is None:
-            needed.append(helper_parts(h2d_helper))
-        pin_import = self.config.pin_memory_import
-        if pin and pin_import is not None:
-            module, _, name = pin_import.rpartition(".")
-            if imported_local_name(tree, module, name) is None:
-                needed.append((module, name))
-        if needed:
-            sections = Sections(first_party_detector(path, self.config.root, self.config.known_first_party))
-            for module, name in needed:
-                tree = add_from_import(tree, module, name, sections=sections, line_length=self.config.line_length)
-        return tree
+        src, self.findings = found
+        allowed = {SAFE, UNSAFE} if self.config.unsafe_fixes else {SAFE}
+        wanted = [
+            f.fix if f.fix is not None and f.fix.applicability in allowed and (self.codes is None or f.code in self.codes) else None
+            for f in self.findings
+        ]
+        if not any(wanted):
+            self.applied = []
+            return tree
+        path = Path(self.context.filename) if self.context.filename else None
+        try:
+            result = apply_fixes(src, wanted, settings_of(self.config), path)
+        except FixError:
+            self.applied = []
+            return tree
+        self.applied = [self.findings[i] for i in result.applied]
+        return cst.parse_module(result.text) if result.applied else tree

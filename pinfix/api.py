@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from .config import Config
-from .engine import Diagnostic, FileReport, Mode, parse, process_source
+from .engine import Diagnostic, Mode, process_source
 
 
 class SourceError(ValueError):
@@ -42,16 +42,25 @@ def fix_text(
     config: Optional[Config] = None,
 ) -> str:
     """``source`` with every applicable fix applied (unchanged if none)."""
-    from libcst.codemod import CodemodContext
-
-    from codemods.pin_pageable_sources import PinPageableSourcesCommand
-
-    report = FileReport(path or "<string>")
-    module = parse(source, report)
-    if module is None:
+    report = process_source(path or "<string>", source.encode("utf-8"), _config(helper, unsafe_fixes, strict, config), Mode(fix=True, diff_only=True))
+    if report.error:
         raise SourceError(report.error)
-    command = PinPageableSourcesCommand(
-        CodemodContext(filename=str(Path(path)) if path else None),
-        config=_config(helper, unsafe_fixes, strict, config),
-    )
-    return command.transform_module(module).code
+    if not report.changed:
+        return source
+    return fixed_text(path or "<string>", source, _config(helper, unsafe_fixes, strict, config))
+
+
+def fixed_text(path: str, source: str, config: Config) -> str:
+    """The fixed text of ``source`` (the applier's own output)."""
+    from .config import settings_of
+    from .engine import FileReport, analyse
+    from .fixes import apply_fixes
+
+    report = FileReport(path)
+    found = analyse(path, source.encode("utf-8"), config, report)
+    if found is None:
+        raise SourceError(report.error)
+    src, findings = found
+    allowed = {"safe", "unsafe"} if config.unsafe_fixes else {"safe"}
+    wanted = [f.fix if f.fix is not None and f.fix.applicability in allowed else None for f in findings]
+    return apply_fixes(src, wanted, settings_of(config), Path(path)).text

@@ -176,3 +176,24 @@ def load_config(start: Optional[Path] = None, explicit: Optional[Path] = None) -
         root=path.parent.resolve(),
         source=path,
     )
+
+
+def settings_of(config: Config) -> "Settings":
+    """What the analysis, the rules and the fixes need of ``config``."""
+    from .settings import Settings
+
+    return Settings(
+        helper=config.helper,
+        extra_pinned_producers=tuple(config.extra_pinned_producers),
+        cpu_tensor_names=tuple(config.cpu_tensor_names),
+        pin_memory_expr=config.pin_memory_expr,
+        pin_memory_import=config.pin_memory_import,
+        h2d_helper=config.h2d_helper,
+        strict=config.strict,
+        deep=config.deep,
+        show_unknown=config.show_unknown,
+        unsafe_fixes=config.unsafe_fixes,
+        known_first_party=tuple(config.known_first_party),
+        line_length=config.line_length,
+        root=config.root,
+    )

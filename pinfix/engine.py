@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional
 
 from .config import Config
 from .findings import FindingFields
-from .prefilter import candidate_source, gc_paused, may_contain_finding
+from .prefilter import gc_paused, may_contain_finding
 
 if TYPE_CHECKING:
     from .cache import ResultCache
@@ -56,72 +56,73 @@ class Mode:
     diff_only: bool = False
 
 
-def parse(data: "bytes | str", report: FileReport):  # type: ignore[no-untyped-def]
-    """The LibCST module, or ``None`` with ``report.error`` saying why."""
-    import libcst as cst
+def analyse(path: str, data: bytes, config: Config, report: FileReport):  # type: ignore[no-untyped-def]
+    """``(source, findings)`` of one file's bytes, or ``None`` with ``report.error`` saying why."""
+    from .config import settings_of
+    from .rules import check_module
+    from .semantic import SourceError, SourceText, analyze_module
 
     try:
-        return cst.parse_module(data)
-    except cst.ParserSyntaxError as e:
-        report.error = f"syntax error at {e.raw_line}:{e.raw_column + 1}: {e.message}"
-    except (UnicodeDecodeError, LookupError, SyntaxError) as e:
-        report.error = f"cannot decode: {e}"
-    except RecursionError:
-        report.error = "too deeply nested for the parser"
-    return None
+        src = SourceText.from_bytes(data)
+        tree = src.parse()
+    except SourceError as e:
+        report.error = str(e)
+        return None
+    report.parsed = True
+    settings = settings_of(config)
+    project = None
+    if settings.deep:
+        from .semantic.project import project_for
+
+        project = project_for(settings)
+    from .prefilter import PREFILTER_OFF
+
+    facts = analyze_module(src, tree, settings, Path(path), project, everything=PREFILTER_OFF)
+    return src, check_module(facts, settings, Path(path))
 
 
 def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
     """Analyse (and maybe fix) one file's bytes; never raises for bad input."""
     report = FileReport(path)
-    sliced = candidate_source(data, config) if may_contain_finding(data, config) else None
-    if sliced is None:
+    if not may_contain_finding(data, config):
         return report
-    from .analysis import analyze
-
-    module = parse(sliced, report)
-    if module is None and sliced is not data:
-        # Never report an error the file itself does not have.
-        report.error = None
-        sliced = data
-        module = parse(data, report)
-    if module is None:
+    found = analyse(path, data, config, report)
+    if found is None:
         return report
-    report.parsed = True
-    # Checking needs no codemod machinery (nor the cost of importing it).
-    findings = analyze(module, None, config, Path(path), source=sliced)
+    src, findings = found
     allowed = {"safe", "unsafe"} if config.unsafe_fixes else {"safe"}
-    wants_fix = mode.fix and any(f.fix_safety in allowed for f in findings)
-    new_module = module
-    applied = set()
-    if wants_fix:
-        from libcst.codemod import CodemodContext
+    wanted = [f.fix if mode.fix and f.fix is not None and f.fix.applicability in allowed else None for f in findings]
+    applied: set = set()
+    new_bytes = data
+    if any(wanted):
+        from .config import settings_of
+        from .fixes import FixError, apply_fixes
 
-        from codemods.pin_pageable_sources import PinPageableSourcesCommand
-
-        # Fixes are made on the whole file, never on the slice.
-        if sliced is not data:
-            module = parse(data, report)
-            if module is None:
-                return report
-        command = PinPageableSourcesCommand(CodemodContext(filename=path), config=config)
-        new_module = command.transform_module(module)
-        findings = command.findings
-        applied = {id(f) for f in command.applied}
-    for f in findings:
-        report.diagnostics.append(Diagnostic(**f.shared_fields(), path=path, fixed=id(f) in applied))
-    if not wants_fix or new_module is module:
-        return report
-    new_bytes = new_module.bytes
+        try:
+            result = apply_fixes(src, wanted, settings_of(config), Path(path))
+        except FixError as e:
+            report.error = str(e)
+            result = None
+        if result is not None:
+            applied = set(result.applied)
+            new_bytes = result.data
+    for i, f in enumerate(findings):
+        report.diagnostics.append(Diagnostic(**f.shared_fields(), path=path, fixed=i in applied))
     if new_bytes == data:
+        for d in report.diagnostics:
+            d.fixed = False
         return report
     report.changed = True
     report.fixes_applied = len(applied)
     if mode.diff_only:
+        old_text = src.text
+        new_text = new_bytes.decode(src.encoding, errors="replace")
+        if new_text.startswith("\ufeff"):
+            new_text = new_text[1:]
         report.diff = "".join(
             difflib.unified_diff(
-                module.code.splitlines(keepends=True),
-                new_module.code.splitlines(keepends=True),
+                old_text.splitlines(keepends=True),
+                new_text.splitlines(keepends=True),
                 fromfile=f"a/{path}",
                 tofile=f"b/{path}",
             )
@@ -174,9 +175,9 @@ def _worker(args) -> FileReport:  # type: ignore[no-untyped-def]
 
 
 def _warm_up() -> None:
-    """Pool initializer: import LibCST and the analysis while the parent is
+    """Pool initializer: import the engine and the rules while the parent is
     still walking and reading the tree, not when the first file arrives."""
-    import pinfix.analysis  # noqa: F401
+    import pinfix.rules  # noqa: F401
 
 
 def _guarded(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:

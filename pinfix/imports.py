@@ -307,3 +307,68 @@ def _insert_statement(module: cst.Module, new: cst.SimpleStatementLine, sections
             body[index] = nxt.with_changes(leading_lines=_strip_leading_blanks(nxt.leading_lines))
     body.insert(index, new)
     return module.with_changes(body=body)
+
+
+def _binds(alias: cst.ImportAlias, statement: "cst.Import | cst.ImportFrom") -> str:
+    """The local name an import alias binds (``import a.b`` binds ``a``)."""
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    name = code_of(alias.name)
+    return name.split(".", 1)[0] if isinstance(statement, cst.Import) else name
+
+
+def remove_import(module: cst.Module, local: str) -> cst.Module:
+    """``module`` without the top-level import that binds ``local``: the name alone,
+    or the whole statement when it binds nothing else. An import line with a
+    comment of its own is kept as written (``# noqa: F401`` keeps a name for a
+    reason); comment lines above a removed statement stay."""
+    body = list(module.body)
+    for i, stmt in enumerate(body):
+        small_statements = _import_statement(stmt)
+        if small_statements is None:
+            continue
+        assert isinstance(stmt, cst.SimpleStatementLine)
+        if stmt.trailing_whitespace.comment is not None:
+            continue
+        kept: List[cst.BaseSmallStatement] = []
+        changed = False
+        for small in small_statements:
+            assert isinstance(small, (cst.Import, cst.ImportFrom))
+            if isinstance(small.names, cst.ImportStar):
+                kept.append(small)
+                continue
+            names = [a for a in small.names if _binds(a, small) != local]
+            if len(names) == len(small.names):
+                kept.append(small)
+                continue
+            changed = True
+            if any(c for a in small.names for c in _alias_comments(a)):
+                return module  # comments among the names: leave the statement as written
+            if names:
+                names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                kept.append(small.with_changes(names=names))
+        if not changed:
+            continue
+        if kept:
+            if len(kept) != len(stmt.body):
+                kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+            body[i] = stmt.with_changes(body=kept)
+            return module.with_changes(body=body)
+        comments = [line for line in stmt.leading_lines if line.comment is not None]
+        del body[i]
+        if comments and i < len(body):
+            nxt = body[i]
+            body[i] = nxt.with_changes(leading_lines=[*stmt.leading_lines, *nxt.leading_lines])
+        elif comments:
+            return module  # nothing after it to carry the comment: keep the import
+        return module.with_changes(body=body)
+    return module
+
+
+def _alias_comments(alias: cst.ImportAlias) -> List[str]:
+    comma = alias.comma
+    if isinstance(comma, cst.Comma):
+        after = comma.whitespace_after
+        if isinstance(after, cst.ParenthesizedWhitespace) and after.first_line.comment is not None:
+            return [after.first_line.comment.value]
+    return []

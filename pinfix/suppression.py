@@ -8,21 +8,90 @@ lines directly above that statement: the places Fixit and ruff look.
 
 from __future__ import annotations
 
+import ast
+import io
 import re
-from typing import Any, Callable, Dict, List, Optional
-
-import libcst as cst
-from libcst.metadata import PositionProvider
-
-from .patterns import RULE_NAMES
-from .syntax import TreeIndex
+import tokenize
+from typing import Any, Dict, List, Optional
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:\s*[,\s]\s*[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
 _LINT = re.compile(r"#\s*lint-(?:ignore|fixme)\b(?:\s*:\s*(?P<names>[\w\s,]+))?")
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef, ast.AsyncFor, ast.AsyncWith, ast.AsyncFunctionDef)
 
 
-def _suppresses(comment: str, code: str) -> bool:
-    names = {code.lower(), RULE_NAMES.get(code, code).lower()}
+class Suppressions:
+    """Suppression comments of a module read from its text and stdlib tree (no LibCST).
+
+    A directive counts on a line the finding spans, on any line of the simple
+    statement that holds it (for a compound statement, its header), or in the
+    comment lines directly above that statement."""
+
+    def __init__(self, src: Any, tree: Any, names: Optional[Dict[str, str]] = None):
+        self.src = src
+        self.tree = tree
+        self.names = names
+        self._by_line: Optional[Dict[int, List[str]]] = None
+
+    def _comments_by_line(self) -> Dict[int, List[str]]:
+        if self._by_line is None:
+            by_line: Dict[int, List[str]] = {}
+            try:
+                for tok in tokenize.generate_tokens(io.StringIO(self.src.text).readline):
+                    if tok.type == tokenize.COMMENT:
+                        by_line.setdefault(tok.start[0], []).append(tok.string)
+            except (tokenize.TokenError, SyntaxError, IndentationError):
+                for number, line in enumerate(self.src.lines(), 1):
+                    if "#" in line:
+                        by_line.setdefault(number, []).append(line[line.index("#") :])
+            self._by_line = by_line
+        return self._by_line
+
+    def _statement(self, node: Any) -> Any:
+        if node is None or not hasattr(node, "lineno"):
+            return None
+        key = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+        found = None
+        body: List[Any] = list(self.tree.body)
+        while body:
+            nxt: List[Any] = []
+            for stmt in body:
+                if (stmt.lineno, stmt.col_offset) <= key[:2] and (stmt.end_lineno, stmt.end_col_offset) >= key[2:]:
+                    found = stmt
+                    for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                        for child in getattr(stmt, name, ()) or ():
+                            if isinstance(child, (ast.stmt, ast.excepthandler)) or type(child).__name__ == "match_case":
+                                nxt.extend(getattr(child, "body", [child]) if not isinstance(child, ast.stmt) else [child])
+                    break
+            body = nxt
+        return found
+
+    def suppressed(self, node: Any, code: str, line: int, end_line: int) -> bool:
+        names = self.names or {}
+        by_line = self._comments_by_line()
+        first, last = line, end_line
+        comments: List[str] = []
+        statement = self._statement(node)
+        if statement is not None:
+            compound = isinstance(statement, _COMPOUND) or type(statement).__name__ in ("Match", "TryStar")
+            if compound:
+                last = max(last, line)
+                first = min(first, statement.lineno)
+            else:
+                first, last = min(first, statement.lineno), max(last, statement.end_lineno)
+            above = statement.lineno - 1
+            while above >= 1:
+                text = self.src.line_text(above).strip()
+                if text and not text.startswith("#"):
+                    break
+                comments += by_line.get(above, [])
+                above -= 1
+        for ln in range(first, last + 1):
+            comments += by_line.get(ln, [])
+        return any(suppresses(c, code, names) for c in comments)
+
+
+def suppresses(comment: str, code: str, names: Dict[str, str]) -> bool:
+    wanted = {code.lower(), names.get(code, code).lower()}
     match = _NOQA.search(comment)
     if match:
         codes = match.group("codes")
@@ -36,49 +105,6 @@ def _suppresses(comment: str, code: str) -> bool:
         for name in (n.strip().lower() for n in listed.split(",")):
             if name.endswith("rule"):
                 name = name[:-4]
-            if name in names:
+            if name in wanted:
                 return True
     return False
-
-
-class Suppressions:
-    def __init__(self, tree: TreeIndex, get_metadata: Callable[..., Any]):
-        self.tree = tree
-        self.md = get_metadata
-        self._by_line: Optional[Dict[int, List[str]]] = None
-
-    def _comments_by_line(self) -> Dict[int, List[str]]:
-        if self._by_line is None:
-            by_line: Dict[int, List[str]] = {}
-            for comment in self.tree.comments():
-                position = self.md(PositionProvider, comment, None)
-                if position is not None:
-                    by_line.setdefault(position.start.line, []).append(comment.value)
-            self._by_line = by_line
-        return self._by_line
-
-    def _statement(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        current: Optional[cst.CSTNode] = node
-        while current is not None and not isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            current = self.tree.parent(current)
-        return current
-
-    def suppressed(self, node: Optional[cst.CSTNode], code: str, line: int, end_line: int) -> bool:
-        comments: List[str] = []
-        by_line = self._comments_by_line()
-        first, last = line, end_line
-        statement = self._statement(node) if node is not None else None
-        if statement is not None:
-            position = self.md(PositionProvider, statement)
-            # A compound statement's body is not "its line": use only the header.
-            if isinstance(statement, cst.BaseCompoundStatement):
-                last = max(last, line)
-            else:
-                first, last = min(first, position.start.line), max(last, position.end.line)
-            comments += [ln.comment.value for ln in statement.leading_lines if ln.comment is not None]
-            parent = self.tree.parent(statement)
-            if isinstance(parent, cst.Module) and parent.body and parent.body[0] is statement:
-                comments += [ln.comment.value for ln in parent.header if ln.comment is not None]
-        for ln in range(first, last + 1):
-            comments += by_line.get(ln, [])
-        return any(_suppresses(c, code) for c in comments)

@@ -1,0 +1,312 @@
+"""The one table of torch and NumPy effects: what a call does to host/device memory.
+
+Every fact pinfix knows about a library function or method is one entry here,
+keyed by its qualified name (``torch.from_numpy``) or, for tensor and array
+methods, by the method's name. The engine (:mod:`pinfix.semantic`) derives its
+transfer functions from the entries' *kind*; the byte pre-filter
+(:mod:`pinfix.prefilter`) derives the spellings it looks for from the same
+entries. Teaching pinfix a new torch function is one entry, nothing else.
+
+The kinds (each a small frozen class below):
+
+``Makes``      a fresh CPU tensor, pageable unless ``device=`` / ``pin_memory=`` say otherwise
+``Pins``       pinned CPU memory (``.pin_memory()``, a pinned helper)
+``View``       shares its input's memory: dense, dense only along the first dimension, or maybe gapped
+``Converts``   same device, maybe a fresh tensor (``.long()``, ``.contiguous()``, ``.to(dtype)``)
+``Computes``   a fresh tensor on its inputs' device (``torch.cat``, ``x.cumsum()``, arithmetic)
+``CopiesTo``   a copy that accepts ``non_blocking`` (``copy_``, ``to``, ``cuda``, ``xpu``): a sink
+``ToHost``     a device tensor's data on the host (``.cpu()``: a fresh pageable tensor)
+``MakesArray`` a NumPy array (host memory)
+``HostData``   plain host data (``len``, ``.tolist()``, ``.item()``)
+``Waits``      waits for the device (``synchronize``, ``wait_event``): pending host reads are safe after it
+``ReadsOnHost`` reads tensor data on the host (``.tolist()``, ``print``): PIN003 checks these
+``Metadata``   reads no data (``.shape``, ``.device``, ``.dtype``)
+``Constant``   a value: a dtype (``torch.float16``) or a device constructor (``torch.device``)
+``Availability`` true only when pinned memory / an accelerator is available
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, Mapping, Optional, Tuple
+
+
+@dataclass(frozen=True)
+class Effect:
+    """Base of every table entry."""
+
+    #: The rule a pageable result of this entry is reported under.
+    code: str = "PIN002"
+
+
+@dataclass(frozen=True)
+class Makes(Effect):
+    """A fresh CPU tensor, pageable unless the call says otherwise."""
+
+    #: The configured pinned helper (``np_to_pinned_tensor``) is a drop-in for it.
+    helper_fix: bool = False
+    #: Takes ``device=`` and ``pin_memory=`` (keyword-only): an accelerator device
+    #: or a ``pin_memory=`` that is not literally ``False`` makes it no pageable source;
+    #: without them the fix adds ``pin_memory=<expr>``.
+    factory: bool = False
+    #: ``*_like(x)``: on ``x``'s device unless ``device=`` is given.
+    like: bool = False
+    #: The size comes first: a literally empty size makes an empty tensor (its copy moves nothing).
+    sized: bool = False
+    #: The sizes may be passed one by one (``zeros(2, 3)``; not ``full``, whose second argument is the fill value).
+    varargs_size: bool = True
+    #: ``as_tensor`` / ``asarray`` return their argument when it is a tensor already:
+    #: a fresh CPU tensor only of host data (a display, a number, an ndarray).
+    host_data_only: bool = False
+    #: Shares its argument's memory (``from_numpy``): the helper fix copies it instead.
+    shares_argument: bool = False
+
+
+@dataclass(frozen=True)
+class Pins(Effect):
+    """Pinned CPU memory."""
+
+
+@dataclass(frozen=True)
+class View(Effect):
+    """Shares its input's storage.
+
+    ``dense``: ``"always"`` (``view``, ``reshape``, ``t``: a view of pinned memory is
+    pinned and dense), ``"first-dim"`` (``narrow``: dense when it narrows dimension 0)
+    or ``"maybe"`` (``expand``, ``diagonal``: may be a gapped view, which torch stages
+    through a pageable temporary).
+    """
+
+    dense: str = "always"
+
+
+@dataclass(frozen=True)
+class Converts(Effect):
+    """Stays on its input's device, maybe as a fresh tensor (pinning the base no longer helps)."""
+
+    #: ``.contiguous()``: of a gapped view, a fresh dense pageable tensor.
+    contiguous: bool = False
+
+
+@dataclass(frozen=True)
+class Computes(Effect):
+    """A fresh tensor on its inputs' device, allocated by the default (pageable) allocator.
+
+    ``inputs``: ``"sequence"`` (the first argument is a sequence of tensors:
+    ``torch.cat``), ``"first"`` (the first argument: ``torch.cumsum(x)``),
+    ``"receiver"`` (a method's receiver: ``x.cumsum()``), ``"tensors"`` (every
+    tensor argument: ``torch.where(c, a, b)``).
+    """
+
+    inputs: str = "first"
+    #: The result may be a 0-dim tensor (a reduction), which follows other operands' device.
+    scalar: bool = False
+
+
+@dataclass(frozen=True)
+class CopiesTo(Effect):
+    """A tensor method that copies between devices and accepts ``non_blocking``.
+
+    ``source``: ``"receiver"`` (``x.to(...)``) or ``"arg"`` (``dst.copy_(src)``, keyword
+    ``source_keyword``). ``non_blocking_slots``: the positional indexes where a bare
+    ``True`` means ``non_blocking=True``. ``device_slot``: the positional index and keyword of
+    the destination device (``None``: the method names it, ``cuda``/``xpu``).
+    """
+
+    method: str = ""
+    source: str = "receiver"
+    source_keyword: Optional[str] = None
+    non_blocking_slots: Tuple[int, ...] = ()
+    device_slot: Optional[Tuple[int, str]] = None
+
+
+@dataclass(frozen=True)
+class ToHost(Effect):
+    """``t.cpu()``: a device tensor's data in a fresh pageable CPU tensor (a CPU tensor itself)."""
+
+
+@dataclass(frozen=True)
+class MakesArray(Effect):
+    """A NumPy array (host memory)."""
+
+    #: ``t.numpy()``: an array that shares a CPU tensor's memory.
+    of_tensor: bool = False
+
+
+@dataclass(frozen=True)
+class HostData(Effect):
+    """Plain host data (a Python number or list)."""
+
+
+@dataclass(frozen=True)
+class Waits(Effect):
+    """Waits for the device: host reads of earlier non_blocking device-to-host copies are safe after it."""
+
+
+@dataclass(frozen=True)
+class ReadsOnHost(Effect):
+    """Reads a tensor's data on the host (and waits for it, blocking)."""
+
+
+@dataclass(frozen=True)
+class Metadata(Effect):
+    """Reads no tensor data. ``gives``: ``"device"``, ``"dtype"`` or ``"host"`` (a size, a bool)."""
+
+    gives: str = "host"
+
+
+@dataclass(frozen=True)
+class Constant(Effect):
+    """A value rather than a call: ``"dtype"`` (``torch.float16``) or ``"device"`` (``torch.device(...)`` when called)."""
+
+    value: str = "dtype"
+
+
+@dataclass(frozen=True)
+class Availability(Effect):
+    """True only where pinned memory (an accelerator) is available: on its false branch
+    no copy can block, so pinfix does not report what happens there."""
+
+
+def _entries(effect: Effect, names: str, prefix: str = "") -> Dict[str, Effect]:
+    return {prefix + n: effect for n in names.split()}
+
+
+LEGACY_CONSTRUCTORS = (
+    "Tensor LongTensor IntTensor ShortTensor CharTensor ByteTensor BoolTensor FloatTensor DoubleTensor HalfTensor "
+    "BFloat16Tensor"
+)
+
+_TORCH_DTYPES = (
+    "float float16 float32 float64 bfloat16 half double cfloat cdouble complex64 complex128 int int8 int16 int32 int64 "
+    "long short uint8 uint16 uint32 uint64 bool float8_e4m3fn float8_e5m2 float8_e4m3fnuz float8_e5m2fnuz"
+)
+
+#: Library functions and values, by qualified name.
+FUNCTIONS: Mapping[str, Effect] = {
+    # --- sources -------------------------------------------------------------------
+    # from_numpy shares the array's pageable memory; the pinned helper is a drop-in.
+    "torch.from_numpy": Makes(code="PIN001", helper_fix=True, shares_argument=True),
+    # torch.tensor(data, *, dtype, device, requires_grad, pin_memory): always copies.
+    "torch.tensor": Makes(factory=True),
+    # No pin_memory=: report only.
+    **_entries(Makes(host_data_only=True), "as_tensor asarray", "torch."),
+    "torch.arange": Makes(factory=True),
+    **_entries(Makes(factory=True, sized=True), "zeros ones empty rand randn", "torch."),
+    "torch.full": Makes(factory=True, sized=True, varargs_size=False),
+    "torch.randint": Makes(factory=True),
+    "torch.linspace": Makes(factory=True),
+    **_entries(Makes(factory=True, like=True), "zeros_like ones_like empty_like full_like rand_like randn_like", "torch."),
+    # Legacy constructors: always a fresh CPU tensor, no pin_memory=: report only.
+    **_entries(Makes(), LEGACY_CONSTRUCTORS, "torch."),
+    # --- computed on the inputs' device --------------------------------------------
+    **_entries(Computes(inputs="sequence"), "cat concat concatenate stack hstack vstack column_stack", "torch."),
+    **_entries(
+        Computes(inputs="first"),
+        "repeat_interleave cumsum cumprod diff flip nonzero argsort sort clone bucketize abs neg clamp "
+        "masked_select index_select gather tril triu searchsorted roll cummax",
+        "torch.",
+    ),
+    **_entries(Computes(inputs="first", scalar=True), "sum prod max min mean amax amin", "torch."),
+    **_entries(Computes(inputs="tensors"), "where maximum minimum add sub mul div remainder", "torch."),
+    "torch.nn.functional.pad": Computes(inputs="first"),
+    "torch.nn.functional.one_hot": Computes(inputs="first"),
+    # --- values ---------------------------------------------------------------------
+    **_entries(Constant(value="dtype"), _TORCH_DTYPES, "torch."),
+    "torch.device": Constant(value="device"),
+    # --- waits and availability -----------------------------------------------------
+    **_entries(Waits(), "torch.cuda.synchronize torch.xpu.synchronize torch.accelerator.synchronize torch.mps.synchronize"),
+    **_entries(
+        Availability(),
+        "torch.cuda.is_available torch.xpu.is_available torch.accelerator.is_available "
+        "vllm.utils.platform_utils.is_pin_memory_available vllm.utils.is_pin_memory_available",
+    ),
+    # --- NumPy ----------------------------------------------------------------------
+    **_entries(
+        MakesArray(),
+        "arange array asarray repeat tile concatenate cumsum flatnonzero argsort sort unique zeros ones empty full "
+        "take diff clip stack hstack vstack argwhere nonzero where zeros_like ones_like empty_like full_like "
+        "ascontiguousarray frombuffer fromiter minimum maximum searchsorted pad",
+        "numpy.",
+    ),
+    # --- builtins -------------------------------------------------------------------
+    **_entries(ReadsOnHost(), "print bool int float str repr", "builtins."),
+    **_entries(HostData(), "len range isinstance sum max min abs round", "builtins."),
+}
+
+#: Tensor methods, by name (the receiver is a tensor, or may be).
+TENSOR_METHODS: Mapping[str, Effect] = {
+    "pin_memory": Pins(),
+    "cpu": ToHost(),
+    **_entries(View(dense="always"), "view reshape squeeze unsqueeze flatten t transpose permute view_as reshape_as"),
+    "narrow": View(dense="first-dim"),
+    **_entries(View(dense="maybe"), "expand expand_as diagonal unfold as_strided"),
+    **_entries(
+        Converts(),
+        "long int short char byte bool float double half bfloat16 type type_as",
+    ),
+    "contiguous": Converts(contiguous=True),
+    **_entries(
+        Computes(inputs="receiver"),
+        "repeat_interleave cumsum cumprod diff flip nonzero argsort clone repeat abs neg clamp masked_fill "
+        "masked_select index_select gather tril triu add sub mul div floor_divide remainder pow sort roll",
+    ),
+    **_entries(Computes(inputs="receiver", scalar=True), "sum prod max min mean amax amin"),
+    "copy_": CopiesTo(method="copy_", source="arg", source_keyword="src", non_blocking_slots=(1,)),
+    # t.to(device, dtype, non_blocking, copy) / t.to(dtype, non_blocking) / t.to(other, non_blocking)
+    "to": CopiesTo(method="to", source="receiver", non_blocking_slots=(1, 2), device_slot=(0, "device")),
+    # t.cuda(device=None, non_blocking=False), t.xpu(...)
+    "cuda": CopiesTo(method="cuda", source="receiver", non_blocking_slots=(1,)),
+    "xpu": CopiesTo(method="xpu", source="receiver", non_blocking_slots=(1,)),
+    "numpy": MakesArray(of_tensor=True),
+    **_entries(ReadsOnHost(), "tolist item __bool__ __int__ __float__"),
+    **_entries(Waits(), "synchronize wait wait_event wait_stream"),
+    **_entries(Metadata(gives="host"), "size numel dim stride is_pinned is_contiguous element_size nelement"),
+    "get_device": Metadata(gives="host"),
+}
+
+#: Tensor attributes that are no call (``x.shape``, ``x.device``).
+TENSOR_ATTRIBUTES: Mapping[str, Effect] = {
+    "device": Metadata(gives="device"),
+    "dtype": Metadata(gives="dtype"),
+    **_entries(Metadata(gives="host"), "shape ndim is_cuda"),
+    "T": View(dense="maybe"),
+}
+
+#: NumPy array methods, by name.
+ARRAY_METHODS: Mapping[str, Effect] = {
+    **_entries(MakesArray(), "astype copy reshape flatten ravel repeat cumsum take clip transpose squeeze view"),
+    **_entries(HostData(), "tolist item sum max min mean any all"),
+}
+
+#: Sinks, by method name.
+COPY_SINKS: Mapping[str, CopiesTo] = {n: e for n, e in TENSOR_METHODS.items() if isinstance(e, CopiesTo)}
+
+NON_BLOCKING_KEYWORD = "non_blocking"
+
+#: Device spellings that plainly mean the host (``"cpu"``, ``"cpu:0"``); ``meta`` holds no data.
+CPU_DEVICE_TYPES: FrozenSet[str] = frozenset({"cpu"})
+NO_DATA_DEVICE_TYPES: FrozenSet[str] = frozenset({"meta"})
+
+#: Default replacement helper (vLLM's); configurable with ``[tool.pinfix] helper``.
+DEFAULT_HELPER = "vllm.utils.torch_utils.np_to_pinned_tensor"
+
+#: Names whose last component says "is pinned memory (or an accelerator) available"
+#: when tested: the function vLLM uses and the flags projects keep for it.
+AVAILABILITY_NAMES: FrozenSet[str] = frozenset({"is_pin_memory_available"})
+
+
+def function_effect(qualified: str) -> Optional[Effect]:
+    """The entry for a library function or value (``torch.zeros``)."""
+    return FUNCTIONS.get(qualified)
+
+
+def spellings() -> FrozenSet[str]:
+    """The last component of every name in the table: what the byte pre-filter looks for."""
+    names = {q.rsplit(".", 1)[-1] for q in FUNCTIONS} | set(TENSOR_METHODS) | set(ARRAY_METHODS)
+    return frozenset(names)
+
+
+def tables() -> Tuple[Mapping[str, Effect], ...]:
+    """Every table, for checks that each entry's kind is covered."""
+    return (FUNCTIONS, TENSOR_METHODS, TENSOR_ATTRIBUTES, ARRAY_METHODS)

@@ -1,0 +1,239 @@
+"""Apply fixes: the one place every front end (the CLI, the codemod, the Fixit rules) uses.
+
+1. The fixes' text edits are spliced into the file's decoded text (a fix whose
+   edits overlap an earlier one's is left out, and said so).
+2. Imports: each ``(module, name)`` a fix needs is added where isort puts it
+   (:mod:`pinfix.imports`, on a LibCST parse of the edited text), and an import
+   the edits left unused is removed; only the import statements' lines may
+   change in this step, whatever LibCST would round-trip differently elsewhere.
+3. The text is encoded back line by line: a line the fix did not change keeps
+   its very bytes (its encoding quirks, its line end).
+4. The result must parse; otherwise nothing is written.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional, Sequence, Set, Tuple
+
+from ..edits import Edit, Fix
+from ..semantic.source import SourceText
+from ..settings import Settings
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+class FixError(Exception):
+    """The fixes could not be applied without breaking the file; the message says why."""
+
+
+@dataclass
+class Applied:
+    """What applying some fixes made."""
+
+    text: str
+    data: bytes
+    #: Indexes (into the fixes given) of the fixes applied.
+    applied: List[int] = field(default_factory=list)
+    #: ``(index, why)`` of the fixes left out.
+    skipped: List[Tuple[int, str]] = field(default_factory=list)
+    #: 1-based lines of the original text the result may differ on.
+    touched: Set[int] = field(default_factory=set)
+
+
+def apply_fixes(src: SourceText, fixes: Sequence[Optional[Fix]], settings: Settings, path: Optional[Path] = None) -> Applied:
+    chosen: List[int] = []
+    edits: List[Edit] = []
+    skipped: List[Tuple[int, str]] = []
+    for index, fix in enumerate(fixes):
+        if fix is None or not fix.edits:
+            continue
+        if any(_overlaps(e, other) for e in fix.edits for other in edits):
+            skipped.append((index, "it overlaps another fix in the same place; run `pinfix fix` again"))
+            continue
+        chosen.append(index)
+        edits.extend(fix.edits)
+    if not chosen:
+        return Applied(src.text, src.data if src.data is not None else src.text.encode(src.encoding), [], skipped)
+    text = splice(src.text, edits)
+    touched = {line for e in edits for line in _lines_of(src, e)}
+    needed: List[Tuple[str, str]] = []
+    drops: List[str] = []
+    for index in chosen:
+        fix = fixes[index]
+        assert fix is not None
+        needed += [i for i in fix.imports if i not in needed]
+        drops += [d for d in fix.drops if d not in drops]
+    if needed or drops:
+        text = _imports(text, needed, drops, settings, path)
+    new_src = SourceText(text, src.path, src.encoding)
+    try:
+        ast.parse(text)
+    except SyntaxError as e:  # a bug of ours: never write it
+        raise FixError(f"the fixed file would not parse ({e.msg} at line {e.lineno}); file left unchanged") from None
+    data = encode_like(src, new_src)
+    return Applied(text, data, chosen, skipped, touched | _changed_lines(src.text, text))
+
+
+def splice(text: str, edits: Sequence[Edit]) -> str:
+    out = []
+    at = 0
+    for e in sorted(edits, key=lambda e: (e.start, e.end)):
+        out.append(text[at : e.start])
+        out.append(e.new)
+        at = e.end
+    out.append(text[at:])
+    return "".join(out)
+
+
+def _overlaps(a: Edit, b: Edit) -> bool:
+    if a.start == a.end or b.start == b.end:
+        return b.start < a.start < b.end or a.start < b.start < a.end or (a.start == b.start and a.end == b.end)
+    return a.start < b.end and b.start < a.end
+
+
+def _lines_of(src: SourceText, edit: Edit) -> range:
+    import bisect
+
+    first = bisect.bisect_right(src.line_starts, edit.start)
+    last = bisect.bisect_right(src.line_starts, max(edit.start, edit.end - 1))
+    return range(first, last + 1)
+
+
+def _imports(text: str, needed: Sequence[Tuple[str, str]], drops: Sequence[str], settings: Settings, path: Optional[Path]) -> str:
+    """``text`` with ``needed`` imported and ``drops`` no longer imported where the text no longer uses them."""
+    import libcst as cst
+
+    from ..imports import Sections, add_from_import, first_party_detector, imported_local_name, remove_import
+
+    try:
+        module = cst.parse_module(text)
+    except Exception as e:  # LibCST cannot read what CPython can: leave the imports alone
+        raise FixError(f"cannot place the import: {type(e).__name__}") from None
+    tree = ast.parse(text)
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    strings = " ".join(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    sections = None
+    for mod, name in needed:
+        if imported_local_name(module, mod, name) is None:
+            if sections is None:
+                sections = Sections(first_party_detector(path, settings.root, settings.known_first_party))
+            module = add_from_import(module, mod, name, sections=sections, line_length=settings.line_length)
+    # Removed after the additions: an import block that loses its only statement keeps its place and spacing.
+    words = set(strings.split())
+    before = module
+    for name in drops:
+        if name not in used and name not in words and not any(name == w.split(".")[0] for w in words):
+            module = remove_import(module, name)
+    if module is not before and module.body and before.body and module.body[0] is not before.body[0]:
+        # A removed first import can leave the next one first in the file, still
+        # carrying the blank line that separated its section.
+        first = module.body[0]
+        if first.leading_lines and not before.body[0].leading_lines:
+            kept = list(first.leading_lines)
+            while kept and kept[0].comment is None:
+                kept.pop(0)
+            module = module.with_changes(body=[first.with_changes(leading_lines=kept), *module.body[1:]])
+    new = module.code
+    return _import_hunks_only(text, new)
+
+
+def _import_hunks_only(old: str, new: str) -> str:
+    """``new``, except where it differs from ``old`` outside import statements (and the
+    blank lines around them): there ``old`` stays (what LibCST would round-trip
+    differently)."""
+    if old == new:
+        return new
+    old_lines = text_lines(old)
+    new_lines = text_lines(new)
+    old_region = _import_lines(old)
+    new_region = _import_lines(new)
+    out: List[str] = []
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            out.extend(old_lines[i1:i2])
+            continue
+        olds_ok = all(i in old_region or not old_lines[i - 1].strip() for i in range(i1 + 1, i2 + 1))
+        news_ok = all(j in new_region or not new_lines[j - 1].strip() for j in range(j1 + 1, j2 + 1))
+        out.extend(new_lines[j1:j2] if olds_ok and news_ok else old_lines[i1:i2])
+    return "".join(out)
+
+
+def _import_lines(text: str) -> Set[int]:
+    """Lines of top-level import statements, and the comment lines right above them."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    lines: Set[int] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    all_lines = text_lines(text)
+    for line in sorted(lines):
+        above = line - 1
+        while above >= 1 and all_lines[above - 1].lstrip().startswith("#"):
+            lines.add(above)
+            above -= 1
+    return lines
+
+
+def _changed_lines(old: str, new: str) -> Set[int]:
+    old_lines = text_lines(old)
+    new_lines = text_lines(new)
+    changed: Set[int] = set()
+    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes():
+        if tag != "equal":
+            changed.update(range(i1 + 1, max(i2, i1 + 1) + 1))
+    return changed
+
+
+def text_lines(text: str) -> List[str]:
+    """``text`` split after its real line ends (``\\r\\n``, ``\\r``, ``\\n``), ends kept."""
+    out = []
+    at = 0
+    for m in _LINE_END.finditer(text):
+        out.append(text[at : m.end()])
+        at = m.end()
+    if at < len(text):
+        out.append(text[at:])
+    return out
+
+
+def encode_like(old: SourceText, new: SourceText) -> bytes:
+    """``new``'s text in ``old``'s encoding, keeping the very bytes of every line
+    the text did not change (a cp932 or UTF-7 quirk, a BOM, a line end)."""
+    data = old.data
+    encoding = old.encoding
+    if data is None:
+        return new.text.encode(encoding)
+    bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+    old_lines = text_lines(old.text)
+    raw_lines = _byte_lines(data[len(bom) :])
+    if len(raw_lines) != len(old_lines):
+        return bom + new.text.encode(encoding)
+    new_lines = text_lines(new.text)
+    out = [bom]
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out.extend(raw_lines[i1:i2])
+        else:
+            out.extend(line.encode(encoding) for line in new_lines[j1:j2])
+    return b"".join(out)
+
+
+def _byte_lines(data: bytes) -> List[bytes]:
+    """``data`` split after its real line ends, as :func:`text_lines` splits the text."""
+    out = []
+    at = 0
+    for m in re.finditer(rb"\r\n|\r|\n", data):
+        out.append(data[at : m.end()])
+        at = m.end()
+    if at < len(data):
+        out.append(data[at:])
+    return out

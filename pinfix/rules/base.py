@@ -1,0 +1,120 @@
+"""What every rule shares: the finding it makes, its cases, how it names things."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from ..edits import Fix
+from ..findings import Evidence, FindingFields
+from ..semantic.facts import ModuleFacts
+from ..semantic.scope import FunctionInfo
+from ..semantic.source import SourceText
+from ..semantic.values import Step, steps
+from ..settings import Settings
+
+
+@dataclass
+class Finding(FindingFields):
+    """One finding, with its fix plan (``None``: report only)."""
+
+    fix: Optional[Fix] = field(default=None, repr=False, compare=False)
+    #: The node reported on (for suppression comments on its statement).
+    node: Optional[Any] = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A rule's example: ``code`` is a finding (INVALID) or is not (VALID); for an
+    INVALID case with a safe fix, ``fixed`` is what the fix makes of it."""
+
+    code: str
+    fixed: Optional[str] = None
+    #: Settings the case runs with (``[tool.pinfix]`` keys, e.g. ``{"h2d-helper": "m.f"}``).
+    settings: Tuple[Tuple[str, Any], ...] = ()
+
+
+class RuleContext:
+    """What rules of one module share: the facts, the settings, the file."""
+
+    def __init__(self, facts: ModuleFacts, settings: Settings, path: Optional[Path] = None):
+        self.facts = facts
+        self.settings = settings
+        self.path = path
+        self.cache: Dict[str, Any] = {}
+
+    @property
+    def src(self) -> SourceText:
+        return self.facts.src
+
+    def position(self, node: Any) -> Tuple[int, int, int, int]:
+        """``(line, column, end line, end column)``, columns 1-based characters."""
+        src = self.src
+        return (
+            node.lineno,
+            src.column(node.lineno, node.col_offset) + 1,
+            node.end_lineno,
+            src.column(node.end_lineno, node.end_col_offset) + 1,
+        )
+
+    def finding(self, code: str, node: Any, message: str, pattern: str, fix: Optional[Fix], note: Optional[str], evidence: Sequence[Step] = (), severity: str = "error") -> Finding:
+        line, column, end_line, end_column = self.position(node)
+        return Finding(
+            code=code,
+            line=line,
+            column=column,
+            end_line=end_line,
+            end_column=end_column,
+            message=message,
+            pattern=pattern,
+            fix_safety=fix.applicability if fix is not None else None,
+            fix_note=fix.reason if fix is not None and fix.reason else note,
+            evidence=tuple(self.evidence(s) for s in evidence),
+            severity=severity,
+            fix=fix,
+            node=node,
+        )
+
+    def evidence(self, step: Step) -> Evidence:
+        path = step.src.path if step.src is not self.src else None
+        return Evidence(path, step.line, step.column, step.message)
+
+    def where(self, step: Step) -> str:
+        """``path:line`` of a step (the path only when it is another file)."""
+        if step.src is self.src or step.src.path is None:
+            here = self.path.as_posix() if self.path is not None else "<module>"
+            return f"{here if step.src is not self.src else step.src.path}:{step.line}"
+        return f"{step.src.path}:{step.line}"
+
+
+class Rule:
+    """A rule: its code, its name, its documentation and cases; ``check`` asks the facts."""
+
+    code = ""
+    name = ""
+    #: Reported only when the setting is on (PIN004: ``show-unknown``).
+    opt_in: Optional[str] = None
+    VALID: List[Case] = []
+    INVALID: List[Case] = []
+
+    @classmethod
+    def doc(cls) -> str:
+        import inspect
+
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    def check(self, ctx: RuleContext) -> Iterable[Finding]:  # pragma: no cover - every rule overrides it
+        raise NotImplementedError
+
+
+def route_steps(route: Any) -> List[Step]:
+    return list(steps(route))
+
+
+def function_of(facts: ModuleFacts, node: ast.AST) -> Optional[FunctionInfo]:
+    for f in facts.functions:
+        if node in f.copies or any(r.node is node for r in f.reads.values()):
+            return f.info
+    return None

@@ -1,0 +1,759 @@
+"""Calls: every transfer function the effects table (:mod:`pinfix.effects`) names.
+
+A call's callee is evaluated like any expression; library functions arrive as
+:class:`~pinfix.semantic.values.Ref` atoms (``torch.zeros``), tensor methods
+through the receiver's atoms. The entry's kind picks the transfer function:
+``Makes`` -> :meth:`Calls.makes`, ``Computes`` -> :meth:`Calls.computes`, and so
+on. Sinks (``CopiesTo``) record a :class:`~pinfix.semantic.facts.Copy`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, List, Optional, Sequence, Tuple
+
+from ..effects import (
+    ARRAY_METHODS,
+    AVAILABILITY_NAMES,
+    FUNCTIONS,
+    NON_BLOCKING_KEYWORD,
+    TENSOR_METHODS,
+    Availability,
+    Computes,
+    Constant,
+    Converts,
+    CopiesTo,
+    Effect,
+    HostData,
+    Makes,
+    MakesArray,
+    Metadata,
+    Pins,
+    ReadsOnHost,
+    ToHost,
+    View,
+    Waits,
+)
+from .expressions import CONTIGUOUS, Expressions, device_of_text, host_atom, register
+from .facts import Copy
+from .state import PENDING, State
+from .values import (
+    ACCEL,
+    ANY_DEVICE,
+    ANY_MEMORY,
+    CPU,
+    DENSE,
+    EMPTY,
+    GAPPED,
+    PAGEABLE,
+    PINNED,
+    Array,
+    Class,
+    Const,
+    Device,
+    Dict,
+    DType,
+    Flag,
+    Func,
+    Host,
+    Instance,
+    NoneValue,
+    Origin,
+    Pending,
+    Ref,
+    Seq,
+    Slice,
+    Tensor,
+    Unknown,
+    Value,
+    join,
+    unknown,
+)
+
+#: Memory of a tensor that holds no data (``torch.zeros(0)``): its copy moves nothing.
+NO_DATA = "empty"
+
+
+class Arguments:
+    """A call's evaluated arguments."""
+
+    __slots__ = ("node", "positional", "keywords", "starred", "double_starred")
+
+    def __init__(self, node: ast.Call, positional: List[Tuple[ast.expr, Value]], keywords: List[Tuple[str, ast.expr, Value]], starred: bool, double_starred: bool):
+        self.node = node
+        self.positional = positional
+        self.keywords = keywords
+        self.starred = starred
+        self.double_starred = double_starred
+
+    def keyword(self, name: str) -> Optional[Tuple[ast.expr, Value]]:
+        for k, node, value in self.keywords:
+            if k == name:
+                return node, value
+        return None
+
+    def first(self, keyword: Optional[str] = None) -> Optional[Tuple[ast.expr, Value]]:
+        if self.positional:
+            return self.positional[0]
+        return self.keyword(keyword) if keyword else None
+
+    @property
+    def values(self) -> List[Value]:
+        return [v for _, v in self.positional] + [v for _, _, v in self.keywords]
+
+
+def literal_bool(node: Optional[ast.AST]) -> Optional[bool]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        return node.value
+    return None
+
+
+def _qualified_label(qualified: str) -> str:
+    if qualified.startswith("torch.Tensor."):
+        return "." + qualified.rsplit(".", 1)[-1] + "()"
+    return qualified + "(...)"
+
+
+class Calls(Expressions):
+    """Calls, sinks and the table's transfer functions."""
+
+    def eval_call(self, node: ast.Call, state: State) -> Value:
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            receiver = self.eval(func.value, state)
+            args = self.arguments(node, state)
+            result = self.method_call(node, func, receiver, args, state)
+        else:
+            callee = self.eval(func, state)
+            args = self.arguments(node, state)
+            result = callee.map(lambda a: self.call_atom(a, node, args, state))
+        return result
+
+    def arguments(self, node: ast.Call, state: State) -> Arguments:
+        positional: List[Tuple[ast.expr, Value]] = []
+        keywords: List[Tuple[str, ast.expr, Value]] = []
+        starred = double = False
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                self.eval(a.value, state)
+                starred = True
+            else:
+                positional.append((a, self.eval(a, state)))
+        for k in node.keywords:
+            value = self.eval(k.value, state)
+            if k.arg is None:
+                double = True
+            else:
+                keywords.append((k.arg, k.value, value))
+        return Arguments(node, positional, keywords, starred, double)
+
+    # --- callees -----------------------------------------------------------------------------------
+
+    def call_atom(self, atom: Any, node: ast.Call, args: Arguments, state: State) -> Value:
+        if isinstance(atom, Ref):
+            return self.library_call(atom.name, node, args, state)
+        if isinstance(atom, Func):
+            return self.project_call(atom, node, args, state)
+        if isinstance(atom, Class):
+            return self.construct(atom, node, args, state)
+        self.escape(args, state)
+        if isinstance(atom, Unknown):
+            deep = "" if self.settings.deep else " (try --deep)"
+            return unknown(f"pinfix cannot see what `{self.short(node.func)}()` returns{deep}", node)
+        return unknown(node=node)
+
+    def project_call(self, atom: Func, node: ast.Call, args: Arguments, state: State) -> Value:
+        """A project function's result (deep mode overrides this)."""
+        self.escape(args, state)
+        deep = "" if self.settings.deep else " (try --deep)"
+        return unknown(f"pinfix cannot see what `{self.short(node.func)}()` returns{deep}", node)
+
+    def construct(self, atom: Class, node: ast.Call, args: Arguments, state: State) -> Value:
+        self.escape(args, state)
+        return Value((Instance(atom.info),))
+
+    def escape(self, args: Arguments, state: State) -> None:
+        """What an unknown callee is given may be waited on or rebound there:
+        pending copies into it are settled, access paths through it forgotten."""
+        self.kill_paths(args.node, state)
+        pending = state.get(PENDING)
+        if not pending:
+            return
+        given = {id(t.origin.node) for v in args.values for t in v.tensors if t.origin is not None}
+        kept = tuple(p for p in pending.only(Pending) if p.target not in given)
+        if len(kept) != len(pending):
+            state.set(PENDING, Value(kept))
+
+    def library_call(self, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
+        settings = self.settings
+        if qualified in settings.pinned_producers:
+            return Value((self.pinned(node, Pins(), "returns pinned memory", qualified),))
+        effect = FUNCTIONS.get(qualified)
+        if effect is None and qualified.rsplit(".", 1)[-1] in AVAILABILITY_NAMES:
+            effect = Availability()
+        if effect is None:
+            return self.builtin_call(qualified, node, args, state)
+        return self.apply(effect, qualified, node, args, state, receiver=None)
+
+    def builtin_call(self, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
+        name = qualified[len("builtins.") :] if qualified.startswith("builtins.") else None
+        if name in ("list", "tuple", "set", "sorted", "reversed", "frozenset"):
+            first = args.first()
+            kind = "tuple" if name == "tuple" else "set" if name in ("set", "frozenset") else "list"
+            elements = self.elements_of(first[1], node) if first else EMPTY
+            return Value((Seq(kind, None, elements, node),))
+        if name == "dict":
+            return Value((Dict((), unknown(node=node), node),))
+        if name in ("enumerate", "zip"):
+            parts = [self.elements_of(v, node) for _, v in args.positional]
+            items = ((Value((Host(),)),) + tuple(parts)) if name == "enumerate" else tuple(parts)
+            return Value((Seq("list", None, Value((Seq("tuple", items, join(*items)),)), node),))
+        if name in ("map", "filter", "iter"):
+            return Value((Seq("list", None, unknown(node=node), node),))
+        if name == "next":
+            first = args.first()
+            return self.elements_of(first[1], node) if first else unknown(node=node)
+        if name == "slice":
+            return Value((Slice(),))
+        if name in ("getattr",):
+            return unknown(node=node)
+        if qualified.startswith(("numpy.", "math.")):
+            return Value((Array(),)) if qualified.startswith("numpy.") else Value((Host(),))
+        self.escape(args, state)
+        deep = "" if self.settings.deep or qualified.startswith(("torch.", "numpy.", "builtins.")) else " (try --deep)"
+        return unknown(f"pinfix cannot see what `{self.short(node.func)}()` returns{deep}", node)
+
+    # --- methods ------------------------------------------------------------------------------------
+
+    def method_call(self, node: ast.Call, func: ast.Attribute, receiver: Value, args: Arguments, state: State) -> Value:
+        method = func.attr
+        effect = TENSOR_METHODS.get(method)
+        if isinstance(effect, CopiesTo):
+            function_form = receiver.all(lambda a: isinstance(a, Ref) and a.name == "torch.Tensor")
+            return self.sink(node, effect, receiver, args, state, function_form)
+        return receiver.map(lambda a: self.method_of(a, method, node, args, state))
+
+    def method_of(self, atom: Any, method: str, node: ast.Call, args: Arguments, state: State) -> Value:
+        if isinstance(atom, Ref):
+            qualified = atom.name + "." + method
+            found = self.project_reference(qualified, node)
+            if found is not None:
+                return found.map(lambda a: self.call_atom(a, node, args, state))
+            return self.library_call(qualified, node, args, state)
+        if isinstance(atom, Tensor):
+            effect = TENSOR_METHODS.get(method)
+            if effect is None:
+                self.escape(args, state)
+                return Value((Tensor(atom.device),)) if atom.device != CPU else unknown(f"pinfix does not know the tensor method `.{method}()`", node)
+            return self.apply(effect, "torch.Tensor." + method, node, args, state, receiver=atom)
+        if isinstance(atom, Array):
+            effect = ARRAY_METHODS.get(method)
+            if isinstance(effect, MakesArray):
+                return Value((Array(atom.origin),))
+            return Value((Host(),)) if effect is not None else unknown(node=node)
+        if isinstance(atom, Seq):
+            return self.sequence_method(atom, method, node, args, state)
+        if isinstance(atom, Dict):
+            return self.dict_method(atom, method, node, args, state)
+        if isinstance(atom, (Instance, Class, Func)):
+            return self.object_method(atom, method, node, args, state)
+        if isinstance(atom, (Const, Host, NoneValue, Device, DType, Slice, Flag)):
+            return Value((Host(),))
+        # An unknown receiver: what the method makes whatever it is called on.
+        effect = TENSOR_METHODS.get(method)
+        if isinstance(effect, (Pins, ToHost, Waits, ReadsOnHost, Metadata, MakesArray)):
+            return self.apply(effect, "torch.Tensor." + method, node, args, state, receiver=None)
+        if isinstance(effect, (View, Converts, Computes)) and isinstance(atom, Unknown):
+            return Value((atom,))  # a view or computation of what pinfix cannot see: the same reason
+        self.escape(args, state)
+        deep = "" if self.settings.deep else " (try --deep)"
+        return unknown(f"pinfix cannot see what `{self.short(node.func)}()` returns{deep}", node)
+
+    def object_method(self, atom: Any, method: str, node: ast.Call, args: Arguments, state: State) -> Value:
+        """A method of a project object (deep mode overrides this)."""
+        self.escape(args, state)
+        assert isinstance(node.func, ast.Attribute)
+        self.kill_paths(node.func.value, state)
+        deep = "" if self.settings.deep else " (try --deep)"
+        return unknown(f"pinfix cannot see what `{self.short(node.func)}()` returns{deep}", node)
+
+    def sequence_method(self, atom: Seq, method: str, node: ast.Call, args: Arguments, state: State) -> Value:
+        if method in ("append", "add", "insert", "extend", "update"):
+            grown = args.positional[-1][1] if args.positional else EMPTY
+            if method in ("extend", "update"):
+                grown = self.elements_of(grown, node)
+            self.grow(node, atom, grown, state)
+            return Value((NoneValue(),))
+        if method == "pop":
+            return atom.elements or unknown(node=node)
+        if method == "copy":
+            return Value((Seq(atom.kind, atom.items, atom.elements, node),))
+        return Value((Host(),))
+
+    def dict_method(self, atom: Dict, method: str, node: ast.Call, args: Arguments, state: State) -> Value:
+        if method in ("get", "pop", "setdefault"):
+            first = args.positional[0][0] if args.positional else None
+            if isinstance(first, ast.Constant):
+                found = atom.get(first.value)
+                if found is not None:
+                    return found
+            default = args.positional[1][1] if len(args.positional) > 1 else Value((NoneValue(),))
+            return join(atom.elements, default)
+        if method == "values":
+            return Value((Seq("list", None, atom.elements, node),))
+        if method == "items":
+            pair = Seq("tuple", (Value((Host(),)), atom.elements), join(Value((Host(),)), atom.elements))
+            return Value((Seq("list", None, Value((pair,)), node),))
+        if method == "update":
+            grown = args.positional[0][1] if args.positional else EMPTY
+            self.grow(node, atom, grown.map(lambda a: a.elements if isinstance(a, Dict) else unknown(node=node)), state)
+            return Value((NoneValue(),))
+        return Value((Host(),))
+
+    def grow(self, node: ast.Call, atom: Any, added: Value, state: State) -> None:
+        """``xs.append(t)``: the list named by the receiver now also holds ``added``."""
+        assert isinstance(node.func, ast.Attribute)
+        target = node.func.value
+        if isinstance(atom, Seq):
+            grown: Any = Seq(atom.kind, None, join(atom.elements, added), atom.site)
+        else:
+            grown = Dict(atom.items, join(atom.elements, added), atom.site)
+        self.replace_in(target, atom, grown, state)
+
+    def replace_in(self, target: ast.AST, old: Any, new: Any, state: State) -> None:
+        """Put ``new`` where the name or access path ``target`` held ``old``."""
+        key = target.id if isinstance(target, ast.Name) and target.id in self.func.locals else self.path_of(target)
+        if key is None:
+            return
+        current = state.get(key)
+        if not current:
+            return
+        state.set(key, Value(tuple(new if a is old else a for a in current)))
+
+    # --- the effects -----------------------------------------------------------------------------------
+
+    def apply(self, effect: Effect, qualified: str, node: ast.Call, args: Arguments, state: State, receiver: Optional[Tensor]) -> Value:
+        if isinstance(effect, Makes):
+            return self.makes(effect, qualified, node, args, state)
+        if isinstance(effect, Pins):
+            what = "pins it" if receiver is not None or qualified.startswith("torch.Tensor.") else "returns pinned memory"
+            return Value((self.pinned(node, effect, what, qualified),))
+        if isinstance(effect, View):
+            return self.view(effect, node, args, receiver)
+        if isinstance(effect, Converts):
+            return self.converts(effect, node, receiver, state)
+        if isinstance(effect, Computes):
+            return self.computes(effect, qualified, node, args, state, receiver)
+        if isinstance(effect, ToHost):
+            return self.to_host(node, receiver, state)
+        if isinstance(effect, MakesArray):
+            if receiver is not None:
+                return Value((Array(receiver.origin),))
+            self.host_read(join(*args.values), node, state, computing=True)
+            return Value((Array(node),))
+        if isinstance(effect, HostData):
+            return Value((Host(),))
+        if isinstance(effect, ReadsOnHost):
+            read = Value((receiver,)) if receiver is not None else join(*args.values)
+            self.host_read(read, node, state)
+            self.synchronized(state, keep=read)
+            return Value((Host(),))
+        if isinstance(effect, Waits):
+            self.synchronized(state)
+            return Value((NoneValue(),))
+        if isinstance(effect, Metadata):
+            return Value((Host(),))
+        if isinstance(effect, Constant):
+            if effect.value == "device":
+                return self.device_value(node, args)
+            return Value((DType(),))
+        if isinstance(effect, Availability):
+            return Value((Flag(),))
+        return unknown(node=node)
+
+    def synchronized(self, state: State, keep: Optional[Value] = None) -> None:
+        """A wait (or a blocking read, which waits for the stream): nothing is pending any more."""
+        if state.get(PENDING):
+            state.set(PENDING, EMPTY)
+
+    def device_value(self, node: ast.Call, args: Arguments) -> Value:
+        first = args.first("type")
+        if first is not None:
+            text = first[1].only(Const)
+            if text and isinstance(text[0].value, str):
+                return Value((Device(_device_kind(text[0].value)),))
+        return Value((Device(ANY_DEVICE),))
+
+    def makes(self, effect: Makes, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
+        label = _qualified_label(qualified)
+        pin = args.keyword("pin_memory")
+        if args.starred or args.double_starred:
+            # `torch.zeros(*size, pin_memory=flag)`: *size cannot override a keyword.
+            if effect.factory and pin is not None and literal_bool(pin[0]) is not False and not args.double_starred:
+                return Value((self.pinned(node, effect, "is pinned", qualified),))
+            return unknown(f"`{self.short(node)}` passes `*args` pinfix cannot read", node)
+        if effect.sized and _literally_empty(args, effect.varargs_size):
+            return Value((Tensor(CPU, NO_DATA, DENSE, Origin(node, effect, self.src, label, qualified)),))
+        explicit = False
+        devices: Value = Value((Device(CPU),))
+        if effect.factory or effect.host_data_only:
+            given = args.keyword("device")
+            if given is not None:
+                devices = self.devices(given[1], state)
+        if effect.factory and pin is not None:
+            if literal_bool(pin[0]) is False:
+                explicit = True
+            elif not pin[1].all(lambda a: isinstance(a, Const) and a.value is False):
+                return self.on_devices(devices, lambda: self.pinned(node, effect, "is pinned", qualified))
+        if effect.like and args.keyword("device") is None:
+            first = args.first()
+            base = first[1] if first is not None else EMPTY
+            return base.map(lambda a: self.like_of(a, node, effect, qualified, label, explicit))
+        if effect.host_data_only:
+            data = args.first("data") or args.keyword("obj")
+            if data is None:
+                return unknown(node=node)
+
+            def each(a: Any) -> Value:
+                if isinstance(a, Tensor):
+                    return Value((a,))  # as_tensor returns a tensor it is given
+                if host_atom(a):
+                    return self.on_devices(devices, lambda: self.made(node, effect, qualified, label, scalar=_maybe_scalar_data(data[0])))
+                return Value((a,)) if isinstance(a, Unknown) else unknown(node=node)
+
+            return data[1].map(each)
+        scalar = qualified == "torch.tensor" and args.positional and _maybe_scalar_data(args.positional[0][0])
+        data = args.positional[0][1] if args.positional else None
+        return self.on_devices(devices, lambda: self.made(node, effect, qualified, label, explicit, bool(scalar), data))
+
+    def on_devices(self, devices: Value, make: Any) -> Value:
+        """``make()`` where the device is the CPU, a tensor elsewhere on the others."""
+        out = []
+        for a in devices:
+            kind = a.kind if isinstance(a, Device) else ANY_DEVICE
+            if kind == CPU:
+                out.append(Value((make(),)))
+            elif kind == "meta":
+                out.append(Value((Tensor(ANY_DEVICE),)))
+            else:
+                out.append(Value((Tensor(kind),)))
+        return join(*out)
+
+    def devices(self, value: Value, state: State) -> Value:
+        """A ``device=`` argument's possible devices."""
+
+        def each(a: Any) -> Value:
+            if isinstance(a, Device):
+                return Value((a,))
+            if isinstance(a, Const) and isinstance(a.value, str):
+                return Value((Device(_device_kind(a.value)),))
+            if isinstance(a, Const) and isinstance(a.value, int) and not isinstance(a.value, bool):
+                return Value((Device(ACCEL),))
+            if isinstance(a, NoneValue):
+                return Value((Device(CPU),))
+            return Value((Device(ANY_DEVICE),))
+
+        return value.map(each)
+
+    def like_of(self, a: Any, node: ast.Call, effect: Makes, qualified: str, label: str, explicit: bool) -> Value:
+        if isinstance(a, Tensor):
+            if a.device == CPU:
+                made = self.made(node, effect, qualified, label, explicit)
+                return Value((made.evolve(route=(made.route[0], a.route), via=a.via),))  # type: ignore[index]
+            return Value((Tensor(a.device),))
+        return unknown(f"`{self.short(node)}` follows its argument's device", node)
+
+    def view(self, effect: View, node: ast.Call, args: Arguments, receiver: Optional[Tensor]) -> Value:
+        if receiver is None:
+            return unknown(node=node)
+        if effect.dense == "always":
+            return Value((receiver,))
+        if effect.dense == "first-dim" and args.positional and _int_literal(args.positional[0][0]) == 0:
+            return Value((receiver,))
+        return self.maybe_gapped(receiver, node)
+
+    def converts(self, effect: Converts, node: ast.Call, receiver: Optional[Tensor], state: State) -> Value:
+        if receiver is None:
+            return unknown(node=node)
+        if receiver.device != CPU:
+            return Value((Tensor(receiver.device, route=receiver.route, via=receiver.via),))
+        self.host_read(Value((receiver,)), node, state, computing=True)
+        if effect.contiguous and receiver.layout == GAPPED:
+            return Value((self.computed(node, receiver, CONTIGUOUS, "`.contiguous()`", "copies the gapped view into a fresh tensor", effect),))
+        if effect.contiguous and receiver.gapped and receiver.memory == PAGEABLE:
+            return Value((receiver,))
+        if receiver.memory == PAGEABLE:
+            text = self.short(node.func, 40).rsplit(".", 1)[-1]
+            return Value((receiver.evolve(converted=receiver.converted or f".{text}()"),))
+        if receiver.memory == NO_DATA:
+            return Value((receiver,))
+        return unknown(f"`{self.short(node)}` may or may not copy into fresh memory", node)
+
+    def computes(self, effect: Computes, qualified: str, node: ast.Call, args: Arguments, state: State, receiver: Optional[Tensor]) -> Value:
+        out = args.keyword("out")
+        if out is not None:
+            return out[1]  # the result is the `out=` tensor itself
+        if receiver is not None:
+            operands = [Value((receiver,))]
+            others = [v for v in args.values if v.tensors]
+            operands += others
+        elif effect.inputs == "sequence":
+            first = args.first("tensors")
+            if first is None:
+                return unknown(node=node)
+            operands = [self.elements_of(first[1], node)]
+        elif effect.inputs == "first":
+            if not args.positional:
+                first = args.first("input")
+                if first is None:
+                    return unknown(node=node)
+                operands = [first[1]]
+            else:
+                operands = [args.positional[0][1]]
+                rest = [v for _, v in args.positional[1:] if v.tensors]
+                if operands[0].tensors and all(t.scalar for t in operands[0].tensors) and rest:
+                    operands = rest  # a 0-dim first input follows the others' device
+        else:
+            operands = [v for v in args.values if v.tensors] or [join(*args.values)]
+        if not any(o.tensors for o in operands):
+            return unknown(f"pinfix cannot tell where `{self.short(node)}` computes", node)
+        self.host_read(join(*operands), node, state, computing=True)
+        label = _qualified_label(qualified)
+        return self.tensor_result(node, operands, qualified, label, "computes a fresh tensor", effect, effect.scalar)
+
+    def to_host(self, node: ast.Call, receiver: Optional[Tensor], state: State) -> Value:
+        """``t.cpu()``: a CPU tensor stays as it is; a device tensor's data lands in fresh pageable memory."""
+        self.synchronized(state)
+        if receiver is not None and receiver.device == CPU:
+            return Value((receiver,))
+        return Value((self.made(node, ToHost(), "torch.Tensor.cpu", ".cpu()"),))
+
+    # --- sinks -----------------------------------------------------------------------------------------
+
+    def sink(self, node: ast.Call, effect: CopiesTo, receiver: Value, args: Arguments, state: State, function_form: bool) -> Value:
+        positional = args.positional
+        if function_form:
+            if not positional:
+                return unknown(node=node)
+            dst_node, receiver = positional[0]
+            positional = positional[1:]
+        nb_keyword = args.keyword(NON_BLOCKING_KEYWORD)
+        if (args.starred or args.double_starred) and nb_keyword is None:
+            return self.not_a_copy(node, effect, receiver, positional, args, state)
+        nb_node: Optional[ast.expr] = None
+        nb_value: Optional[Value] = None
+        if nb_keyword is not None:
+            nb_node, nb_value = nb_keyword
+        elif effect.method == "to":
+            found = _to_positional_non_blocking(positional)
+            if found is not None:
+                nb_node, nb_value = found
+        else:
+            for index in effect.non_blocking_slots:
+                if index < len(positional):
+                    nb_node, nb_value = positional[index]
+        non_blocking: Optional[bool] = None
+        if nb_node is not None:
+            literal = literal_bool(nb_node)
+            if literal is None and nb_value is not None and nb_value.all(lambda a: isinstance(a, Const) and a.value is True):
+                literal = True
+            if literal is None and nb_value is not None and nb_value.all(lambda a: isinstance(a, Const) and a.value is False):
+                literal = False
+            non_blocking = literal
+        if effect.source == "receiver":
+            source_node: Optional[ast.expr] = node.func.value if isinstance(node.func, ast.Attribute) and not function_form else (args.positional[0][0] if args.positional else None)
+            source = receiver
+            destination = None
+        else:
+            src = positional[0] if positional else None
+            if src is None:
+                kw = args.keyword(effect.source_keyword or "")
+                src = kw if kw is not None else None
+            if src is None:
+                return receiver
+            source_node, source = src
+            destination = receiver
+        direction, device_node, result = self.copy_direction(node, effect, source, destination, positional, args, state, non_blocking)
+        if nb_node is None or non_blocking is False or source_node is None:
+            return result
+        if effect.method == "to" and direction == "none":
+            return result
+        copy = Copy(node, effect.method, function_form, source_node, source, destination, non_blocking, nb_node, direction, device_node, self.func)
+        self.facts.add_copy(copy)
+        if direction == "d2h" and non_blocking is True:
+            result = self.pending_copy(node, copy, source_node, destination, result, state)
+        return result
+
+    def not_a_copy(self, node: ast.Call, effect: CopiesTo, receiver: Value, positional: Sequence[Tuple[ast.expr, Value]], args: Arguments, state: State) -> Value:
+        direction, _, result = self.copy_direction(node, effect, receiver, None, positional, args, state, None)
+        return result
+
+    def copy_direction(
+        self,
+        node: ast.Call,
+        effect: CopiesTo,
+        source: Value,
+        destination: Optional[Value],
+        positional: Sequence[Tuple[ast.expr, Value]],
+        args: Arguments,
+        state: State,
+        non_blocking: Optional[bool],
+    ) -> Tuple[str, Optional[ast.expr], Value]:
+        """``(direction, device node, result)``: ``h2d`` when the copy may move host
+        memory to a device on some path."""
+        if effect.method == "copy_":
+            assert destination is not None
+            src_cpu = source.all(lambda a: isinstance(a, Tensor) and a.device == CPU)
+            dst_cpu = destination.all(lambda a: isinstance(a, Tensor) and a.device == CPU)
+            if dst_cpu and src_cpu:
+                return "h2h", None, destination
+            if dst_cpu:
+                return "d2h", None, destination
+            return "h2d", None, destination
+        if effect.method in ("cuda", "xpu"):
+            return "h2d", positional[0][0] if positional else None, Value((Tensor(ACCEL),))
+        # `.to(...)`: what it names first decides: a device, a dtype, another tensor.
+        device = args.keyword("device")
+        if device is None and positional and literal_bool(positional[0][0]) is None:
+            device = positional[0]
+        dtype_given = args.keyword("dtype") is not None
+        if device is None:
+            return "none", None, self.conversion(source, node, state, dtype_given)
+        target = self.destination_of(device[0], device[1])
+        if target == "dtype":
+            return "none", None, self.conversion(source, node, state, True)
+        if target == CPU:
+            moved = self.to_cpu_result(node, source, non_blocking, state)
+            return ("h2h" if source.all(lambda a: isinstance(a, Tensor) and a.device == CPU) else "d2h"), device[0], moved
+        if target == "meta":
+            return "none", device[0], Value((Tensor(ANY_DEVICE),))
+        return "h2d", device[0], Value((Tensor(ACCEL if target == ACCEL else ANY_DEVICE),))
+
+    def destination_of(self, node: ast.expr, value: Value) -> str:
+        """What ``.to(X)`` names: ``cpu``, ``accelerator``, ``meta``, ``dtype`` or ``unknown`` (taken as a device)."""
+        kinds = set()
+        for a in value:
+            if isinstance(a, DType):
+                kinds.add("dtype")
+            elif isinstance(a, Device):
+                kinds.add(a.kind)
+            elif isinstance(a, Const) and isinstance(a.value, str):
+                kinds.add(_device_kind(a.value))
+            elif isinstance(a, Const) and isinstance(a.value, int):
+                kinds.add(ACCEL)
+            elif isinstance(a, Tensor):
+                kinds.add(a.device)  # `.to(other)`: other's device
+            else:
+                kinds.add(_by_spelling(node))
+        if kinds == {"dtype"}:
+            return "dtype"
+        if kinds == {CPU}:
+            return CPU
+        if kinds == {"meta"}:
+            return "meta"
+        if ACCEL in kinds and kinds <= {ACCEL, "dtype"}:
+            return ACCEL
+        kinds.discard("dtype")
+        return ANY_DEVICE if kinds else "dtype"
+
+    def conversion(self, source: Value, node: ast.Call, state: State, dtype: bool) -> Value:
+        return source.map(lambda a: self.converts(Converts(), node, a, state) if isinstance(a, Tensor) else None)
+
+    def to_cpu_result(self, node: ast.Call, source: Value, non_blocking: Optional[bool], state: State) -> Value:
+        """``t.to("cpu")``: a CPU tensor is returned as it is; a device tensor's data
+        lands in fresh memory (pinned when non_blocking, as torch allocates it)."""
+
+        def each(a: Any) -> Value:
+            if isinstance(a, Tensor) and a.device == CPU:
+                return Value((a,))
+            if non_blocking is True:
+                step = self.step("made", node, f"`{self.short(node)}` is on the CPU")
+                return Value((Tensor(CPU, PINNED, DENSE, Origin(node, None, self.src, self.short(node), "<to-cpu>"), route=(step, None)),))
+            step = self.step("made", node, f"`{self.short(node)}` is on the CPU")
+            return Value((Tensor(CPU, ANY_MEMORY, DENSE, Origin(node, None, self.src, self.short(node), "<to-cpu>"), route=(step, None)),))
+
+        if non_blocking is not True:
+            self.synchronized(state)
+        return source.map(each)
+
+    def pending_copy(self, node: ast.Call, copy: Copy, source_node: ast.expr, destination: Optional[Value], result: Value, state: State) -> Value:
+        """A non_blocking device-to-host copy: its destination is pending until a wait."""
+        pending = list(state.get(PENDING) or EMPTY)
+        if copy.method == "copy_":
+            assert destination is not None
+            targets = [t for t in destination.tensors if t.device == CPU and t.memory == PAGEABLE and t.origin is not None and t.pending is None]
+            root = node.func.value if isinstance(node.func, ast.Attribute) else None
+            while isinstance(root, (ast.Subscript, ast.Attribute)):
+                root = root.value
+            name = root.id if isinstance(root, ast.Name) else "the destination"
+            for t in targets:
+                pending.append(Pending(node, id(t.origin.node), name))
+        else:
+            for t in result.tensors:
+                if t.origin is not None and t.origin.node is node:
+                    pending.append(Pending(node, id(node), ""))
+        state.set(PENDING, Value(tuple(pending)))
+        return result
+
+
+def _device_kind(text: str) -> str:
+    return device_of_text(text)
+
+
+def _by_spelling(node: ast.AST) -> str:
+    """An argument of ``.to(...)`` pinfix cannot evaluate, read by its spelling: a
+    name that says dtype is a dtype; anything else is taken as a device."""
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    if "dtype" in name.lower() or name.lower() in ("dt", "type"):
+        return "dtype"
+    return ANY_DEVICE
+
+
+def _to_positional_non_blocking(positional: Sequence[Tuple[ast.expr, Value]]) -> Optional[Tuple[ast.expr, Value]]:
+    """``to(device, dtype, non_blocking)`` or ``to(dtype|other, non_blocking)``: a
+    literal bool in slot 2, or in slot 1 after a first argument that is no device
+    (``x.to(dev, True)`` is rejected by torch: ``True`` is no dtype)."""
+    if len(positional) > 2 and literal_bool(positional[2][0]) is not None:
+        return positional[2]
+    if len(positional) > 1 and literal_bool(positional[1][0]) is not None:
+        first_node, first = positional[0]
+        if first.any(lambda a: isinstance(a, (Tensor, DType))) or (first.unknown and _by_spelling(first_node) == "dtype"):
+            return positional[1]
+        if first.unknown and not _device_like(first_node):
+            return positional[1]  # `.to(other, True)`: another tensor
+    return None
+
+
+def _device_like(node: ast.AST) -> bool:
+    if isinstance(node, (ast.Constant, ast.Call)):
+        return True
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return "dev" in name.lower()
+
+
+def _int_literal(node: ast.AST) -> Optional[int]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    return None
+
+
+def _literally_empty(args: Arguments, varargs: bool) -> bool:
+    """``zeros(0)``, ``empty(0, 4)``, ``zeros((4, 0))``, ``full([0], 1.0)``, ``zeros(size=[0])``."""
+    keyword = args.keyword("size")
+    positional = [n for n, _ in args.positional]
+    first = keyword[0] if keyword is not None else (positional[0] if positional else None)
+    if isinstance(first, (ast.Tuple, ast.List)):
+        dims = list(first.elts)
+    elif keyword is None and varargs:
+        dims = positional
+    else:
+        dims = [first] if first is not None else []
+    return any(_int_literal(d) == 0 for d in dims)
+
+
+def _maybe_scalar_data(node: ast.AST) -> bool:
+    """``torch.tensor(n)``: a 0-dim tensor unless the data is plainly a sequence."""
+    return not isinstance(node, (ast.List, ast.Tuple, ast.ListComp))
+
+
+register(ast.Call, Calls.eval_call)

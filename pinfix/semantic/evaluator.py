@@ -1,0 +1,131 @@
+"""One evaluation of one function: its parameters bound, its body run once through.
+
+:class:`Evaluator` joins the three jobs of the engine (:mod:`.expressions`,
+:mod:`.calls`, :mod:`.flow`) and binds what a function starts with: its
+parameters (``self`` is an instance of its class; an annotation such as
+``list[int]`` or ``np.ndarray`` says what a parameter holds; anything else is
+unknown, or, in deep mode, what the callers pass), the names it reads from
+enclosing functions and from its module.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Dict, Optional
+
+from .facts import FunctionFacts
+from .flow import BUDGET_PER_STATEMENT, Flow
+from .scope import FunctionInfo, Param, iter_nodes
+from .state import State
+from .values import Array, Class, Device, DType, Host, Instance, Seq, Value, unknown, ANY_DEVICE
+
+if TYPE_CHECKING:
+    from .module import ModuleContext
+
+
+class Evaluator(Flow):
+    def __init__(self, ctx: "ModuleContext", func: FunctionInfo, params: Optional[Dict[str, Value]] = None):
+        self.ctx = ctx
+        self.module = func.module
+        self.src = func.module.src
+        self.settings = ctx.settings
+        self.func = func
+        self.facts = FunctionFacts(func)
+        self.depth = 0
+        self.loops = []
+        self.widened = False
+        statements = sum(1 for stmt in func.body for n in iter_nodes(stmt) if isinstance(n, ast.stmt)) or 1
+        self.budget = BUDGET_PER_STATEMENT * statements + 200
+        self.params = params
+        self.closure = ctx.closure_of(func)
+        self.globals = lambda name: ctx.global_value(func.module, name)
+
+    def evaluate_nested(self, info: FunctionInfo) -> None:
+        self.ctx.later(info)
+
+    def run(self) -> FunctionFacts:
+        state = State()
+        all_values = state.record()
+        self.bind_parameters(state)
+        node = self.func.node
+        if isinstance(node, ast.Lambda):
+            self.facts.add_return(self.eval(node.body, state))
+        else:
+            self.run_block(self.func.body, state)
+        self.facts.all_values = all_values
+        return self.facts
+
+    def bind_parameters(self, state: State) -> None:
+        func = self.func
+        given = self.params or {}
+        me = func.self_name
+        for p in func.params:
+            if p.name in given:
+                state.set(p.name, given[p.name])
+            elif p.name == me and func.cls is not None:
+                state.set(p.name, Value((Instance(func.cls),)))
+            elif func.kind == "classmethod" and p.index == 0 and func.cls is not None:
+                state.set(p.name, Value((Class(func.cls),)))
+            else:
+                state.set(p.name, self.parameter_value(p))
+
+    def parameter_value(self, p: Param) -> Value:
+        """What a parameter holds as far as its annotation says (deep mode adds the callers)."""
+        if p.kind == "vararg":
+            return Value((Seq("tuple", None, unknown(f"`{p.name}` is a parameter", p.node)),))
+        if p.kind == "kwarg":
+            from .values import Dict as DictAtom
+
+            return Value((DictAtom((), unknown(f"`{p.name}` is a parameter", p.node)),))
+        known = annotation_value(p.annotation)
+        if known is not None:
+            return known
+        return unknown(f"`{p.name}` is a parameter", p.node)
+
+
+_LISTS = {"list", "List", "tuple", "Tuple", "Sequence", "MutableSequence"}
+_HOST_ITEMS = {"int", "float", "bool"}
+
+
+def annotation_value(annotation: Optional[ast.expr]) -> Optional[Value]:
+    """The value an annotation promises, where it says something pinfix uses:
+    ``list[int]`` (host data), ``np.ndarray``, ``int``, ``torch.dtype``, ``torch.device``."""
+    if annotation is None:
+        return None
+    node = annotation
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return None
+    name = _last(node)
+    if isinstance(node, ast.Subscript):
+        outer = _last(node.value)
+        if outer in _LISTS:
+            inner = node.slice
+            items = list(inner.elts) if isinstance(inner, ast.Tuple) else [inner]
+            host = all(_last(i) in _HOST_ITEMS or (isinstance(i, ast.Constant) and i.value is Ellipsis) for i in items)
+            elements = Value((Host(),)) if host else unknown("is an item of a parameter")
+            return Value((Seq("list" if outer not in ("tuple", "Tuple") else "tuple", None, elements),))
+        if outer in ("NDArray",):
+            return Value((Array(),))
+        return None
+    if name in _LISTS:
+        return Value((Seq("list", None, Value((Host(),))),))
+    if name in ("ndarray", "NDArray"):
+        return Value((Array(),))
+    if name in ("int", "float", "bool", "str"):
+        return Value((Host(),))
+    if name == "dtype":
+        return Value((DType(),))
+    if name == "device":
+        return Value((Device(ANY_DEVICE),))
+    return None
+
+
+def _last(node: ast.AST) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""

@@ -1,0 +1,198 @@
+"""What the engine found in one module: the copies, the host reads, the functions.
+
+Rules (:mod:`pinfix.rules`) read these facts and nothing else: a
+:class:`Copy` knows its sink, what memory its CPU side may hold on every path
+(:class:`~pinfix.semantic.values.Value`), where the destination lives; a
+:class:`HostRead` is a read of a device-to-host copy's destination before any
+wait. :class:`ModuleFacts` also answers the syntactic questions fixes ask (uses
+of a name, the loops around a node), in written order, so every message is
+deterministic.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .scope import FunctionInfo, ModuleInfo, enclosing_loops, iter_nodes
+from .source import SourceText
+from .values import CPU, Pending, Tensor, Value, join
+
+
+class Copy:
+    """A call that may copy between host and device with ``non_blocking``."""
+
+    __slots__ = (
+        "call",
+        "method",
+        "function_form",
+        "source_node",
+        "source",
+        "destination",
+        "non_blocking",
+        "non_blocking_node",
+        "direction",
+        "device_node",
+        "function",
+    )
+
+    def __init__(
+        self,
+        call: ast.Call,
+        method: str,
+        function_form: bool,
+        source_node: ast.expr,
+        source: Value,
+        destination: Optional[Value],
+        non_blocking: Optional[bool],
+        non_blocking_node: ast.expr,
+        direction: str,
+        device_node: Optional[ast.expr],
+        function: FunctionInfo,
+    ):
+        self.call = call
+        #: ``copy_``, ``to``, ``cuda``, ``xpu``.
+        self.method = method
+        #: ``torch.Tensor.copy_(dst, src, ...)``.
+        self.function_form = function_form
+        #: The CPU side's expression (the receiver of ``.to``, the source of ``copy_``).
+        self.source_node = source_node
+        self.source = source
+        #: ``copy_``'s destination (its receiver).
+        self.destination = destination
+        #: ``True`` written out (or a name bound only to ``True``); ``None``: an expression.
+        self.non_blocking = non_blocking
+        self.non_blocking_node = non_blocking_node
+        #: ``h2d`` (host to device, on some path), ``d2h``, ``h2h`` or ``none`` (a dtype conversion).
+        self.direction = direction
+        self.device_node = device_node
+        self.function = function
+
+    def merge(self, other: "Copy") -> None:
+        """Another evaluation of the same call (a later loop round): join what it saw."""
+        self.source = join(self.source, other.source)
+        if other.destination is not None:
+            self.destination = join(self.destination, other.destination)
+        if self.direction != other.direction:
+            order = ("h2d", "d2h", "h2h", "none")
+            self.direction = min(self.direction, other.direction, key=order.index)
+
+    @property
+    def blocking(self) -> Tuple[Tensor, ...]:
+        """The CPU tensors on the way here whose non_blocking copy blocks the host."""
+        return tuple(t for t in self.source.tensors if t.blocks)
+
+
+class HostRead:
+    """A read on the host of a non_blocking device-to-host copy's destination
+    with no wait in between (PIN003)."""
+
+    __slots__ = ("node", "pending", "direct", "function")
+
+    def __init__(self, node: ast.AST, pending: Pending, direct: bool, function: FunctionInfo):
+        self.node = node
+        self.pending = pending
+        #: The copy's result read at once (``t.to("cpu", non_blocking=True).tolist()``).
+        self.direct = direct
+        self.function = function
+
+
+class FunctionFacts:
+    """What one evaluation of a function saw."""
+
+    def __init__(self, info: FunctionInfo):
+        self.info = info
+        self.copies: Dict[int, Copy] = {}
+        self.reads: Dict[Tuple[int, int], HostRead] = {}
+        self.returns: Optional[Value] = None
+        #: Every value each local name held (free names of nested functions read these).
+        self.all_values: Dict[str, Value] = {}
+        #: ``receiver.attr = value`` stores: (receiver's value, attribute, value, statement).
+        self.stores: List[Tuple[Value, str, Value, ast.AST]] = []
+        #: The evaluation gave up precision somewhere (a loop that would not settle).
+        self.widened = False
+
+    def add_copy(self, copy: Copy) -> None:
+        known = self.copies.get(id(copy.call))
+        if known is None:
+            self.copies[id(copy.call)] = copy
+        else:
+            known.merge(copy)
+
+    def add_read(self, read: HostRead) -> None:
+        self.reads.setdefault((id(read.node), id(read.pending.copy)), read)
+
+    def add_return(self, value: Value) -> None:
+        self.returns = join(self.returns, value)
+
+
+class ModuleFacts:
+    """Every fact of one module, and the syntactic questions fixes ask of it."""
+
+    def __init__(self, module: ModuleInfo):
+        self.module = module
+        self.functions: List[FunctionFacts] = []
+        self._loops: Dict[int, Dict[int, Tuple[ast.AST, ...]]] = {}
+        self._names: Dict[int, Dict[str, List[ast.Name]]] = {}
+
+    @property
+    def src(self) -> SourceText:
+        return self.module.src
+
+    @property
+    def copies(self) -> List[Copy]:
+        out = [c for f in self.functions for c in f.copies.values()]
+        out.sort(key=lambda c: (c.call.lineno, c.call.col_offset))
+        return out
+
+    @property
+    def reads(self) -> List[HostRead]:
+        out = [r for f in self.functions for r in f.reads.values()]
+        out.sort(key=lambda r: (r.node.lineno, r.node.col_offset))  # type: ignore[attr-defined]
+        return out
+
+    # --- syntactic questions, in written order ---------------------------------------
+
+    def loops(self, func: FunctionInfo, node: ast.AST) -> Tuple[ast.AST, ...]:
+        """The loops of ``func`` that ``node`` sits in (outermost first)."""
+        table = self._loops.get(id(func.node))
+        if table is None:
+            table = self._loops[id(func.node)] = enclosing_loops(func)
+        return table.get(id(node), ())
+
+    def uses(self, func: FunctionInfo, name: str) -> List[ast.Name]:
+        """Every ``Name`` node spelling ``name`` in ``func`` (its nested functions
+        too, where the name is free), in written order."""
+        table = self._names.get(id(func.node))
+        if table is None:
+            table = {}
+            for stmt in func.body:
+                for node in iter_nodes(stmt, enter_scopes=True):
+                    if isinstance(node, ast.Name):
+                        table.setdefault(node.id, []).append(node)
+            for nodes in table.values():
+                nodes.sort(key=position)
+            self._names[id(func.node)] = table
+        return table.get(name, [])
+
+
+def position(node: Any) -> Tuple[int, int]:
+    return (node.lineno, node.col_offset)
+
+
+def end_position(node: Any) -> Tuple[int, int]:
+    return (node.end_lineno, node.end_col_offset)
+
+
+def inside(node: Any, outer: Any) -> bool:
+    """Whether ``node`` lies within ``outer``'s span."""
+    return position(outer) <= position(node) and end_position(node) <= end_position(outer)
+
+
+def on_cpu(value: Optional[Value]) -> bool:
+    """Every path gives a CPU tensor."""
+    return value is not None and value.all(lambda a: isinstance(a, Tensor) and a.device == CPU)
+
+
+def names_in(nodes: Sequence[ast.AST]) -> List[str]:
+    return [n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)]

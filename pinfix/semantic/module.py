@@ -1,0 +1,182 @@
+"""The engine's entry point for one module: which functions to evaluate, and what
+they read from their module and from the functions they are nested in.
+
+Only functions that hold a copy (found from the lines the byte pre-filter
+marks) are evaluated, each once; a nested function's free names take every
+value the enclosing function gives them (evaluated once too); a module-level
+name takes every value the module body gives it, unless some function rebinds
+it with ``global``.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence
+
+from ..settings import Settings
+from .facts import FunctionFacts, ModuleFacts
+from .scope import FunctionInfo, ModuleInfo
+from .source import SourceText
+from .values import Value, unknown
+
+
+class ModuleContext:
+    """Everything one module's evaluations share."""
+
+    def __init__(self, module: ModuleInfo, settings: Settings, project: Optional[object] = None):
+        self.module = module
+        self.settings = settings
+        #: Deep mode's project (:class:`pinfix.semantic.project.Project`), or ``None``.
+        self.project = project
+        self.results: Dict[int, FunctionFacts] = {}
+        self._active: set = set()
+        #: Lambdas met on the way, evaluated once the scopes around them are done.
+        self.pending: List[FunctionInfo] = []
+
+    def later(self, func: FunctionInfo) -> None:
+        if id(func.node) not in self.results and all(f is not func for f in self.pending):
+            self.pending.append(func)
+
+    def drain(self) -> None:
+        while self.pending:
+            self.evaluate(self.pending.pop(0))
+
+    def evaluator(self, func: FunctionInfo, params: Optional[Dict[str, Value]] = None):  # type: ignore[no-untyped-def]
+        if self.project is not None:
+            return self.project.evaluator(self, func, params)  # type: ignore[attr-defined]
+        from .evaluator import Evaluator
+
+        return Evaluator(self, func, params)
+
+    def evaluate(self, func: FunctionInfo) -> Optional[FunctionFacts]:
+        """``func`` evaluated with its own parameters (memoised); ``None`` while it is being evaluated."""
+        found = self.results.get(id(func.node))
+        if found is not None:
+            return found
+        if id(func.node) in self._active:
+            return None
+        self._active.add(id(func.node))
+        try:
+            facts = self.evaluator(func).run()
+        finally:
+            self._active.discard(id(func.node))
+        self.results[id(func.node)] = facts
+        return facts
+
+    def closure_of(self, func: FunctionInfo) -> Dict[str, Value]:
+        """Free names of ``func`` bound in the functions it is nested in."""
+        out: Dict[str, Value] = {}
+        parent = func.parent
+        while parent is not None and not parent.is_module:
+            if parent.is_class_body:  # a class body's names are not visible in its methods
+                parent = parent.parent
+                continue
+            facts = self.evaluate(parent)
+            for name in parent.locals:
+                if name not in out and name not in func.locals:
+                    found = facts.all_values.get(name) if facts is not None else None
+                    out[name] = found if found is not None else unknown("comes from an enclosing function")
+            parent = parent.parent
+        return out
+
+    def global_value(self, module: ModuleInfo, name: str) -> Optional[Value]:
+        """Every value module-level code gives ``name``; ``None`` when it binds none."""
+        if module is not self.module:
+            return self.project.global_value(module, name) if self.project is not None else None  # type: ignore[attr-defined]
+        if name not in module.body.locals:
+            return None
+        if name in module.rebound_globals:
+            return unknown("is a module-level name some function rebinds")
+        facts = self.evaluate(module.body)
+        if facts is None:
+            return unknown("is a module-level name")
+        found = facts.all_values.get(name)
+        return found if found is not None else unknown("is a module-level name")
+
+
+_HOT = re.compile(rb"non_blocking|\bTrue\s*[,)]")
+_STRICT_HOT = re.compile(rb"\.\s*(?:copy_|to|cuda|xpu)\s*\(")
+
+
+def hot_lines(data: bytes, strict: bool = False) -> List[int]:
+    """Lines that may hold a non_blocking copy (1-based; a superset)."""
+    pattern = _HOT if not strict else re.compile(_HOT.pattern + rb"|" + _STRICT_HOT.pattern)
+    offsets = [m.start() for m in pattern.finditer(data)]
+    if not offsets:
+        return []
+    starts = [0] + [m.end() for m in re.finditer(rb"\r\n|\r|\n", data)]
+    return sorted({bisect.bisect_right(starts, o) for o in offsets})
+
+
+def functions_at(module: ModuleInfo, lines: Iterable[int]) -> List[FunctionInfo]:
+    """The innermost function (or class body, or the module body) whose body holds
+    each line; for a line of a def's header (decorators, defaults: evaluated
+    where the def stands) also the scope around it."""
+    scopes = [f for f in module.functions.values()] + [c.body_function for c in module.classes.values()]
+    spans = []
+    for f in scopes:
+        node = f.node
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        body_start = node.body[0].lineno if getattr(node, "body", None) else node.lineno
+        spans.append((first, body_start, getattr(node, "end_lineno", node.lineno), f))
+    spans.sort(key=lambda s: (s[0], -s[2]))
+    out: Dict[int, FunctionInfo] = {}
+    for line in lines:
+        best: Optional[FunctionInfo] = None
+        header: Optional[FunctionInfo] = None
+        for first, body_start, end, f in spans:
+            if first > line:
+                break
+            if first <= line <= end:
+                if line >= body_start:
+                    best = f  # later starts are nested deeper
+                if line <= body_start:
+                    header = f
+        chosen = best if best is not None else module.body
+        out[id(chosen.node)] = chosen
+        if header is not None:
+            outer = _scope_of(header, module)
+            out[id(outer.node)] = outer
+    return sorted(out.values(), key=lambda f: getattr(f.node, "lineno", 0))
+
+
+def _scope_of(func: FunctionInfo, module: ModuleInfo) -> FunctionInfo:
+    """The scope a def's header is evaluated in."""
+    return func.parent if func.parent is not None else module.body
+
+
+def analyze_module(
+    src: SourceText,
+    tree: ast.Module,
+    settings: Settings,
+    path: Optional[Path] = None,
+    project: Optional[object] = None,
+    lines: Optional[Sequence[int]] = None,
+    everything: bool = False,
+) -> ModuleFacts:
+    """The facts of every function of the module that may hold a copy
+    (``lines``: where copies may be; by default found in the text;
+    ``everything``: evaluate every function, to prove that shortcut sound)."""
+    if project is not None:
+        module = project.module_for(src, tree, path)  # type: ignore[attr-defined]
+    else:
+        module = ModuleInfo(src, tree, path)
+    ctx = ModuleContext(module, settings, project)
+    if lines is None:
+        data = src.data if src.data is not None else src.text.encode("utf-8")
+        lines = hot_lines(data, settings.strict)
+    facts = ModuleFacts(module)
+    chosen = functions_at(module, lines)
+    if everything:
+        chosen = [module.body, *module.functions.values(), *(c.body_function for c in module.classes.values())]
+    for func in chosen:
+        ctx.evaluate(func)
+    ctx.drain()
+    # Functions evaluated on the way (enclosing functions, lambdas) may hold copies too.
+    found = [r for r in ctx.results.values() if r.copies or r.reads]
+    found.sort(key=lambda r: (getattr(r.info.node, "lineno", 0), getattr(r.info.node, "col_offset", 0)))
+    facts.functions = found
+    return facts

@@ -1,0 +1,411 @@
+"""Bindings and scopes, read from the stdlib ``ast``: our own, as pyflakes keeps its own.
+
+- :class:`ModuleInfo`: one parsed module: its imports (local name -> qualified
+  name), its top-level definitions, every function and class in it;
+- :class:`FunctionInfo`: a function, method, lambda or the module body itself:
+  its parameters, the names local to it (Python's rule: bound anywhere in the
+  body, unless declared ``global`` / ``nonlocal``), its decorators;
+- :class:`ClassInfo`: a class: its methods, bases, class-level statements.
+
+Nothing here evaluates anything; :mod:`pinfix.semantic.flow` does.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
+
+from .source import SourceText
+
+FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
+SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+#: Statement lists of compound statements, in the order they are written.
+STATEMENT_LISTS = ("body", "handlers", "orelse", "finalbody", "cases")
+
+
+def iter_nodes(root: ast.AST, enter_scopes: bool = False) -> Iterator[ast.AST]:
+    """``root`` and every node below it, depth first in written order, without
+    recursion. Nested functions, lambdas and classes are yielded but not entered
+    (their decorators, defaults, bases and annotations are: they run here),
+    unless ``enter_scopes``."""
+    stack: List[ast.AST] = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        if node is not root and not enter_scopes and isinstance(node, SCOPE_NODES):
+            stack.extend(reversed(_evaluated_outside(node)))
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _evaluated_outside(node: ast.AST) -> List[ast.AST]:
+    """The parts of a def, lambda or class evaluated in the enclosing scope."""
+    out: List[ast.AST] = []
+    if isinstance(node, (*FUNCTION_NODES, ast.ClassDef)):
+        out.extend(node.decorator_list)
+    if isinstance(node, (*FUNCTION_NODES, ast.Lambda)):
+        args = node.args
+        out.extend(d for d in args.defaults)
+        out.extend(d for d in args.kw_defaults if d is not None)
+    if isinstance(node, ast.ClassDef):
+        out.extend(node.bases)
+        out.extend(k.value for k in node.keywords)
+    return out
+
+
+def target_names(target: ast.AST) -> Iterator[str]:
+    """Names a store to ``target`` binds (``a, (b, *c)`` -> a, b, c)."""
+    stack = [target]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            yield node.id
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            stack.extend(reversed(node.elts))
+        elif isinstance(node, ast.Starred):
+            stack.append(node.value)
+
+
+def _pattern_names(pattern: ast.AST) -> Iterator[str]:
+    for node in ast.walk(pattern):
+        name = getattr(node, "name", None) if isinstance(node, (ast.MatchAs, ast.MatchStar)) else None
+        if isinstance(node, ast.MatchMapping):
+            name = node.rest
+        if name:
+            yield name
+
+
+class Param:
+    __slots__ = ("name", "kind", "default", "annotation", "node", "index")
+
+    def __init__(self, name: str, kind: str, default: Optional[ast.expr], annotation: Optional[ast.expr], node: ast.arg, index: int):
+        self.name = name
+        #: ``posonly``, ``positional``, ``vararg``, ``kwonly``, ``kwarg``.
+        self.kind = kind
+        self.default = default
+        self.annotation = annotation
+        self.node = node
+        #: Position among the positional parameters (-1 for the others).
+        self.index = index
+
+
+def parameters(args: ast.arguments) -> List[Param]:
+    positional = [*args.posonlyargs, *args.args]
+    defaults: List[Optional[ast.expr]] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    out = []
+    for i, (a, d) in enumerate(zip(positional, defaults)):
+        out.append(Param(a.arg, "posonly" if i < len(args.posonlyargs) else "positional", d, a.annotation, a, i))
+    if args.vararg is not None:
+        out.append(Param(args.vararg.arg, "vararg", None, args.vararg.annotation, args.vararg, -1))
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        out.append(Param(a.arg, "kwonly", d, a.annotation, a, -1))
+    if args.kwarg is not None:
+        out.append(Param(args.kwarg.arg, "kwarg", None, args.kwarg.annotation, args.kwarg, -1))
+    return out
+
+
+def decorator_name(d: ast.expr) -> str:
+    """The last dotted component a decorator is spelled with (``functools.lru_cache(8)`` -> ``lru_cache``)."""
+    if isinstance(d, ast.Call):
+        d = d.func
+    if isinstance(d, ast.Attribute):
+        return d.attr
+    if isinstance(d, ast.Name):
+        return d.id
+    return ""
+
+
+class FunctionInfo:
+    """A function, method, lambda, class body or the module body."""
+
+    def __init__(
+        self,
+        node: ast.AST,
+        module: "ModuleInfo",
+        parent: Optional["FunctionInfo"],
+        cls: Optional["ClassInfo"],
+        qualname: str,
+    ):
+        self.node = node
+        self.module = module
+        #: The function this one is nested in (its free names come from there).
+        self.parent = parent
+        #: The class this is a method of (or whose body this is).
+        self.cls = cls
+        self.qualname = qualname
+        self.name = getattr(node, "name", "<lambda>" if isinstance(node, ast.Lambda) else "<module>")
+        args = getattr(node, "args", None)
+        self.params: List[Param] = parameters(args) if isinstance(args, ast.arguments) else []
+        self.decorators: Tuple[str, ...] = tuple(decorator_name(d) for d in getattr(node, "decorator_list", ()))
+        self._locals: Optional[FrozenSet[str]] = None
+        self._declared: Optional[Tuple[FrozenSet[str], FrozenSet[str]]] = None
+
+    def __repr__(self) -> str:
+        return f"<FunctionInfo {self.qualname}>"
+
+    @property
+    def body(self) -> Sequence[ast.AST]:
+        node = self.node
+        if isinstance(node, ast.Lambda):
+            return [node.body]
+        return node.body  # type: ignore[attr-defined,no-any-return]
+
+    @property
+    def is_class_body(self) -> bool:
+        return isinstance(self.node, ast.ClassDef)
+
+    @property
+    def is_module(self) -> bool:
+        return isinstance(self.node, ast.Module)
+
+    @property
+    def kind(self) -> str:
+        """``function``, ``method``, ``staticmethod``, ``classmethod`` or ``property``."""
+        if self.cls is None or self.is_class_body:
+            return "function"
+        for d in self.decorators:
+            if d in ("staticmethod", "classmethod", "property"):
+                return d
+        return "method"
+
+    @property
+    def self_name(self) -> Optional[str]:
+        """The first parameter of a method (``self``), bound to the instance."""
+        if self.kind in ("method", "property") and self.params and self.params[0].kind in ("posonly", "positional"):
+            return self.params[0].name
+        return None
+
+    @property
+    def is_generator(self) -> bool:
+        return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in self.own_nodes())
+
+    def own_nodes(self) -> Iterator[ast.AST]:
+        """Nodes of this function's own scope (not of nested functions or classes)."""
+        for stmt in self.body:
+            yield from iter_nodes(stmt)
+
+    def _scan(self) -> None:
+        bound: Set[str] = {p.name for p in self.params}
+        globals_: Set[str] = set()
+        nonlocals: Set[str] = set()
+        for node in self.own_nodes():
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                bound.add(node.id)
+            elif isinstance(node, (*FUNCTION_NODES, ast.ClassDef)):
+                bound.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    if alias.name != "*":
+                        bound.add(alias.asname or alias.name.split(".", 1)[0])
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                bound.add(node.name)
+            elif isinstance(node, ast.match_case if hasattr(ast, "match_case") else ()):  # type: ignore[arg-type]
+                bound.update(_pattern_names(node.pattern))  # type: ignore[attr-defined]
+            elif isinstance(node, ast.Global):
+                globals_.update(node.names)
+            elif isinstance(node, ast.Nonlocal):
+                nonlocals.update(node.names)
+        # Comprehension variables are the comprehension's own (walrus targets are ours: Store above).
+        for node in self.own_nodes():
+            if isinstance(node, COMPREHENSIONS):
+                for gen in node.generators:
+                    for name in target_names(gen.target):
+                        if not _bound_outside(self, name, node):
+                            bound.discard(name)
+        self._locals = frozenset(bound - globals_ - nonlocals)
+        self._declared = (frozenset(globals_), frozenset(nonlocals))
+
+    @property
+    def locals(self) -> FrozenSet[str]:
+        """Names local to this function (for the module body: every top-level binding)."""
+        if self._locals is None:
+            self._scan()
+        assert self._locals is not None
+        return self._locals
+
+    @property
+    def declared_global(self) -> FrozenSet[str]:
+        if self._declared is None:
+            self._scan()
+        assert self._declared is not None
+        return self._declared[0]
+
+
+def _bound_outside(func: FunctionInfo, name: str, comp: ast.AST) -> bool:
+    """Whether ``name`` (a comprehension variable) is also bound in ``func`` outside comprehensions."""
+    if any(p.name == name for p in func.params):
+        return True
+    inside: Set[int] = set()
+    for node in func.own_nodes():
+        if isinstance(node, COMPREHENSIONS):
+            for gen in node.generators:
+                inside.update(id(n) for n in iter_nodes(gen.target))
+    for node in func.own_nodes():
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store) and id(node) not in inside:
+            return True
+        if isinstance(node, (*FUNCTION_NODES, ast.ClassDef)) and node.name == name:
+            return True
+    return False
+
+
+class ClassInfo:
+    """A class: its methods by name, its bases (expressions), its body as a scope."""
+
+    def __init__(self, node: ast.ClassDef, module: "ModuleInfo", parent: Optional[FunctionInfo], qualname: str):
+        self.node = node
+        self.module = module
+        self.parent = parent
+        self.name = node.name
+        self.qualname = qualname
+        self.methods: Dict[str, FunctionInfo] = {}
+        self.body_function = FunctionInfo(node, module, parent, self, qualname)
+        self.decorators: Tuple[str, ...] = tuple(decorator_name(d) for d in node.decorator_list)
+
+    def __repr__(self) -> str:
+        return f"<ClassInfo {self.qualname}>"
+
+    @property
+    def bases(self) -> List[ast.expr]:
+        return list(self.node.bases)
+
+    @property
+    def is_record(self) -> bool:
+        """A dataclass or NamedTuple: its annotated class-level names are its fields."""
+        if "dataclass" in self.decorators:
+            return True
+        return any((isinstance(b, ast.Name) and b.id == "NamedTuple") or (isinstance(b, ast.Attribute) and b.attr == "NamedTuple") for b in self.bases)
+
+    def fields(self) -> List[Tuple[str, Optional[ast.expr]]]:
+        """A record's fields in order, with their defaults."""
+        out = []
+        for stmt in self.node.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                annotation = stmt.annotation
+                if isinstance(annotation, ast.Name) and annotation.id == "ClassVar":
+                    continue
+                if isinstance(annotation, ast.Subscript) and getattr(annotation.value, "id", getattr(annotation.value, "attr", "")) == "ClassVar":
+                    continue
+                out.append((stmt.target.id, stmt.value))
+        return out
+
+
+Definition = Union[FunctionInfo, ClassInfo]
+
+
+class ModuleInfo:
+    """One parsed module: imports, definitions, scopes."""
+
+    def __init__(self, src: SourceText, tree: ast.Module, path: Optional[Path] = None, name: Optional[str] = None, is_package: bool = False):
+        self.src = src
+        self.tree = tree
+        self.path = path
+        #: The dotted module name where known (deep mode); ``None`` otherwise.
+        self.name = name
+        self.is_package = is_package
+        self.functions: Dict[int, FunctionInfo] = {}
+        self.classes: Dict[int, ClassInfo] = {}
+        self.body = FunctionInfo(tree, self, None, None, "<module>")
+        #: Top-level definitions by name (the last one written wins, as at run time).
+        self.top: Dict[str, Definition] = {}
+        #: Names declared ``global`` in some function: their module value is not known.
+        self.rebound_globals: Set[str] = set()
+        self._index(tree.body, self.body, None, "")
+
+    def _index(self, body: Sequence[ast.AST], parent: FunctionInfo, cls: Optional[ClassInfo], prefix: str) -> None:
+        stack: List[Tuple[ast.AST, FunctionInfo, Optional[ClassInfo], str]] = [(s, parent, cls, prefix) for s in reversed(list(body))]
+        while stack:
+            node, owner, klass, pre = stack.pop()
+            if isinstance(node, FUNCTION_NODES):
+                info = FunctionInfo(node, self, owner, klass, pre + node.name)
+                self.functions[id(node)] = info
+                if klass is not None and owner is klass.body_function:
+                    klass.methods[node.name] = info
+                if owner is self.body:
+                    self.top[node.name] = info
+                self.rebound_globals.update(n for st in ast.walk(node) if isinstance(st, ast.Global) for n in st.names)
+                inner = [(s, info, None, pre + node.name + ".<locals>.") for s in node.body]
+                stack.extend(reversed(inner))
+                continue
+            if isinstance(node, ast.ClassDef):
+                klass_info = ClassInfo(node, self, owner, pre + node.name)
+                self.classes[id(node)] = klass_info
+                if owner is self.body:
+                    self.top[node.name] = klass_info
+                inner = [(s, klass_info.body_function, klass_info, pre + node.name + ".") for s in node.body]
+                stack.extend(reversed(inner))
+                continue
+            # Defs nested in compound statements (if/try/with bodies) belong to the same owner.
+            if isinstance(node, ast.stmt):
+                held = [s for name in STATEMENT_LISTS for s in getattr(node, name, ()) or ()]
+                if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+                    held = list(node.body) + [s for h in node.handlers for s in h.body] + list(node.orelse) + list(node.finalbody)  # type: ignore[attr-defined]
+                if type(node).__name__ == "Match":
+                    held = [s for case in node.cases for s in case.body]  # type: ignore[attr-defined]
+                stack.extend(reversed([(s, owner, klass, pre) for s in held]))
+
+    def function_at(self, node: ast.AST) -> Optional[FunctionInfo]:
+        return self.functions.get(id(node))
+
+    def class_at(self, node: ast.AST) -> Optional[ClassInfo]:
+        return self.classes.get(id(node))
+
+    def resolve_relative(self, module: Optional[str], level: int) -> Optional[str]:
+        """The absolute module of ``from <level dots><module> import ...``."""
+        if level == 0:
+            return module
+        if self.name is None:
+            return None
+        package = self.name.split(".") if self.is_package else self.name.split(".")[:-1]
+        if level - 1 > len(package):
+            return None
+        base = package[: len(package) - (level - 1)]
+        parts = [*base, module] if module else base
+        return ".".join(parts) or None
+
+    def import_bindings(self, node: ast.AST) -> List[Tuple[str, str, bool]]:
+        """``(local name, qualified name, is a module)`` bound by an import statement;
+        a relative import this module cannot resolve is spelled with its dots."""
+        out: List[Tuple[str, str, bool]] = []
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    out.append((alias.asname, alias.name, True))
+                else:
+                    top = alias.name.split(".", 1)[0]
+                    out.append((top, top, True))
+        elif isinstance(node, ast.ImportFrom):
+            base = self.resolve_relative(node.module, node.level)
+            if base is None:
+                base = "." * node.level + (node.module or "")
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                out.append((alias.asname or alias.name, f"{base}.{alias.name}" if base else alias.name, False))
+        return out
+
+
+def enclosing_loops(func: FunctionInfo) -> Dict[int, Tuple[ast.AST, ...]]:
+    """For every node of ``func``'s own scope: the loops (``for``/``while``, and
+    comprehensions) it sits in, outermost first."""
+    out: Dict[int, Tuple[ast.AST, ...]] = {}
+    stack: List[Tuple[ast.AST, Tuple[ast.AST, ...]]] = [(s, ()) for s in reversed(list(func.body))]
+    while stack:
+        node, loops = stack.pop()
+        out[id(node)] = loops
+        if isinstance(node, SCOPE_NODES):
+            children = _evaluated_outside(node)
+        else:
+            children = list(ast.iter_child_nodes(node))
+        inner = loops
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            inner = (*loops, node)
+        for child in reversed(children):
+            if isinstance(node, (ast.For, ast.AsyncFor)) and child is node.iter:
+                stack.append((child, loops))  # the iterable is evaluated once, before the loop
+            elif isinstance(node, COMPREHENSIONS) and not (child is getattr(node, "generators", [None])[0]):
+                stack.append((child, (*loops, node)))
+            else:
+                stack.append((child, inner))
+    return out

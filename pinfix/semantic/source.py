@@ -1,0 +1,114 @@
+"""One file's text and the stdlib ``ast`` of it: positions, lines, segments.
+
+The stdlib parser gives columns as UTF-8 byte offsets into each line; findings
+and edits need characters (columns) and indexes into the text. Lines end where
+CPython's tokenizer ends them: ``\\r\\n``, ``\\r`` or ``\\n`` (not at a form feed,
+``\\x1c`` or U+2028, where ``str.splitlines`` would).
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import io
+import re
+import tokenize
+from typing import Any, List, Optional, Tuple
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+class SourceError(Exception):
+    """The bytes cannot be decoded or parsed; the message says why and where."""
+
+    def __init__(self, message: str, line: int = 0, column: int = 0):
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+def decode(data: bytes) -> Tuple[str, str]:
+    """``(text, encoding)`` of Python source bytes (PEP 263, a UTF-8 BOM)."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as e:
+        raise SourceError(f"cannot decode: {e.msg if hasattr(e, 'msg') else e}") from None
+    try:
+        codecs.lookup(encoding)
+        text = data.decode(encoding)
+    except (LookupError, UnicodeDecodeError) as e:
+        raise SourceError(f"cannot decode: {e}") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if encoding == "utf-8-sig":
+        encoding = "utf-8"  # the BOM is the file's, kept apart from the text
+    return text, encoding
+
+
+class SourceText:
+    """A file's text, its line starts and (once parsed) its syntax tree."""
+
+    def __init__(self, text: str, path: Optional[str] = None, encoding: str = "utf-8", data: Optional[bytes] = None):
+        self.text = text
+        #: How evidence names the file (``None``: the file being checked).
+        self.path = path
+        self.encoding = encoding
+        self.data = data
+        starts = [0]
+        starts.extend(m.end() for m in _LINE_END.finditer(text))
+        self.line_starts = starts
+
+    @classmethod
+    def from_bytes(cls, data: bytes, path: Optional[str] = None) -> "SourceText":
+        text, encoding = decode(data)
+        return cls(text, path, encoding, data)
+
+    def parse(self) -> ast.Module:
+        """The stdlib tree of this text; :class:`SourceError` where CPython rejects it."""
+        try:
+            source: Any = self.data if self.data is not None else self.text
+            return ast.parse(source)
+        except SyntaxError as e:
+            line = e.lineno or 0
+            column = e.offset or 0
+            raise SourceError(f"syntax error at {line}:{column}: {e.msg}", line, column) from None
+        except (ValueError, RecursionError, MemoryError, OverflowError) as e:
+            reason = str(e) or type(e).__name__
+            if isinstance(e, RecursionError):
+                reason = "too deeply nested for the parser"
+            raise SourceError(f"cannot parse: {reason}") from None
+
+    def line_text(self, line: int) -> str:
+        """Line ``line`` (1-based), without its line end."""
+        if line < 1 or line > len(self.line_starts):
+            return ""
+        start = self.line_starts[line - 1]
+        end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
+        return _LINE_END.sub("", self.text[start:end], count=1) if end > start else ""
+
+    def column(self, line: int, byte_col: int) -> int:
+        """The 0-based character column of a UTF-8 byte offset into line ``line``."""
+        text = self.line_text(line)
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", "ignore"))
+
+    def offset(self, line: int, byte_col: int) -> int:
+        """The index into :attr:`text` of a (line, UTF-8 byte offset) position."""
+        return self.line_starts[line - 1] + self.column(line, byte_col)
+
+    def span(self, node: Any) -> Tuple[int, int]:
+        """``node``'s start and end indexes into :attr:`text`."""
+        return self.offset(node.lineno, node.col_offset), self.offset(node.end_lineno, node.end_col_offset)
+
+    def segment(self, node: Any) -> str:
+        start, end = self.span(node)
+        return self.text[start:end]
+
+    def short(self, node: Any, limit: int = 60) -> str:
+        """``node``'s code on one line, cut to ``limit`` characters (for messages)."""
+        text = " ".join(self.segment(node).split())
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
+    def lines(self) -> List[str]:
+        return [self.line_text(i) for i in range(1, len(self.line_starts) + 1)]

@@ -1,0 +1,56 @@
+"""What the analysis, the rules and the fixes need to know of the settings.
+
+A plain frozen record at the bottom of the layers: the shell
+(:mod:`pinfix.config`) reads ``[tool.pinfix]`` and builds one; the engine,
+rules and fixes never read configuration files themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import FrozenSet, Optional, Tuple
+
+from .effects import DEFAULT_HELPER
+
+
+@dataclass(frozen=True)
+class Settings:
+    #: ``module.path.name`` of the pinned drop-in for ``torch.from_numpy``.
+    helper: str = DEFAULT_HELPER
+    #: Functions (``module.path.name``) that return pinned CPU memory, beyond ``helper``.
+    extra_pinned_producers: Tuple[str, ...] = ()
+    #: fnmatch patterns of names that hold CPU tensors by the project's convention.
+    cpu_tensor_names: Tuple[str, ...] = ()
+    #: PIN002's fix: ``pin_memory=<expr>``; ``None``: ``True`` (unsafe).
+    pin_memory_expr: Optional[str] = None
+    #: ``module.path.name`` to import for ``pin_memory_expr``.
+    pin_memory_import: Optional[str] = None
+    #: ``(data, device, dtype=None)`` helper that pins and copies (vLLM's ``async_tensor_h2d``).
+    h2d_helper: Optional[str] = None
+    #: Also report ``non_blocking=<expression>``.
+    strict: bool = False
+    #: Follow tensors across functions, attributes and files.
+    deep: bool = False
+    #: Note copies whose source memory cannot be told (PIN004).
+    show_unknown: bool = False
+    #: Apply unsafe fixes too.
+    unsafe_fixes: bool = False
+    #: isort: top-level packages that are first-party beyond what is found on disk.
+    known_first_party: Tuple[str, ...] = ()
+    #: Where a merged import wraps, and a rewritten line may not go past.
+    line_length: int = 88
+    #: The project's root (isort's first-party detection, deep mode's module roots).
+    root: Path = field(default_factory=Path.cwd)
+
+    @property
+    def helper_module(self) -> str:
+        return self.helper.rpartition(".")[0]
+
+    @property
+    def helper_name(self) -> str:
+        return self.helper.rpartition(".")[2]
+
+    @property
+    def pinned_producers(self) -> FrozenSet[str]:
+        return frozenset((self.helper, *self.extra_pinned_producers))
