@@ -354,17 +354,11 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
 
 
 def _prefilter_predicate():
-    """pinfix's own "cannot hold a finding" test, wherever this version keeps it;
-    else a conservative stand-in (no source and no sink spelling at all)."""
+    """pinfix's own "cannot hold a finding" test."""
     os.environ.pop(NO_PREFILTER_ENV, None)
-    for module in ("pinfix.prefilter", "pinfix.patterns"):
-        try:
-            mod = __import__(module, fromlist=["may_contain_finding"])
-            test = getattr(mod, "may_contain_finding")
-        except (ImportError, AttributeError):
-            continue
-        return lambda data: not test(data)
-    return lambda data: b"from_numpy" not in data and b"non_blocking" not in data and b"True" not in data
+    from pinfix.prefilter import may_contain_finding
+
+    return lambda data: not may_contain_finding(data)
 
 
 def precommit_path(args, work: Path, tree: Path, tools: Dict[str, str], report: List[str]) -> float:

@@ -79,7 +79,7 @@ def _progress(total: int, stream: TextIO):  # type: ignore[no-untyped-def]
 
 
 def _rule_doc(code: Optional[str], out: TextIO, err: TextIO) -> int:
-    from .patterns import RULE_NAMES
+    from .rules import RULE_NAMES, RULES_BY_CODE
 
     if code is None:
         for c, name in RULE_NAMES.items():
@@ -89,11 +89,7 @@ def _rule_doc(code: Optional[str], out: TextIO, err: TextIO) -> int:
     if name is None:
         err.write(f"pinfix: unknown rule {code!r} (known: {', '.join(RULE_NAMES)})\n")
         return EXIT_ERROR
-    import inspect
-
-    import lint_rules
-
-    out.write(inspect.cleandoc(getattr(lint_rules, name).__doc__ or "") + "\n")
+    out.write(RULES_BY_CODE[code.upper()].doc() + "\n")
     return EXIT_CLEAN
 
 

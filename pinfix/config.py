@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Optional, Tuple
 
-from .patterns import DEFAULT_HELPER
+from .effects import DEFAULT_HELPER
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -19,9 +19,13 @@ from typing import Callable, FrozenSet, Iterator, List, Optional, Sequence, Tupl
 
 import libcst as cst
 
-from .syntax import code_of
 
 FUTURE, STDLIB, THIRD_PARTY, FIRST_PARTY, LOCAL = range(5)
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """The source text of ``node``."""
+    return cst.Module([]).code_for_node(node)
 
 if sys.version_info >= (3, 10):
     _STDLIB: FrozenSet[str] = frozenset(sys.stdlib_module_names)

@@ -7,7 +7,7 @@ from typing import Dict, List, Sequence, TextIO
 
 from . import __version__
 from .engine import Diagnostic, FileReport
-from .patterns import RULE_NAMES
+from .rules import RULE_NAMES, RULES_BY_CODE
 
 FORMATS = ("text", "json", "sarif", "github")
 
@@ -81,14 +81,7 @@ def _json(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
 
 
 def _sarif(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
-    import inspect
-
-    import lint_rules
-
-    docs: Dict[str, str] = {
-        code: inspect.cleandoc(getattr(getattr(lint_rules, name, None), "__doc__", None) or "")
-        for code, name in RULE_NAMES.items()
-    }
+    docs: Dict[str, str] = {code: RULES_BY_CODE[code].doc() for code in RULE_NAMES}
     rules = [
         {
             "id": code,

@@ -85,7 +85,7 @@ class RuleContext:
         """``path:line`` of a step (the path only when it is another file)."""
         if step.src is self.src or step.src.path is None:
             here = self.path.as_posix() if self.path is not None else "<module>"
-            return f"{here if step.src is not self.src else step.src.path}:{step.line}"
+            return f"{here}:{step.line}"
         return f"{step.src.path}:{step.line}"
 
 
@@ -112,9 +112,3 @@ class Rule:
 def route_steps(route: Any) -> List[Step]:
     return list(steps(route))
 
-
-def function_of(facts: ModuleFacts, node: ast.AST) -> Optional[FunctionInfo]:
-    for f in facts.functions:
-        if node in f.copies or any(r.node is node for r in f.reads.values()):
-            return f.info
-    return None

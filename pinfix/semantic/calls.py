@@ -266,6 +266,8 @@ class Calls(Expressions):
         if isinstance(effect, (View, Converts, Computes)) and isinstance(atom, Unknown):
             return Value((atom,))  # a view or computation of what pinfix cannot see: the same reason
         self.escape(args, state)
+        if isinstance(atom, Unknown):
+            return Value((atom,))  # `obj.make()` of what pinfix cannot see: the same reason
         deep = "" if self.settings.deep else " (try --deep)"
         return unknown(f"pinfix cannot see what `{self.short(node.func)}()` returns{deep}", node)
 
@@ -273,6 +275,15 @@ class Calls(Expressions):
         """A method of a project object (deep mode overrides this)."""
         self.escape(args, state)
         assert isinstance(node.func, ast.Attribute)
+        if method == "register_buffer" and isinstance(atom, Instance) and len(args.positional) > 1:
+            # `nn.Module.register_buffer("buf", t)` stores `t` as `self.buf`.
+            name = args.positional[0][1].only(Const)
+            if name and isinstance(name[0].value, str):
+                self.facts.stores.append((Value((atom,)), name[0].value, args.positional[1][1], node))
+                path = self.path_of(ast.Attribute(value=node.func.value, attr=name[0].value, ctx=ast.Load()))
+                if path is not None:
+                    self.store_path(path, args.positional[1][1], state, node)  # type: ignore[attr-defined]
+            return Value((NoneValue(),))
         self.kill_paths(node.func.value, state)
         deep = "" if self.settings.deep else " (try --deep)"
         return unknown(f"pinfix cannot see what `{self.short(node.func)}()` returns{deep}", node)
@@ -516,7 +527,9 @@ class Calls(Expressions):
         else:
             operands = [v for v in args.values if v.tensors] or [join(*args.values)]
         if not any(o.tensors for o in operands):
-            return unknown(f"pinfix cannot tell where `{self.short(node)}` computes", node)
+            inner = next((o.unknown for o in operands if o.unknown is not None), None)
+            because = f": {inner.why}" if inner is not None else ""
+            return unknown(f"pinfix cannot see what `{self.short(node.func, 40)}()` returns{because}", node)
         self.host_read(join(*operands), node, state, computing=True)
         label = _qualified_label(qualified)
         return self.tensor_result(node, operands, qualified, label, "computes a fresh tensor", effect, effect.scalar)

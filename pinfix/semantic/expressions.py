@@ -155,7 +155,7 @@ class Expressions:
             found = state.get(name)
             if found is None or not found:
                 return unknown(f"`{name}` is not bound on every way here", node)
-            return found
+            return self.by_name(found, name, node)
         found = self.closure.get(name)
         where = "the enclosing function's"
         if found is None:

@@ -296,6 +296,10 @@ class Flow(Calls):
     def exec_for(self, node: Any, state: State) -> None:
         iterable = self.eval(node.iter, state)
         elements = self.elements_of(iterable, node.iter)
+        if elements.unknown is not None:
+            names = ", ".join(f"`{n}`" for n in target_names(node.target))
+            why = f"{names} is bound in a way pinfix does not follow (a loop over `{self.short(node.iter, 40)}`)"
+            elements = elements.map(lambda a: unknown(why, node.target) if isinstance(a, Unknown) else None)
 
         def enter(head: State) -> None:
             self.assign(node.target, elements, head, node)

@@ -162,9 +162,10 @@ def analyze_module(
     ``everything``: evaluate every function, to prove that shortcut sound)."""
     if project is not None:
         module = project.module_for(src, tree, path)  # type: ignore[attr-defined]
+        ctx = project.context(module)  # type: ignore[attr-defined]
     else:
         module = ModuleInfo(src, tree, path)
-    ctx = ModuleContext(module, settings, project)
+        ctx = ModuleContext(module, settings, project)
     if lines is None:
         data = src.data if src.data is not None else src.text.encode("utf-8")
         lines = hot_lines(data, settings.strict)

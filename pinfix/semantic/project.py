@@ -1,0 +1,451 @@
+"""Deep mode: the whole project, read with the stdlib ``ast``, on the same engine.
+
+What one function cannot see, the project answers with the same evaluator run
+elsewhere, each answer memoised for the life of the process:
+
+- a **call** of a project function (``f(...)``, ``self.m(...)``, ``mod.f(...)``)
+  is that function evaluated with the arguments the call gives it (so a helper
+  that returns its argument pinned is pinned whatever it gets, one that returns
+  ``torch.from_numpy(...)`` pageable); recursion is unknown at the recursive call;
+- an **attribute** of a project object (``self.buf``, ``obj.cpu``) is every value
+  stored to it in its class's methods and class body (else its project bases');
+- a **name** imported from another project module (relative imports and
+  package re-exports too) is what that module binds it to.
+
+Modules are found under the project's import roots (the directory above each
+checked file's outermost package); anything outside them (torch, numpy) is
+left to the effects table or stays unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+from ..settings import Settings
+from .calls import Arguments
+from .evaluator import Evaluator
+from .flow import TRANSPARENT_DECORATORS
+from .module import ModuleContext
+from .modules import ModuleIndex, module_name
+from .scope import ClassInfo, FunctionInfo, ModuleInfo
+from .source import SourceError, SourceText
+from .state import State
+from .values import (
+    Class,
+    Const,
+    Func,
+    Instance,
+    NoneValue,
+    Ref,
+    Seq,
+    Step,
+    Tensor,
+    Value,
+    join,
+    unknown,
+)
+
+#: How many calls and attributes one question may pass through.
+MAX_CHAIN = 8
+#: How many re-exports (``from .impl import f`` in a package) are followed.
+MAX_HOPS = 4
+
+
+def display(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it, else whole
+    (``../../x`` would say less than ``/tmp/x``)."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return str(path)
+    return str(path) if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
+
+
+def mark(value: Value, step: Step, via: bool = False, depth: int = 0) -> Value:
+    """``value`` with ``step`` added to the evidence of every tensor it holds
+    (in its items too); ``via``: the step where the flow crossed into this function."""
+
+    def each(a: Any) -> Optional[Value]:
+        if isinstance(a, Tensor):
+            return Value((a.evolve(route=(step, a.route), via=a.via or (step if via else None)),))
+        if isinstance(a, Seq) and depth < 3:
+            items = tuple(mark(i, step, via, depth + 1) for i in a.items) if a.items is not None else None
+            return Value((Seq(a.kind, items, mark(a.elements, step, via, depth + 1), a.site),))
+        return None
+
+    return value.map(each)
+
+
+class Project:
+    """The modules of the project and the answers computed about them."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.index = ModuleIndex()
+        self.modules: Dict[Path, Optional[ModuleInfo]] = {}
+        self.contexts: Dict[int, ModuleContext] = {}
+        self.calls: Dict[Tuple[Any, ...], Optional[Value]] = {}
+        self.attributes: Dict[Tuple[int, str], Optional[Value]] = {}
+        self.active: Set[Tuple[Any, ...]] = set()
+
+    # --- modules ---------------------------------------------------------------------------
+
+    def module_for(self, src: SourceText, tree: ast.Module, path: Optional[Path]) -> ModuleInfo:
+        """The module being checked (its file's text as read now)."""
+        if path is None:
+            return ModuleInfo(src, tree)
+        resolved = path.resolve()
+        root = self.index.add_root_of(path)
+        known = self.modules.get(resolved)
+        if known is not None and known.src.text == src.text:
+            return known
+        info = ModuleInfo(src, tree, path, module_name(path, root), path.name == "__init__.py")
+        self.modules[resolved] = info
+        return info
+
+    def load(self, path: Path) -> Optional[ModuleInfo]:
+        resolved = path.resolve()
+        if resolved in self.modules:
+            return self.modules[resolved]
+        self.modules[resolved] = None
+        try:
+            data = resolved.read_bytes()
+            src = SourceText.from_bytes(data, display(resolved))
+            tree = src.parse()
+        except (OSError, SourceError):
+            return None  # unreadable or unparsable: what it would say stays unknown
+        root = self.index.add_root_of(resolved)
+        info = ModuleInfo(src, tree, resolved, module_name(resolved, root), resolved.name == "__init__.py")
+        self.modules[resolved] = info
+        return info
+
+    def context(self, module: ModuleInfo) -> ModuleContext:
+        ctx = self.contexts.get(id(module))
+        if ctx is None:
+            ctx = self.contexts[id(module)] = ModuleContext(module, self.settings, self)
+        return ctx
+
+    def evaluator(self, ctx: ModuleContext, func: FunctionInfo, params: Optional[Dict[str, Value]] = None) -> "DeepEvaluator":
+        return DeepEvaluator(ctx, func, params)
+
+    def global_value(self, module: ModuleInfo, name: str) -> Optional[Value]:
+        return self.context(module).global_value(module, name)
+
+    # --- names -----------------------------------------------------------------------------
+
+    def resolve(self, qualified: str, hops: int = 0) -> Optional[Value]:
+        """What a dotted name of the project is (``pkg.helpers.make``), or ``None``
+        when it is not the project's."""
+        split = self.index.split(qualified)
+        if split is None:
+            return None
+        path, names = split
+        module = self.load(path)
+        if module is None:
+            return unknown(f"`{qualified}` is in a module pinfix cannot read")
+        if not names:
+            return Value((Ref(qualified),))
+        value = self.export(module, names[0], hops)
+        for attr in names[1:]:
+            value = value.map(lambda a: self.member(a, attr))
+        return value
+
+    def export(self, module: ModuleInfo, name: str, hops: int = 0) -> Value:
+        """What ``module`` binds ``name`` to at its top level."""
+        found = module.top.get(name)
+        if found is not None and _only_binding(module, name):
+            if isinstance(found, ClassInfo):
+                return Value((Class(found),))
+            if set(found.decorators) <= TRANSPARENT_DECORATORS:
+                return Value((Func(found),))
+            return unknown(f"`{name}` is decorated in a way pinfix does not follow")
+        for stmt in module.tree.body:
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                for local, qualified, _ in module.import_bindings(stmt):
+                    if local == name and not qualified.startswith("."):
+                        if hops >= MAX_HOPS:
+                            return unknown(f"`{name}` is re-exported too many times")
+                        resolved = self.resolve(qualified, hops + 1)
+                        return resolved if resolved is not None else Value((Ref(qualified),))
+        value = self.global_value(module, name)
+        return value if value is not None else unknown(f"`{module.name}.{name}` is not bound where pinfix looks")
+
+    def member(self, atom: Any, attr: str) -> Value:
+        if isinstance(atom, Ref):
+            found = self.resolve(atom.name + "." + attr)
+            return found if found is not None else Value((Ref(atom.name + "." + attr),))
+        if isinstance(atom, Class):
+            method = self.method(atom.info, attr)
+            if method is not None:
+                return Value((Func(method),))
+            return self.attribute(atom.info, attr) or unknown(f"pinfix cannot see every assignment to `{atom.info.name}.{attr}`")
+        return unknown(f"`{attr}` of something pinfix cannot see")
+
+    def class_expression(self, module: ModuleInfo, node: ast.AST) -> Optional[ClassInfo]:
+        """The project class a base-class expression names."""
+        if isinstance(node, ast.Name):
+            value = self.export(module, node.id)
+        elif isinstance(node, ast.Attribute):
+            inner = node
+            parts = []
+            while isinstance(inner, ast.Attribute):
+                parts.append(inner.attr)
+                inner = inner.value
+            if not isinstance(inner, ast.Name):
+                return None
+            value = self.export(module, inner.id)
+            for attr in reversed(parts):
+                value = value.map(lambda a: self.member(a, attr))
+        else:
+            return None
+        classes = value.only(Class)
+        return classes[0].info if classes else None
+
+    def bases(self, cls: ClassInfo) -> List[ClassInfo]:
+        out = []
+        for base in cls.bases:
+            found = self.class_expression(cls.module, base)
+            if found is not None and found is not cls:
+                out.append(found)
+        return out
+
+    def method(self, cls: ClassInfo, name: str, seen: int = 0) -> Optional[FunctionInfo]:
+        if name in cls.methods:
+            return cls.methods[name]
+        if seen > MAX_CHAIN:
+            return None
+        for base in self.bases(cls):
+            found = self.method(base, name, seen + 1)
+            if found is not None:
+                return found
+        return None
+
+    # --- calls -----------------------------------------------------------------------------
+
+    def call(self, func: FunctionInfo, receiver: Optional[Value], args: Optional[Arguments], node: ast.AST) -> Optional[Value]:
+        """What ``func`` returns for these arguments (``None``: recursion, or too far to follow)."""
+        if func.is_generator:
+            return Value((Seq("gen", None, unknown(f"`{func.name}` is a generator")),))
+        params = self.parameters(func, receiver, args)
+        key = ("call", id(func.node), tuple(sorted((n, v.keys) for n, v in params.items())))
+        if key in self.calls:
+            return self.calls[key]
+        if key in self.active or len(self.active) >= MAX_CHAIN:
+            return None
+        self.active.add(key)
+        try:
+            facts = self.evaluator(self.context(func.module), func, params).run()
+        finally:
+            self.active.discard(key)
+        result = facts.returns if facts.returns is not None else Value((NoneValue(),))
+        self.calls[key] = result
+        return result
+
+    def parameters(self, func: FunctionInfo, receiver: Optional[Value], args: Optional[Arguments]) -> Dict[str, Value]:
+        """The values the call gives ``func``'s parameters (defaults where it gives none)."""
+        params = list(func.params)
+        out: Dict[str, Value] = {}
+        if func.kind in ("method", "property", "classmethod") and params and receiver is not None:
+            out[params[0].name] = receiver
+            params = params[1:]
+        elif func.kind in ("method", "property") and params and receiver is None:
+            params = params[1:]
+        positional = [p for p in params if p.kind in ("posonly", "positional")]
+        given = list(args.positional) if args is not None else []
+        starred = args is not None and (args.starred or args.double_starred)
+        for p, (_, value) in zip(positional, given):
+            out[p.name] = value
+        if args is not None:
+            for name, _, value in args.keywords:
+                if any(p.name == name and p.kind != "posonly" for p in params):
+                    out[name] = value
+        for p in params:
+            if p.name in out:
+                continue
+            if starred or p.kind in ("vararg", "kwarg"):
+                continue  # the evaluator's own reading of the parameter
+            if p.default is not None:
+                out[p.name] = _literal(p.default)
+        return out
+
+    # --- attributes ------------------------------------------------------------------------
+
+    def attribute(self, cls: ClassInfo, attr: str, seen: int = 0) -> Optional[Value]:
+        """Every value stored to ``attr`` on objects of ``cls`` (in its methods and its
+        class body), else in its project bases'; ``None`` where none is seen."""
+        key = (id(cls.node), attr)
+        if key in self.attributes:
+            return self.attributes[key]
+        guard = ("attribute",) + key
+        if guard in self.active or len(self.active) >= MAX_CHAIN or seen > MAX_CHAIN:
+            return unknown(f"`{cls.name}.{attr}` is defined in terms of itself")
+        self.active.add(guard)
+        try:
+            found = self.stores(cls, attr)
+            if found is None:
+                for base in self.bases(cls):
+                    found = self.attribute(base, attr, seen + 1)
+                    if found is not None:
+                        break
+        finally:
+            self.active.discard(guard)
+        self.attributes[key] = found
+        return found
+
+    def stores(self, cls: ClassInfo, attr: str) -> Optional[Value]:
+        ctx = self.context(cls.module)
+        values: List[Value] = []
+        body = ctx.evaluate(cls.body_function)
+        if body is not None and attr in body.all_values:
+            node = next((s for s in cls.node.body if _assigns_name(s, attr)), cls.node)
+            step = Step("attribute", node, f"the class attribute `{cls.name}.{attr}`", cls.module.src)
+            values.append(mark(body.all_values[attr], step, via=True))
+        for method in cls.methods.values():
+            if not _stores_attribute(method, attr):
+                continue
+            facts = ctx.evaluate(method)
+            if facts is None:
+                values.append(unknown(f"`{cls.name}.{attr}` is defined in terms of itself"))
+                continue
+            for receiver, name, value, node in facts.stores:
+                if name == attr and receiver.any(lambda a: isinstance(a, Instance) and a.cls is cls):
+                    target = _target_text(node, attr, method)
+                    step = Step("attribute", node, f"the attribute `{target}` assigned in `{method.name}`", cls.module.src)
+                    values.append(mark(value, step, via=True))
+        return join(*values) if values else None
+
+
+class DeepEvaluator(Evaluator):
+    """The evaluator, with the project to ask."""
+
+    @property
+    def project(self) -> Project:
+        return self.ctx.project  # type: ignore[return-value]
+
+    def project_reference(self, qualified: str, node: ast.AST) -> Optional[Value]:
+        return self.project.resolve(qualified)
+
+    def exec_return(self, node: ast.Return, state: State) -> None:
+        if node.value is None:
+            return super().exec_return(node, state)
+        value = self.eval(node.value, state)
+        step = self.step("returned", node.value, f"returned by `{self.func.name}`")
+        value = mark(value, step)
+        self.escape_value(value, state)
+        self.facts.add_return(value)
+        state.dead = True
+
+    def project_call(self, atom: Func, node: ast.Call, args: Arguments, state: State) -> Value:
+        self.escape(args, state)
+        result = self.project.call(atom.info, atom.receiver, args, node)
+        if result is None:
+            return unknown(f"`{self.short(node.func)}()` calls itself, directly or not", node)
+        what = f"the return value of `{self.short(node.func, 40)}()`"
+        return mark(result, self.step("returned", node, what), via=True)
+
+    def construct(self, atom: Class, node: ast.Call, args: Arguments, state: State) -> Value:
+        self.escape(args, state)
+        return Value((Instance(atom.info),))
+
+    def object_method(self, atom: Any, method: str, node: ast.Call, args: Arguments, state: State) -> Value:
+        assert isinstance(node.func, ast.Attribute)
+        self.escape(args, state)
+        if isinstance(atom, Instance) and method == "register_buffer" and args.positional:
+            return super().object_method(atom, method, node, args, state)
+        if isinstance(atom, (Instance, Class)):
+            found = self.project.method(atom.cls if isinstance(atom, Instance) else atom.info, method)
+            if found is not None:
+                if found.kind == "staticmethod":
+                    receiver = None
+                elif found.kind == "classmethod":
+                    receiver = Value((Class(atom.cls if isinstance(atom, Instance) else atom.info),))
+                else:
+                    receiver = Value((atom,))
+                return self.project_call(Func(found, receiver), node, args, state)
+        self.kill_paths(node.func.value, state)
+        return unknown(f"pinfix cannot see what `{self.short(node.func)}()` returns", node)
+
+    def instance_attribute(self, atom: Instance, attr: str, node: ast.AST) -> Value:
+        method = self.project.method(atom.cls, attr)
+        if method is not None:
+            if method.kind == "property":
+                result = self.project.call(method, Value((atom,)), None, node)
+                if result is None:
+                    return unknown(f"`{self.short(node)}` is defined in terms of itself", node)
+                return mark(result, self.step("returned", node, f"the property `{self.short(node, 40)}`"), via=True)
+            return Value((Func(method, Value((atom,))),))
+        found = self.project.attribute(atom.cls, attr)
+        if found is None:
+            return unknown(f"pinfix cannot see every assignment to `{self.short(node)}`", node)
+        return mark(found, self.step("read", node, f"read as `{self.short(node, 40)}`"))
+
+    def class_attribute(self, atom: Class, attr: str, node: ast.AST) -> Value:
+        method = self.project.method(atom.info, attr)
+        if method is not None:
+            return Value((Func(method),))
+        found = self.project.attribute(atom.info, attr)
+        return found if found is not None else unknown(f"pinfix cannot see every assignment to `{self.short(node)}`", node)
+
+
+def _only_binding(module: ModuleInfo, name: str) -> bool:
+    """Whether the def or class is the module's only top-level binding of ``name``."""
+    count = 0
+    for stmt in module.tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == name:
+            count += 1
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and name in {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}:
+            count += 1
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name.split(".")[0]) == name for a in stmt.names):
+            count += 1
+        elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
+            count += sum(1 for n in ast.walk(stmt) if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name)
+    return count == 1 and name not in module.rebound_globals
+
+
+def _stores_attribute(method: FunctionInfo, attr: str) -> bool:
+    """Whether ``method`` may store ``attr`` on an object (read from its syntax)."""
+    for node in method.own_nodes():
+        if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, ast.Store):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_buffer":
+            if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == attr:
+                return True
+    return False
+
+
+def _assigns_name(stmt: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(stmt))
+
+
+def _target_text(node: ast.AST, attr: str, method: FunctionInfo) -> str:
+    me = method.self_name or "self"
+    return f"{me}.{attr}"
+
+
+def _literal(node: ast.AST) -> Value:
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return unknown("is a parameter's default value pinfix does not evaluate", node)
+    if value is None:
+        return Value((NoneValue(),))
+    if isinstance(value, (bool, int, float, str)):
+        return Value((Const(value),))
+    return unknown("is a parameter's default value", node)
+
+
+_PROJECTS: Dict[Settings, Project] = {}
+
+
+def project_for(settings: Settings) -> Project:
+    """The process's project for ``settings`` (its answers are reused across files)."""
+    found = _PROJECTS.get(settings)
+    if found is None:
+        found = _PROJECTS[settings] = Project(settings)
+    return found
+
+
+__all__ = ["Project", "DeepEvaluator", "project_for", "display", "mark"]
