@@ -468,15 +468,12 @@ def pct(n: int, d: int) -> str:
     return f"{n}/{d} ({100 * n / d:.0f} %)" if d else "n/a"
 
 
-def table(scores: Sequence[Score], first: str) -> list[str]:
-    head = [first, *GROUPS, "PIN001+PIN002 findings", "on pageable sites", "precision"]
+def table(scores: Sequence[Score]) -> list[str]:
+    head = ["mode", *GROUPS, "PIN001+PIN002 findings", "on pageable sites", "precision"]
     out = ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
     for s in scores:
         cells = [pct(*s.recall[g]) for g in GROUPS]
-        out.append(
-            f"| {s.name if first == 'project' else s.mode} | " + " | ".join(cells) + f" | {s.findings} | "
-            f"{s.true} | {pct(s.true, s.findings)} |"
-        )
+        out.append(f"| {s.mode} | " + " | ".join(cells) + f" | {s.findings} | {s.true} | {pct(s.true, s.findings)} |")
     return out
 
 
@@ -532,7 +529,7 @@ def report(results: Sequence[tuple[LabelFile, str, list[str], list[Score]]], pin
         out += [f"## {lf.name} ({method})", "", census(lf.labels), ""]
         if unparsed:
             out += [f"Files the stdlib parser rejected (no sites counted there): {', '.join(unparsed)}", ""]
-        out += table(scores, "mode") + [""]
+        out += table(scores) + [""]
         for s in scores:
             out += details(s)
     out += ["## All projects", ""]
@@ -540,7 +537,7 @@ def report(results: Sequence[tuple[LabelFile, str, list[str], list[Score]]], pin
         combine([sc for _, _, _, scores in results for sc in scores if sc.mode == mode], "all projects", mode)
         for mode in MODES
     ]
-    out += table(combined, "mode") + [""]
+    out += table(combined) + [""]
     return "\n".join(out)
 
 
