@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from ..settings import Settings
 from .calls import Arguments
 from .evaluator import Evaluator
+from .facts import FunctionFacts
 from .flow import TRANSPARENT_DECORATORS
 from .module import ModuleContext
 from .modules import ModuleIndex, module_name
@@ -48,8 +49,10 @@ from .values import (
     unknown,
 )
 
-#: How many calls and attributes one question may pass through.
-MAX_CHAIN = 8
+#: How many calls from the function being checked are evaluated with the arguments they get.
+CONTEXT_DEPTH = 3
+#: How many evaluations may nest (a bound on the interpreter's stack).
+MAX_NESTING = 24
 #: How many re-exports (``from .impl import f`` in a package) are followed.
 MAX_HOPS = 4
 
@@ -90,6 +93,10 @@ class Project:
         self.calls: Dict[Tuple[Any, ...], Optional[Value]] = {}
         self.attributes: Dict[Tuple[int, str], Optional[Value]] = {}
         self.active: Set[Tuple[Any, ...]] = set()
+        #: Own-parameter evaluations of functions (what they store, what they return given nothing).
+        self.own: Dict[int, Optional[FunctionFacts]] = {}
+        #: Context-sensitive calls on the way to the current question.
+        self.sensitive = 0
 
     # --- modules ---------------------------------------------------------------------------
 
@@ -215,7 +222,7 @@ class Project:
     def method(self, cls: ClassInfo, name: str, seen: int = 0) -> Optional[FunctionInfo]:
         if name in cls.methods:
             return cls.methods[name]
-        if seen > MAX_CHAIN:
+        if seen > MAX_NESTING:
             return None
         for base in self.bases(cls):
             found = self.method(base, name, seen + 1)
@@ -226,23 +233,54 @@ class Project:
     # --- calls -----------------------------------------------------------------------------
 
     def call(self, func: FunctionInfo, receiver: Optional[Value], args: Optional[Arguments], node: ast.AST) -> Optional[Value]:
-        """What ``func`` returns for these arguments (``None``: recursion, or too far to follow)."""
+        """What ``func`` returns for these arguments (``None``: recursion, or too deep to follow).
+
+        Near the function being checked (:data:`CONTEXT_DEPTH` calls), ``func`` is
+        evaluated with the arguments the call gives it; further away with its own
+        parameters (unknown), once per process."""
         if func.is_generator:
             return Value((Seq("gen", None, unknown(f"`{func.name}` is a generator")),))
+        if self.sensitive >= CONTEXT_DEPTH:
+            facts = self.facts(func)
+            if facts is None:
+                return None
+            return facts.returns if facts.returns is not None else Value((NoneValue(),))
         params = self.parameters(func, receiver, args)
         key = ("call", id(func.node), tuple(sorted((n, v.keys) for n, v in params.items())))
         if key in self.calls:
             return self.calls[key]
-        if key in self.active or len(self.active) >= MAX_CHAIN:
+        if key in self.active or len(self.active) >= MAX_NESTING:
             return None
         self.active.add(key)
+        self.sensitive += 1
         try:
             facts = self.evaluator(self.context(func.module), func, params).run()
         finally:
             self.active.discard(key)
+            self.sensitive -= 1
         result = facts.returns if facts.returns is not None else Value((NoneValue(),))
         self.calls[key] = result
         return result
+
+    def facts(self, func: FunctionInfo) -> Optional[FunctionFacts]:
+        """``func`` evaluated once with its own parameters (a method's receiver is an
+        object of its class): what it stores, and returns given nothing known;
+        ``None`` while it is being evaluated."""
+        key = id(func.node)
+        if key in self.own:
+            return self.own[key]
+        guard = ("own", key)
+        if guard in self.active or len(self.active) >= MAX_NESTING:
+            return None
+        self.active.add(guard)
+        saved, self.sensitive = self.sensitive, CONTEXT_DEPTH  # nothing below depends on a caller
+        try:
+            found = self.evaluator(self.context(func.module), func).run()
+        finally:
+            self.active.discard(guard)
+            self.sensitive = saved
+        self.own[key] = found
+        return found
 
     def parameters(self, func: FunctionInfo, receiver: Optional[Value], args: Optional[Arguments]) -> Dict[str, Value]:
         """The values the call gives ``func``'s parameters (defaults where it gives none)."""
@@ -280,9 +318,12 @@ class Project:
         if key in self.attributes:
             return self.attributes[key]
         guard = ("attribute",) + key
-        if guard in self.active or len(self.active) >= MAX_CHAIN or seen > MAX_CHAIN:
+        if guard in self.active:
             return unknown(f"`{cls.name}.{attr}` is defined in terms of itself")
+        if len(self.active) >= MAX_NESTING or seen > MAX_NESTING:
+            return unknown(f"`{cls.name}.{attr}` is too far from here for pinfix to follow")
         self.active.add(guard)
+        saved, self.sensitive = self.sensitive, CONTEXT_DEPTH  # an attribute does not depend on where it is read
         try:
             found = self.stores(cls, attr)
             if found is None:
@@ -292,13 +333,13 @@ class Project:
                         break
         finally:
             self.active.discard(guard)
+            self.sensitive = saved
         self.attributes[key] = found
         return found
 
     def stores(self, cls: ClassInfo, attr: str) -> Optional[Value]:
-        ctx = self.context(cls.module)
         values: List[Value] = []
-        body = ctx.evaluate(cls.body_function)
+        body = self.facts(cls.body_function)
         if body is not None and attr in body.all_values:
             node = next((s for s in cls.node.body if _assigns_name(s, attr)), cls.node)
             step = Step("attribute", node, f"the class attribute `{cls.name}.{attr}`", cls.module.src)
@@ -306,7 +347,7 @@ class Project:
         for method in cls.methods.values():
             if not _stores_attribute(method, attr):
                 continue
-            facts = ctx.evaluate(method)
+            facts = self.facts(method)
             if facts is None:
                 values.append(unknown(f"`{cls.name}.{attr}` is defined in terms of itself"))
                 continue
