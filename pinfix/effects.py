@@ -10,6 +10,7 @@ entries. Teaching pinfix a new torch function is one entry, nothing else.
 The kinds (each a small frozen class below):
 
 ``Makes``      a fresh CPU tensor, pageable unless ``device=`` / ``pin_memory=`` say otherwise
+``MakesBatch`` a mapping of fresh pageable CPU tensors (``tokenizer(..., return_tensors="pt")``)
 ``Pins``       pinned CPU memory (``.pin_memory()``, a pinned helper)
 ``View``       shares its input's memory: dense, dense only along the first dimension, or maybe gapped
 ``Converts``   same device, maybe a fresh tensor (``.long()``, ``.contiguous()``, ``.to(dtype)``)
@@ -28,7 +29,7 @@ The kinds (each a small frozen class below):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Mapping, Optional, Tuple
+from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,12 @@ class Constant(Effect):
 
 
 @dataclass(frozen=True)
+class MakesBatch(Effect):
+    """A mapping of fresh pageable CPU tensors, read by key or attribute (what a
+    Hugging Face tokenizer or processor returns when asked ``return_tensors="pt"``)."""
+
+
+@dataclass(frozen=True)
 class Availability(Effect):
     """True only where pinned memory (an accelerator) is available: on its false branch
     no copy can block, so pinfix does not report what happens there."""
@@ -279,6 +286,12 @@ ARRAY_METHODS: Mapping[str, Effect] = {
     **_entries(HostData(), "tolist item sum max min mean any all"),
 }
 
+#: Calls of any callee (a tokenizer object, a processor) that say what they return
+#: by a keyword argument: ``(keyword, value) -> effect``.
+KEYWORD_CALLS: Mapping[Tuple[str, str], Effect] = {
+    ("return_tensors", "pt"): MakesBatch(),
+}
+
 #: Sinks, by method name.
 COPY_SINKS: Mapping[str, CopiesTo] = {n: e for n, e in TENSOR_METHODS.items() if isinstance(e, CopiesTo)}
 
@@ -307,6 +320,6 @@ def spellings() -> FrozenSet[str]:
     return frozenset(names)
 
 
-def tables() -> Tuple[Mapping[str, Effect], ...]:
+def tables() -> Tuple[Mapping[Any, Effect], ...]:
     """Every table, for checks that each entry's kind is covered."""
-    return (FUNCTIONS, TENSOR_METHODS, TENSOR_ATTRIBUTES, ARRAY_METHODS)
+    return (FUNCTIONS, TENSOR_METHODS, TENSOR_ATTRIBUTES, ARRAY_METHODS, KEYWORD_CALLS)

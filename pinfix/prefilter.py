@@ -25,7 +25,7 @@ import os
 import re
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import TYPE_CHECKING, FrozenSet, Iterator, Mapping, Optional, Tuple, Type
+from typing import FrozenSet, Iterator, Mapping, Optional, Protocol, Tuple, Type
 
 from .effects import (
     ARRAY_METHODS,
@@ -41,8 +41,10 @@ from .effects import (
     CopiesTo,
     Effect,
     HostData,
+    KEYWORD_CALLS,
     Makes,
     MakesArray,
+    MakesBatch,
     Metadata,
     Pins,
     ReadsOnHost,
@@ -51,8 +53,17 @@ from .effects import (
     Waits,
 )
 
-if TYPE_CHECKING:
-    from .config import Config
+
+
+class Options(Protocol):
+    """What the shortcut needs of the settings (a ``Settings`` or the shell's ``Config``)."""
+
+    deep: bool
+    strict: bool
+    cpu_tensor_names: Tuple[str, ...]
+
+    @property
+    def pinned_producers(self) -> FrozenSet[str]: ...  # pragma: no cover
 
 PREFILTER_OFF = os.environ.get("PINFIX_NO_PREFILTER", "") not in ("", "0")
 
@@ -61,6 +72,7 @@ PREFILTER_OFF = os.environ.get("PINFIX_NO_PREFILTER", "") not in ("", "0")
 #: none). ``tests/test_prefilter.py`` fails when a kind is missing here.
 KIND_ROLES: Mapping[Type[Effect], str] = {
     Makes: "origin",
+    MakesBatch: "origin",
     Pins: "origin",
     ToHost: "origin",
     CopiesTo: "sink",
@@ -85,6 +97,7 @@ def origin_names() -> FrozenSet[str]:
         for key, effect in table.items():
             if isinstance(effect, ORIGIN_KINDS):
                 names.add(key.rsplit(".", 1)[-1])
+    names.update(keyword for (keyword, _), effect in KEYWORD_CALLS.items() if isinstance(effect, ORIGIN_KINDS))
     return frozenset(names)
 
 
@@ -110,7 +123,7 @@ def _spellings(producers: FrozenSet[str]) -> Tuple[bytes, ...]:
     return tuple(sorted(n.encode() for n in words if not any(o != n and o in n for o in words)))
 
 
-def _options(config: "Optional[Config]") -> Tuple[bool, bool, FrozenSet[str]]:
+def _options(config: Optional[Options]) -> Tuple[bool, bool, FrozenSet[str]]:
     """``(any sink counts, strict, pinned producers)``."""
     if config is None:
         return False, False, frozenset()
@@ -118,7 +131,7 @@ def _options(config: "Optional[Config]") -> Tuple[bool, bool, FrozenSet[str]]:
     return elsewhere, bool(config.strict), frozenset(config.pinned_producers)
 
 
-def may_contain_finding(data: bytes, config: "Optional[Config]" = None) -> bool:
+def may_contain_finding(data: bytes, config: Optional[Options] = None) -> bool:
     """Whether ``data`` may hold a finding (``False`` only when it surely cannot).
 
     The cheapest test that rejects most files runs first (``non_blocking`` is

@@ -15,6 +15,8 @@ from typing import Any, List, Optional, Sequence, Tuple
 from ..effects import (
     ARRAY_METHODS,
     AVAILABILITY_NAMES,
+    KEYWORD_CALLS,
+    MakesBatch,
     FUNCTIONS,
     NON_BLOCKING_KEYWORD,
     TENSOR_METHODS,
@@ -127,7 +129,21 @@ class Calls(Expressions):
             callee = self.eval(func, state)
             args = self.arguments(node, state)
             result = callee.map(lambda a: self.call_atom(a, node, args, state))
+        if node.keywords and result.unknown is not None:
+            said = self.said_by_keyword(node, args)
+            if said is not None:
+                result = result.map(lambda a: said if isinstance(a, Unknown) else None)
         return result
+
+    def said_by_keyword(self, node: ast.Call, args: Arguments) -> Optional[Value]:
+        """What a call pinfix cannot see into says it returns by a keyword (``return_tensors="pt"``)."""
+        for name, _, value in args.keywords:
+            for atom in value.only(Const):
+                effect = KEYWORD_CALLS.get((name, atom.value)) if isinstance(atom.value, str) else None
+                if isinstance(effect, MakesBatch):
+                    tensor = self.made(node, effect, f"<{name}={atom.value!r}>", f"`{self.short(node.func, 40)}(..., {name}={atom.value!r})`")
+                    return Value((Dict((), Value((tensor,)), node, record=True),))
+        return None
 
     def arguments(self, node: ast.Call, state: State) -> Arguments:
         positional: List[Tuple[ast.expr, Value]] = []

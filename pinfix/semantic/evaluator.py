@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Dict, Optional
 
 from .facts import FunctionFacts
 from .flow import BUDGET_PER_STATEMENT, Flow
-from .scope import FunctionInfo, Param, iter_nodes
+from .scope import FunctionInfo, Param
 from .state import State
 from .values import Array, Class, Device, DType, Host, Instance, Seq, Value, unknown, ANY_DEVICE
 
@@ -34,8 +34,7 @@ class Evaluator(Flow):
         self.depth = 0
         self.loops = []
         self.widened = False
-        statements = sum(1 for stmt in func.body for n in iter_nodes(stmt) if isinstance(n, ast.stmt)) or 1
-        self.budget = BUDGET_PER_STATEMENT * statements + 200
+        self.budget = BUDGET_PER_STATEMENT * (func.statements or 1) + 200
         self.params = params
         self.closure = ctx.closure_of(func)
         self.globals = lambda name: ctx.global_value(func.module, name)

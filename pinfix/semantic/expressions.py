@@ -228,6 +228,9 @@ class Expressions:
             return Value((Device(ANY_DEVICE),))
         if isinstance(atom, Unknown) and attr == "dtype":
             return Value((DType(),))
+        if isinstance(atom, Dict) and atom.record:
+            found = atom.get(attr)
+            return found if found is not None else atom.elements
         if isinstance(atom, (Const, Host, Seq, Dict, NoneValue)):
             return Value((Host(),)) if attr in ("real", "imag", "shape") else unknown(node=node)
         deep = "" if self.settings.deep else " (try --deep)"
@@ -316,6 +319,8 @@ class Expressions:
                 found = atom.get(key.value)
                 if found is not None:
                     return found
+            if atom.record:
+                return atom.elements
             return join(atom.elements, unknown(f"`{self.short(node)}` may hold what pinfix did not see stored", node))
         if isinstance(atom, Array):
             if all(k == "int" for k, _ in kinds):

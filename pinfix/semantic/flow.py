@@ -30,6 +30,7 @@ from .values import (
     Unknown,
     Value,
     join,
+    mark,
     same,
     unknown,
 )
@@ -190,8 +191,7 @@ class Flow(Calls):
         if name not in self.func.locals:
             return  # `global x`: not ours to follow
         step = self.step("bound", target, f"bound to `{name}`")
-        bound = value.map(lambda a: Value((a.step(step),)) if isinstance(a, Tensor) else None)
-        state.set(name, bound)
+        state.set(name, mark(value, step))
         self.forget_paths(name, state)
 
     def bind_target(self, target: ast.AST, value: Value, state: State, node: ast.AST, comprehension: bool = False) -> None:

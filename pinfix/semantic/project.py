@@ -46,6 +46,7 @@ from .values import (
     Tensor,
     Value,
     join,
+    mark,
     unknown,
 )
 
@@ -65,21 +66,6 @@ def display(path: Path) -> str:
     except ValueError:  # another drive (Windows)
         return str(path)
     return str(path) if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
-
-
-def mark(value: Value, step: Step, via: bool = False, depth: int = 0) -> Value:
-    """``value`` with ``step`` added to the evidence of every tensor it holds
-    (in its items too); ``via``: the step where the flow crossed into this function."""
-
-    def each(a: Any) -> Optional[Value]:
-        if isinstance(a, Tensor):
-            return Value((a.evolve(route=(step, a.route), via=a.via or (step if via else None)),))
-        if isinstance(a, Seq) and depth < 3:
-            items = tuple(mark(i, step, via, depth + 1) for i in a.items) if a.items is not None else None
-            return Value((Seq(a.kind, items, mark(a.elements, step, via, depth + 1), a.site),))
-        return None
-
-    return value.map(each)
 
 
 class Project:

@@ -141,6 +141,8 @@ class FunctionInfo:
         self.decorators: Tuple[str, ...] = tuple(decorator_name(d) for d in getattr(node, "decorator_list", ()))
         self._locals: Optional[FrozenSet[str]] = None
         self._declared: Optional[Tuple[FrozenSet[str], FrozenSet[str]]] = None
+        self._statements = 0
+        self._generator = False
 
     def __repr__(self) -> str:
         return f"<FunctionInfo {self.qualname}>"
@@ -179,7 +181,9 @@ class FunctionInfo:
 
     @property
     def is_generator(self) -> bool:
-        return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in self.own_nodes())
+        if self._locals is None:
+            self._scan()
+        return self._generator
 
     def own_nodes(self) -> Iterator[ast.AST]:
         """Nodes of this function's own scope (not of nested functions or classes)."""
@@ -187,35 +191,57 @@ class FunctionInfo:
             yield from iter_nodes(stmt)
 
     def _scan(self) -> None:
+        """One walk of the function's own scope: the names it binds, declares
+        ``global``/``nonlocal``, its statements, whether it yields."""
         bound: Set[str] = {p.name for p in self.params}
         globals_: Set[str] = set()
         nonlocals: Set[str] = set()
+        comprehensions: List[ast.AST] = []
+        statements = 0
+        generator = False
+        match_case = getattr(ast, "match_case", None)
         for node in self.own_nodes():
-            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                bound.add(node.id)
-            elif isinstance(node, (*FUNCTION_NODES, ast.ClassDef)):
-                bound.add(node.name)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
+            kind = type(node)
+            if kind is ast.Name:
+                if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+                    bound.add(node.id)  # type: ignore[attr-defined]
+                continue
+            if isinstance(node, ast.stmt):
+                statements += 1
+            if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                bound.add(node.name)  # type: ignore[attr-defined]
+            elif kind in (ast.Import, ast.ImportFrom):
+                for alias in node.names:  # type: ignore[attr-defined]
                     if alias.name != "*":
                         bound.add(alias.asname or alias.name.split(".", 1)[0])
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                bound.add(node.name)
-            elif isinstance(node, ast.match_case if hasattr(ast, "match_case") else ()):  # type: ignore[arg-type]
+            elif kind is ast.ExceptHandler and node.name:  # type: ignore[attr-defined]
+                bound.add(node.name)  # type: ignore[attr-defined]
+            elif match_case is not None and kind is match_case:
                 bound.update(_pattern_names(node.pattern))  # type: ignore[attr-defined]
-            elif isinstance(node, ast.Global):
-                globals_.update(node.names)
-            elif isinstance(node, ast.Nonlocal):
-                nonlocals.update(node.names)
+            elif kind is ast.Global:
+                globals_.update(node.names)  # type: ignore[attr-defined]
+            elif kind is ast.Nonlocal:
+                nonlocals.update(node.names)  # type: ignore[attr-defined]
+            elif kind in (ast.Yield, ast.YieldFrom):
+                generator = True
+            elif kind in COMPREHENSIONS:
+                comprehensions.append(node)
         # Comprehension variables are the comprehension's own (walrus targets are ours: Store above).
-        for node in self.own_nodes():
-            if isinstance(node, COMPREHENSIONS):
-                for gen in node.generators:
-                    for name in target_names(gen.target):
-                        if not _bound_outside(self, name, node):
-                            bound.discard(name)
+        for comp in comprehensions:
+            for gen in comp.generators:  # type: ignore[attr-defined]
+                for name in target_names(gen.target):
+                    if not _bound_outside(self, name, comp):
+                        bound.discard(name)
         self._locals = frozenset(bound - globals_ - nonlocals)
         self._declared = (frozenset(globals_), frozenset(nonlocals))
+        self._statements = statements
+        self._generator = generator
+
+    @property
+    def statements(self) -> int:
+        if self._locals is None:
+            self._scan()
+        return self._statements
 
     @property
     def locals(self) -> FrozenSet[str]:
@@ -309,9 +335,15 @@ class ModuleInfo:
         self.body = FunctionInfo(tree, self, None, None, "<module>")
         #: Top-level definitions by name (the last one written wins, as at run time).
         self.top: Dict[str, Definition] = {}
-        #: Names declared ``global`` in some function: their module value is not known.
-        self.rebound_globals: Set[str] = set()
+        self._rebound: Optional[Set[str]] = None
         self._index(tree.body, self.body, None, "")
+
+    @property
+    def rebound_globals(self) -> Set[str]:
+        """Names declared ``global`` in some function: their module value is not known."""
+        if self._rebound is None:
+            self._rebound = {n for f in self.functions.values() for n in f.declared_global}
+        return self._rebound
 
     def _index(self, body: Sequence[ast.AST], parent: FunctionInfo, cls: Optional[ClassInfo], prefix: str) -> None:
         stack: List[Tuple[ast.AST, FunctionInfo, Optional[ClassInfo], str]] = [(s, parent, cls, prefix) for s in reversed(list(body))]
@@ -324,7 +356,6 @@ class ModuleInfo:
                     klass.methods[node.name] = info
                 if owner is self.body:
                     self.top[node.name] = info
-                self.rebound_globals.update(n for st in ast.walk(node) if isinstance(st, ast.Global) for n in st.names)
                 inner = [(s, info, None, pre + node.name + ".<locals>.") for s in node.body]
                 stack.extend(reversed(inner))
                 continue

@@ -350,15 +350,18 @@ class Seq(Atom):
 
 
 class Dict(Atom):
-    """A dict: the values of its constant keys, and the join of all its values."""
+    """A dict: the values of its constant keys, and the join of all its values.
+    ``record``: its keys read as attributes too, and a key pinfix did not see
+    stored holds what all its values may (a Hugging Face ``BatchEncoding``)."""
 
-    __slots__ = ("items", "elements", "site")
+    __slots__ = ("items", "elements", "site", "record")
 
-    def __init__(self, items: Tuple[Tuple[Any, "Value"], ...], elements: "Value", site: Any = None):
+    def __init__(self, items: Tuple[Tuple[Any, "Value"], ...], elements: "Value", site: Any = None, record: bool = False):
         self.items = items
         self.elements = elements
         self.site = site
-        self.key = ("M", id(site) if site is not None else None, tuple((k, v.keys) for k, v in items), elements.keys)
+        self.record = record
+        self.key = ("M", id(site) if site is not None else None, tuple((k, v.keys) for k, v in items), elements.keys, record)
 
     def get(self, key: Any) -> Optional["Value"]:
         for k, v in self.items:
@@ -488,3 +491,22 @@ def same(a: Optional[Value], b: Optional[Value]) -> bool:
 
 def flatten(values: Iterable[Value]) -> Value:
     return join(*values)
+
+
+def mark(value: Value, step: Step, via: bool = False, depth: int = 0) -> Value:
+    """``value`` with ``step`` added to the evidence of every tensor it holds (in
+    the items of its containers too); ``via``: the step where the flow crossed
+    into this function."""
+
+    def each(a: Atom) -> Optional[Value]:
+        if isinstance(a, Tensor):
+            return Value((a.evolve(route=(step, a.route), via=a.via or (step if via else None)),))
+        if isinstance(a, Seq) and depth < 2:
+            items = tuple(mark(i, step, via, depth + 1) for i in a.items) if a.items is not None else None
+            return Value((Seq(a.kind, items, mark(a.elements, step, via, depth + 1), a.site),))
+        if isinstance(a, Dict) and depth < 2:
+            items = tuple((k, mark(v, step, via, depth + 1)) for k, v in a.items)
+            return Value((Dict(items, mark(a.elements, step, via, depth + 1), a.site, a.record),))
+        return None
+
+    return value.map(each)

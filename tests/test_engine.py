@@ -1,0 +1,358 @@
+"""The engine (``pinfix.semantic``): flow-sensitive, table-driven, linear; what it
+reports and why, on the shapes issue 13 lists and on every statement kind."""
+
+import textwrap
+from typing import List, Optional, Tuple
+
+import pytest
+
+from pinfix.api import check_text, fix_text
+from pinfix.config import Config
+from pinfix.semantic import SourceText, analyze_module
+from pinfix.settings import Settings
+
+H2D = Config().with_overrides(h2d_helper="vllm.utils.torch_utils.async_tensor_h2d")
+
+
+def found(code: str, config: Optional[Config] = None) -> List[Tuple[int, str]]:
+    return [(f.line, f.code) for f in check_text(textwrap.dedent(code), config=config)]
+
+
+def messages(code: str, config: Optional[Config] = None) -> List[str]:
+    return [f.message for f in check_text(textwrap.dedent(code), config=config)]
+
+
+# --- ordinary local shapes (issue 13) ----------------------------------------------------------
+
+
+def test_list_unpacked_then_grown_in_a_loop() -> None:
+    code = """\
+    import torch
+
+    def f(n, dev):
+        a, b, c = [], [], 0
+        for i in range(n):
+            a.append(torch.arange(i))
+        return torch.cat(a).to(dev, non_blocking=True)
+    """
+    assert found(code) == [(7, "PIN002")]
+
+
+def test_conversion_chain_before_the_copy() -> None:
+    code = """\
+    import torch
+
+    def f(v, x, dev):
+        return torch.tensor(v).to(x.dtype).to(dev, non_blocking=True)
+    """
+    (message,) = messages(code)
+    assert "`.to()` makes a fresh pageable tensor on the way" in message or "fresh pageable" in message
+
+
+def test_conditional_expression_names_the_path() -> None:
+    code = """\
+    import torch
+
+    def f(gpu_t, c, v, dev):
+        return (gpu_t if c else torch.tensor(v)).to(dev, non_blocking=True)
+    """
+    (message,) = messages(code)
+    assert "when `c` is false" in message
+
+
+def test_branch_names_the_path_that_blocks() -> None:
+    code = """\
+    import torch
+
+    def f(a, n, dev):
+        x = torch.from_numpy(a)
+        if n > 2:
+            x = x.pin_memory()
+        return x.to(dev, non_blocking=True)
+    """
+    (message,) = messages(code)
+    assert "when `n > 2` is false" in message
+
+
+def test_device_paths_do_not_excuse_and_unknown_paths_do_not_hide() -> None:
+    code = """\
+    import torch
+
+    def f(c, d, p, dev):
+        if c:
+            x = torch.zeros(4, device=dev)
+        elif d:
+            x = p
+        else:
+            x = torch.zeros(4)
+        return x.to(dev, non_blocking=True)
+    """
+    assert found(code) == [(10, "PIN002")]
+
+
+@pytest.mark.parametrize(
+    "test",
+    ["is_pin_memory_available()", "self.pin_memory", "pin_memory", "torch.cuda.is_available()"],
+)
+def test_unpinned_only_where_pinned_memory_is_unavailable_counts_as_pinned(test: str) -> None:
+    code = f"""\
+    import torch
+    from vllm.utils.platform_utils import is_pin_memory_available
+
+    def f(self, pin_memory, a, dev):
+        t = torch.from_numpy(a)
+        if {test}:
+            t = t.pin_memory()
+        return t.to(dev, non_blocking=True)
+    """
+    assert found(code) == []
+
+
+def test_negated_availability_test() -> None:
+    code = """\
+    import torch
+    from vllm.utils.platform_utils import is_pin_memory_available
+
+    def f(a, dev):
+        t = torch.from_numpy(a)
+        if not is_pin_memory_available():
+            return t.to(dev)
+        return t.pin_memory().to(dev, non_blocking=True)
+    """
+    assert found(code) == []
+
+
+# --- statements -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body, line",
+    [
+        # try / except / finally: the handler starts from every state of the body
+        ("    x = torch.zeros(2, pin_memory=True)\n    try:\n        x = torch.zeros(2)\n        g()\n    except ValueError:\n        pass\n    return x.to(d, non_blocking=True)\n", 10),
+        # with
+        ("    with ctx() as c:\n        x = torch.ones(3)\n    return x.to(d, non_blocking=True)\n", 6),
+        # walrus
+        ("    if (x := torch.arange(3)) is not None:\n        return x.to(d, non_blocking=True)\n", 5),
+        # augmented assignment: in place, the tensor keeps its memory
+        ("    x = torch.zeros(3)\n    x += 1\n    return x.to(d, non_blocking=True)\n", 6),
+        # tuple unpacking
+        ("    x, y = torch.zeros(3), torch.zeros(3, pin_memory=True)\n    return x.to(d, non_blocking=True)\n", 5),
+        # star unpacking
+        ("    x, *rest = [torch.zeros(3), torch.ones(2)]\n    return rest[0].to(d, non_blocking=True)\n", 5),
+        # del then rebinding
+        ("    x = torch.zeros(3, pin_memory=True)\n    del x\n    x = torch.zeros(3)\n    return x.to(d, non_blocking=True)\n", 7),
+        # a dict with constant keys
+        ("    batch = {'ids': torch.tensor([1, 2])}\n    return batch['ids'].to(d, non_blocking=True)\n", 5),
+        # a dict filled by key
+        ("    batch = {}\n    batch['ids'] = torch.tensor([1, 2])\n    return batch['ids'].to(d, non_blocking=True)\n", 6),
+        # a list comprehension
+        ("    xs = [torch.zeros(i) for i in range(3)]\n    return torch.stack(xs).to(d, non_blocking=True)\n", 5),
+        # while loop to a fixpoint: `y` is pageable from the second round on
+        ("    y = torch.zeros(2, pin_memory=True)\n    while cond():\n        y.to(d, non_blocking=True)\n        y = y + 1\n", 6),
+        # a closure reads what the enclosing function binds
+        ("    x = torch.zeros(3)\n    def inner():\n        return x.to(d, non_blocking=True)\n    return inner\n", 6),
+        # a module-level name (bound once, never rebound with `global`)
+        ("    return TABLE.to(d, non_blocking=True)\n", 4),
+    ],
+)
+def test_statements(body: str, line: int) -> None:
+    code = "import torch\nTABLE = torch.arange(4)\n\ndef f(d):\n" + body
+    sink = next(i for i, text in enumerate(code.splitlines(), 1) if "non_blocking" in text)
+    assert [ln for ln, _ in found(code)] == [sink], code
+
+
+def test_match_statement() -> None:
+    code = """\
+    import torch
+
+    def f(kind, d):
+        match kind:
+            case "pinned":
+                x = torch.zeros(2, pin_memory=True)
+            case _:
+                x = torch.zeros(2)
+        return x.to(d, non_blocking=True)
+    """
+    assert found(code) == [(9, "PIN002")]
+
+
+def test_global_rebound_in_a_function_is_unknown() -> None:
+    code = """\
+    import torch
+    BUF = torch.zeros(4)
+
+    def reset():
+        global BUF
+        BUF = torch.zeros(4, pin_memory=True)
+
+    def f(d):
+        return BUF.to(d, non_blocking=True)
+    """
+    assert found(code) == []
+
+
+# --- linear cost and no budget that can drop a finding ---------------------------------------------
+
+
+def test_long_rebinding_chain_keeps_the_source() -> None:
+    lines = ["import torch", "", "def f(d):", "    x = torch.zeros(4)"]
+    lines += ["    x = x * x + x"] * 64
+    lines += ["    return x.to(d, non_blocking=True)"]
+    assert found("\n".join(lines) + "\n") == [(len(lines), "PIN002")]
+
+
+def test_straight_chain_of_views_keeps_the_source_and_its_fix() -> None:
+    lines = ["import torch", "", "def f(d):", "    x = torch.zeros(4, 4)"]
+    lines += ["    x = x.view(-1)", "    x = x.reshape(4, 4)"] * 100
+    lines += ["    return x.to(d, non_blocking=True)"]
+    (finding,) = check_text("\n".join(lines) + "\n")
+    assert finding.code == "PIN002" and "torch.zeros" in finding.message
+
+
+def test_forty_nested_branches() -> None:
+    lines = ["import torch", "", "def f(x, c, d):", "    x = x.cpu()"]
+    for depth in range(40):
+        lines.append("    " * (depth + 1) + f"if c > {depth}:")
+        lines.append("    " * (depth + 2) + "x = x + 1")
+    lines.append("    return x.to(d, non_blocking=True)")
+    assert found("\n".join(lines) + "\n") == [(len(lines), "PIN002")]
+
+
+def test_ten_thousand_line_function() -> None:
+    lines = ["import torch", "", "def f(d, n):", "    x = torch.zeros(4)"]
+    for i in range(10000):
+        lines.append(f"    v{i} = n + {i}" if i % 7 else f"    if n > {i}:\n        x = x + v{i - 1}")
+    lines.append("    return x.to(d, non_blocking=True)")
+    text = "\n".join(lines) + "\n"
+    (finding,) = check_text(text)
+    assert finding.code == "PIN002"
+
+
+def test_nested_loops_stay_within_budget() -> None:
+    """Loops nested deep: each runs to a fixpoint while the budget lasts, then once."""
+    lines = ["import torch", "", "def f(d, xs):", "    acc = torch.zeros(2)"]
+    for depth in range(18):
+        lines.append("    " * (depth + 1) + f"for i{depth} in xs:")
+    lines.append("    " * 19 + "acc = acc + 1")
+    lines.append("    return acc.to(d, non_blocking=True)")
+    assert found("\n".join(lines) + "\n") == [(len(lines), "PIN002")]
+
+
+# --- determinism ----------------------------------------------------------------------------------
+
+
+def test_other_use_is_the_first_one_written() -> None:
+    code = """\
+    import torch
+
+    def f(dst, a):
+        x = torch.from_numpy(a)
+        dst.copy_(x, non_blocking=True)
+        print(x)
+        print(x)
+        print(x)
+        print(x)
+    """
+    for _ in range(5):
+        (message,) = messages(code)
+        assert "`x` is also used at line 6" in message
+
+
+# --- issue 14 items that live in the analysis ----------------------------------------------------
+
+
+def test_loop_rebinding_gets_no_h2d_helper_fix() -> None:
+    code = """\
+    import torch
+
+    def f(xs, dev):
+        acc = torch.tensor([0.0])
+        for s in xs:
+            acc = acc.to(dev, non_blocking=True) + s
+        return acc
+    """
+    (finding,) = check_text(textwrap.dedent(code), config=H2D)
+    assert finding.fix_safety != "safe" or "async_tensor_h2d" not in fix_text(textwrap.dedent(code), config=H2D)
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["w.dtype", "dt", "self.model_dtype", "torch.float16", "dtype"],
+)
+def test_dtype_conversions_are_no_copies(target: str) -> None:
+    code = f"""\
+    import torch
+
+    def f(self, w, a, dtype):
+        dt = torch.float16
+        return torch.from_numpy(a).to({target}, non_blocking=True)
+    """
+    assert found(code) == []
+
+
+def test_device_then_positional_true_is_no_copy() -> None:
+    # `x.to(dev, True)`: torch rejects it (True is no dtype), so it is no non_blocking copy.
+    code = """\
+    import torch
+
+    def f(a, dev):
+        return torch.from_numpy(a).to(dev, True)
+    """
+    assert found(code) == []
+
+
+@pytest.mark.parametrize(
+    "taken",
+    [
+        "    match a:\n        case np_to_pinned_tensor:\n            pass\n",
+        "    \uff4ep_to_pinned_tensor = 1\n",  # NFKC-equal to the helper's name
+    ],
+)
+def test_helper_name_taken_gets_no_fix(taken: str) -> None:
+    code = "import torch\n\n\ndef f(dst, a):\n" + taken + "    dst.copy_(torch.from_numpy(a), non_blocking=True)\n"
+    (finding,) = check_text(code)
+    assert finding.fix_safety is None and "already bound" in (finding.fix_note or "")
+    assert fix_text(code) == code
+
+
+# --- one join ---------------------------------------------------------------------------------------
+
+
+def test_attribute_stored_in_two_methods_gets_both_origins(tmp_path) -> None:
+    from tests.test_deep import deep, project
+
+    pkg = project(
+        tmp_path,
+        {
+            "main.py": "import torch\n\n\nclass A:\n    def __init__(self, n):\n        self.buf = torch.zeros(n)\n\n"
+            "    def reset(self, m):\n        self.buf = torch.ones(m)\n\n"
+            "    def go(self, dev):\n        return self.buf.to(dev, non_blocking=True)\n",
+        },
+    )
+    (finding,) = deep([pkg / "main.py"])
+    assert finding["line"] == 12
+
+
+def test_tokenizer_batches_are_pageable() -> None:
+    code = """\
+    import torch
+
+    def f(self, text):
+        enc = self.tokenizer(text, return_tensors="pt")
+        ids = enc["input_ids"].to(self.device, non_blocking=True)
+        mask = enc.attention_mask.to(self.device, non_blocking=True)
+        return ids, mask
+    """
+    assert found(code) == [(5, "PIN002"), (6, "PIN002")]
+
+
+def test_facts_answer_what_memory_an_expression_holds() -> None:
+    text = "import torch\n\ndef f(d, a):\n    x = torch.from_numpy(a)\n    return x[:2].to(d, non_blocking=True)\n"
+    src = SourceText(text)
+    facts = analyze_module(src, src.parse(), Settings())
+    (copy,) = facts.copies
+    (tensor,) = copy.source.tensors
+    assert (tensor.device, tensor.memory, tensor.layout) == ("cpu", "pageable", "dense")
+    assert tensor.origin is not None and tensor.origin.qualified == "torch.from_numpy"
+    assert [s.kind for s in __import__("pinfix.semantic.values", fromlist=["steps"]).steps(tensor.route)] == ["made", "bound"]
