@@ -110,11 +110,16 @@ def _imports(text: str, needed: Sequence[Tuple[str, str]], drops: Sequence[str],
 
     from ..imports import Sections, add_from_import, first_party_detector, imported_local_name, remove_import
 
+    tree = ast.parse(text)
+    # LibCST reads only the head of the file that holds the top-level imports
+    # (and the statement after them, for the blank lines between): the cost of
+    # a fix stays that of the imports, not of the file.
+    cut = _head_end(tree, text)
+    head, tail = text[:cut], text[cut:]
     try:
-        module = cst.parse_module(text)
+        module = cst.parse_module(head)
     except Exception as e:  # LibCST cannot read what CPython can: leave the imports alone
         raise FixError(f"cannot place the import: {type(e).__name__}") from None
-    tree = ast.parse(text)
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     strings = " ".join(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
     sections = None
@@ -139,7 +144,37 @@ def _imports(text: str, needed: Sequence[Tuple[str, str]], drops: Sequence[str],
                 kept.pop(0)
             module = module.with_changes(body=[first.with_changes(leading_lines=kept), *module.body[1:]])
     new = module.code
-    return _import_hunks_only(text, new)
+    if tail and not new.endswith(("\n", "\r")):
+        new += module.default_newline
+    return _import_hunks_only(text, new + tail)
+
+
+#: A statement after the imports is read with them only when it is this short.
+_SHORT_STATEMENT = 40
+
+
+def _head_end(tree: ast.Module, text: str) -> int:
+    """Where the head of the file that holds its top-level imports ends (an index
+    into ``text`` at a line start)."""
+    body = tree.body
+    imports = [i for i, stmt in enumerate(body) if isinstance(stmt, (ast.Import, ast.ImportFrom))]
+    last = imports[-1] if imports else (0 if body and _is_docstring(body[0]) else -1)
+    end_line = body[last].end_lineno or body[last].lineno if last >= 0 else 0
+    following = body[last + 1] if last + 1 < len(body) else None
+    if following is not None and (following.end_lineno or following.lineno) - following.lineno < _SHORT_STATEMENT:
+        end_line = following.end_lineno or following.lineno
+    # Whole lines only, and never half of a line that holds two statements.
+    for stmt in body:
+        if stmt.lineno <= end_line <= (stmt.end_lineno or stmt.lineno):
+            end_line = max(end_line, stmt.end_lineno or stmt.lineno)
+    if end_line <= 0:
+        return 0
+    starts = [0] + [m.end() for m in _LINE_END.finditer(text)]
+    return starts[end_line] if end_line < len(starts) else len(text)
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
 
 def _import_hunks_only(old: str, new: str) -> str:
