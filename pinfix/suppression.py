@@ -30,21 +30,30 @@ class Suppressions:
         self.src = src
         self.tree = tree
         self.names = names
-        self._by_line: Optional[Dict[int, List[str]]] = None
+        self._by_line: Optional[Dict[Any, Dict[int, List[str]]]] = None
 
-    def _comments_by_line(self) -> Dict[int, List[str]]:
+    def _comments(self, first: int, last: int) -> Dict[int, List[str]]:
+        """The comments on lines ``first..last``, found by tokenizing those lines
+        only (a whole long file's tokens would cost more than its analysis)."""
+        key = (first, last)
         if self._by_line is None:
-            by_line: Dict[int, List[str]] = {}
-            try:
-                for tok in tokenize.generate_tokens(io.StringIO(self.src.text).readline):
-                    if tok.type == tokenize.COMMENT:
-                        by_line.setdefault(tok.start[0], []).append(tok.string)
-            except (tokenize.TokenError, SyntaxError, IndentationError):
-                for number, line in enumerate(self.src.lines(), 1):
-                    if "#" in line:
-                        by_line.setdefault(number, []).append(line[line.index("#") :])
-            self._by_line = by_line
-        return self._by_line
+            self._by_line = {}
+        found = self._by_line.get(key)  # type: ignore[call-overload]
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+        chunk = "".join(self.src.line_text(n) + "\n" for n in range(first, last + 1))
+        by_line: Dict[int, List[str]] = {}
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(chunk).readline):
+                if tok.type == tokenize.COMMENT:
+                    by_line.setdefault(first + tok.start[0] - 1, []).append(tok.string)
+        except (tokenize.TokenError, SyntaxError, IndentationError):
+            for number in range(first, last + 1):
+                line = self.src.line_text(number)
+                if "#" in line:
+                    by_line.setdefault(number, []).append(line[line.index("#") :])
+        self._by_line[key] = by_line  # type: ignore[index]
+        return by_line
 
     def _statement(self, node: Any) -> Any:
         if node is None or not hasattr(node, "lineno"):
@@ -67,7 +76,6 @@ class Suppressions:
 
     def suppressed(self, node: Any, code: str, line: int, end_line: int) -> bool:
         names = self.names or {}
-        by_line = self._comments_by_line()
         first, last = line, end_line
         comments: List[str] = []
         statement = self._statement(node)
@@ -83,8 +91,10 @@ class Suppressions:
                 text = self.src.line_text(above).strip()
                 if text and not text.startswith("#"):
                     break
-                comments += by_line.get(above, [])
+                if text:
+                    comments.append(text)
                 above -= 1
+        by_line = self._comments(first, last)
         for ln in range(first, last + 1):
             comments += by_line.get(ln, [])
         return any(suppresses(c, code, names) for c in comments)

@@ -55,6 +55,11 @@ def _evaluated_outside(node: ast.AST) -> List[ast.AST]:
     return out
 
 
+def _may_bind(node: ast.expr) -> bool:
+    """An expression child of a statement that may be a target binding names."""
+    return isinstance(node, (ast.Name, ast.Tuple, ast.List, ast.Starred))
+
+
 def target_names(target: ast.AST) -> Iterator[str]:
     """Names a store to ``target`` binds (``a, (b, *c)`` -> a, b, c)."""
     stack = [target]
@@ -190,6 +195,27 @@ class FunctionInfo:
         for stmt in self.body:
             yield from iter_nodes(stmt)
 
+    def binding_nodes(self) -> Iterator[ast.AST]:
+        """The nodes of this function's own scope that may bind a name: statements,
+        their targets, handlers and patterns, and the expressions only where a
+        ``:=`` or a ``yield`` may hide in them (a walk of every expression node is
+        the costly part of reading a long function)."""
+        text = self.module.src.segment(self.node) if not self.is_module else self.module.src.text
+        deep = ":=" in text or "yield" in text or "lambda" in text
+        stack: List[ast.AST] = list(reversed(list(self.body)))
+        while stack:
+            node = stack.pop()
+            yield node
+            if node is not self.node and isinstance(node, SCOPE_NODES):
+                if deep:
+                    stack.extend(reversed(_evaluated_outside(node)))
+                continue
+            if deep or not isinstance(node, ast.expr) or _may_bind(node):
+                children = list(ast.iter_child_nodes(node))
+                if not deep:
+                    children = [c for c in children if not isinstance(c, ast.expr) or _may_bind(c)]
+                stack.extend(reversed(children))
+
     def _scan(self) -> None:
         """One walk of the function's own scope: the names it binds, declares
         ``global``/``nonlocal``, its statements, whether it yields."""
@@ -200,7 +226,7 @@ class FunctionInfo:
         statements = 0
         generator = False
         match_case = getattr(ast, "match_case", None)
-        for node in self.own_nodes():
+        for node in self.binding_nodes():
             kind = type(node)
             if kind is ast.Name:
                 if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""The engine's cost against the size of one function: generated stress inputs.
+
+usage: python benchmarks/stress_engine.py [--sizes 1,2,4,8,16] [--rounds 3] > stress.md
+
+Each family grows one shape (issue 13) and must stay linear and keep its finding:
+
+* ``rebinding``: ``x = x * x + x`` repeated (each line used to double the old tracer's time);
+* ``straight``: a chain of views (``x = x.view(-1)``, ``x = x.reshape(...)``) of one factory;
+* ``branches``: ``if`` statements nested ever deeper, each computing a new CPU tensor;
+* ``function``: one long function of assignments with a branch every seventh line;
+* ``loops``: loops nested ever deeper around an accumulation.
+
+For each family and size it prints the lines, the median seconds of
+``pinfix.semantic.analyze_module`` plus the rules over ``--rounds`` runs (in
+this process, after one warm-up), the seconds per 1,000 lines, and whether the
+finding is still reported. Times are CPU seconds of this process
+(``time.process_time``), steadier than wall time on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pinfix.rules import check_module  # noqa: E402
+from pinfix.semantic import SourceText, analyze_module  # noqa: E402
+from pinfix.settings import Settings  # noqa: E402
+
+HEAD = ["import torch", "", "", "def f(d, n, c, xs):"]
+
+
+def rebinding(k: int) -> str:
+    return "\n".join(HEAD + ["    x = torch.zeros(4)"] + ["    x = x * x + x"] * (64 * k) + ["    return x.to(d, non_blocking=True)", ""])
+
+
+def straight(k: int) -> str:
+    body = ["    x = x.view(-1)", "    x = x.reshape(4, 4)"] * (100 * k)
+    return "\n".join(HEAD + ["    x = torch.zeros(4, 4)"] + body + ["    return x.to(d, non_blocking=True)", ""])
+
+
+def branches(k: int) -> str:
+    lines = HEAD + ["    x = torch.zeros(4)"]
+    depth = min(40 * k, 90)  # CPython refuses blocks nested ~100 deep
+    for i in range(depth):
+        lines.append("    " * (i + 1) + f"if c > {i}:")
+        lines.append("    " * (i + 2) + "x = x + 1")
+    # Past the nesting CPython allows, more siblings at the deepest level.
+    for i in range(40 * k - depth):
+        lines.append("    " * (depth + 1) + f"x = x * {i}")
+    lines.append("    return x.to(d, non_blocking=True)")
+    return "\n".join(lines) + "\n"
+
+
+def function(k: int) -> str:
+    lines = HEAD + ["    x = torch.zeros(4)"]
+    for i in range(1250 * k):
+        lines.append(f"    v{i} = n + {i}" if i % 7 else f"    if n > {i}:\n        x = x + v{max(i - 1, 0)}")
+    lines.append("    return x.to(d, non_blocking=True)")
+    return "\n".join(lines) + "\n"
+
+
+def loops(k: int) -> str:
+    depth = min(4 * k, 19)  # CPython allows 20 statically nested blocks
+    lines = HEAD + ["    acc = torch.zeros(2)"]
+    for i in range(depth):
+        lines.append("    " * (i + 1) + f"for i{i} in xs:")
+    for i in range(10 * k):
+        lines.append("    " * (depth + 1) + f"acc = acc + {i}")
+    lines.append("    return acc.to(d, non_blocking=True)")
+    return "\n".join(lines) + "\n"
+
+
+FAMILIES: Dict[str, Callable[[int], str]] = {
+    "rebinding": rebinding,
+    "straight": straight,
+    "branches": branches,
+    "function": function,
+    "loops": loops,
+}
+
+
+def measure(text: str, rounds: int) -> tuple:
+    settings = Settings()
+    times: List[float] = []
+    found = 0
+    for i in range(rounds + 1):
+        start = time.process_time()
+        src = SourceText(text)
+        facts = analyze_module(src, src.parse(), settings)
+        findings = check_module(facts, settings)
+        if i:
+            times.append(time.process_time() - start)
+        found = len(findings)
+    return statistics.median(times), found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1,2,4,8,16", help="multiples of each family's base size")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--family", action="append", choices=sorted(FAMILIES), help="only these families")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print("| family | size | lines | median CPU s | s per 1,000 lines | finding kept |")
+    print("|---|---:|---:|---:|---:|---|")
+    for name in args.family or FAMILIES:
+        for k in sizes:
+            text = FAMILIES[name](k)
+            lines = text.count("\n")
+            seconds, found = measure(text, args.rounds)
+            print(f"| {name} | {k}x | {lines:,} | {seconds:.3f} | {seconds / lines * 1000:.4f} | {'yes' if found == 1 else f'no ({found})'} |")
+            sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
