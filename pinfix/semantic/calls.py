@@ -167,6 +167,10 @@ class Calls(Expressions):
 
     def call_atom(self, atom: Any, node: ast.Call, args: Arguments, state: State) -> Value:
         if isinstance(atom, Ref):
+            if atom.name not in FUNCTIONS and atom.name not in self.settings.pinned_producers:
+                found = self.project_reference(atom.name, node)
+                if found is not None and not found.any(lambda a: isinstance(a, Ref)):
+                    return found.map(lambda a: self.call_atom(a, node, args, state))
             return self.library_call(atom.name, node, args, state)
         if isinstance(atom, Func):
             return self.project_call(atom, node, args, state)

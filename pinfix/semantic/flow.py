@@ -140,8 +140,8 @@ class Flow(Calls):
 
         for local, qualified, _ in self.module.import_bindings(node):
             if local in self.func.locals:
-                found = self.project_reference(qualified, node)
-                state.set(local, found if found is not None else Value((Ref(qualified),)))
+                # Resolved when used (called, or an attribute read): a module's imports are not all read.
+                state.set(local, Value((Ref(qualified),)))
 
     def exec_def(self, node: Any, state: State) -> None:
         for d in node.decorator_list:

@@ -120,7 +120,8 @@ def functions_at(module: ModuleInfo, lines: Iterable[int]) -> List[FunctionInfo]
     for f in scopes:
         node = f.node
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-        body_start = node.body[0].lineno if getattr(node, "body", None) else node.lineno
+        body = getattr(node, "body", None)
+        body_start = body[0].lineno if isinstance(body, list) and body else getattr(body, "lineno", node.lineno)
         spans.append((first, body_start, getattr(node, "end_lineno", node.lineno), f))
     spans.sort(key=lambda s: (s[0], -s[2]))
     out: Dict[int, FunctionInfo] = {}

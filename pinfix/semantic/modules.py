@@ -9,7 +9,7 @@ resolves outside the project (torch, numpy) stays unknown.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 
 def import_root(path: Path) -> Path:
@@ -51,22 +51,35 @@ class ModuleIndex:
 
     def __init__(self) -> None:
         self.roots: List[Path] = []
+        self._found: Dict[str, Optional[Path]] = {}
+        self._root_of: Dict[Path, Path] = {}
 
     def add_root_of(self, path: Path) -> Path:
-        root = import_root(path)
+        directory = path.parent
+        root = self._root_of.get(directory)
+        if root is None:
+            root = self._root_of[directory] = import_root(path)
         if root not in self.roots:
             self.roots.append(root)
+            self._found = {k: v for k, v in self._found.items() if v is not None}  # a new root may hold them
         return root
 
     def find(self, dotted: str) -> Optional[Path]:
         """The file defining module ``dotted``, or ``None`` when it is not the project's."""
+        if dotted in self._found:
+            return self._found[dotted]
         parts = dotted.split(".")
+        found = None
         for root in self.roots:
             base = root.joinpath(*parts)
             for candidate in (base.with_suffix(".py"), base / "__init__.py"):
                 if candidate.is_file():
-                    return candidate
-        return None
+                    found = candidate
+                    break
+            if found is not None:
+                break
+        self._found[dotted] = found
+        return found
 
     def split(self, qualified: str) -> Optional[tuple]:
         """``a.b.c.f`` -> (file of the longest module prefix, remaining names)."""

@@ -50,10 +50,11 @@ from .values import (
     unknown,
 )
 
-#: How many calls from the function being checked are evaluated with the arguments they get.
-CONTEXT_DEPTH = 3
-#: How many evaluations may nest (a bound on the interpreter's stack).
-MAX_NESTING = 24
+#: How many calls, attributes and stores away from the copy deep mode follows.
+DEPTH = 4
+#: The first this many of them evaluate a call with the arguments it gets (further
+#: away, a function is evaluated with its own parameters, unknown).
+CONTEXT_DEPTH = 2
 #: How many re-exports (``from .impl import f`` in a package) are followed.
 MAX_HOPS = 4
 
@@ -76,13 +77,14 @@ class Project:
         self.index = ModuleIndex()
         self.modules: Dict[Path, Optional[ModuleInfo]] = {}
         self.contexts: Dict[int, ModuleContext] = {}
+        #: Answers, keyed by the question and the depth left when it was asked: the
+        #: same question asked as far from a copy gets the same answer.
         self.calls: Dict[Tuple[Any, ...], Optional[Value]] = {}
-        self.attributes: Dict[Tuple[int, str], Optional[Value]] = {}
+        self.attributes: Dict[Tuple[Any, ...], Optional[Value]] = {}
+        self.own: Dict[Tuple[Any, ...], Optional[FunctionFacts]] = {}
         self.active: Set[Tuple[Any, ...]] = set()
-        #: Own-parameter evaluations of functions (what they store, what they return given nothing).
-        self.own: Dict[int, Optional[FunctionFacts]] = {}
-        #: Context-sensitive calls on the way to the current question.
-        self.sensitive = 0
+        #: How many more calls, attributes and stores the current question may pass through.
+        self.left = DEPTH
 
     # --- modules ---------------------------------------------------------------------------
 
@@ -208,7 +210,7 @@ class Project:
     def method(self, cls: ClassInfo, name: str, seen: int = 0) -> Optional[FunctionInfo]:
         if name in cls.methods:
             return cls.methods[name]
-        if seen > MAX_NESTING:
+        if seen > DEPTH * 4:
             return None
         for base in self.bases(cls):
             found = self.method(base, name, seen + 1)
@@ -218,53 +220,56 @@ class Project:
 
     # --- calls -----------------------------------------------------------------------------
 
-    def call(self, func: FunctionInfo, receiver: Optional[Value], args: Optional[Arguments], node: ast.AST) -> Optional[Value]:
-        """What ``func`` returns for these arguments (``None``: recursion, or too deep to follow).
+    def deeper(self) -> "_Deeper":
+        return _Deeper(self)
 
-        Near the function being checked (:data:`CONTEXT_DEPTH` calls), ``func`` is
-        evaluated with the arguments the call gives it; further away with its own
-        parameters (unknown), once per process."""
+    def call(self, func: FunctionInfo, receiver: Optional[Value], args: Optional[Arguments], node: ast.AST) -> Optional[Value]:
+        """What ``func`` returns for these arguments (``None``: recursion, or too far
+        from the copy to follow). Within :data:`CONTEXT_DEPTH` of the copy, ``func``
+        is evaluated with the arguments the call gives it; further away with its own
+        parameters (unknown)."""
         if func.is_generator:
             return Value((Seq("gen", None, unknown(f"`{func.name}` is a generator")),))
-        if self.sensitive >= CONTEXT_DEPTH:
+        if self.left <= 0:
+            return None
+        if DEPTH - self.left >= CONTEXT_DEPTH:
             facts = self.facts(func)
             if facts is None:
                 return None
             return facts.returns if facts.returns is not None else Value((NoneValue(),))
         params = self.parameters(func, receiver, args)
-        key = ("call", id(func.node), tuple(sorted((n, v.keys) for n, v in params.items())))
+        key = ("call", id(func.node), tuple(sorted((n, v.keys) for n, v in params.items())), self.left)
         if key in self.calls:
             return self.calls[key]
-        if key in self.active or len(self.active) >= MAX_NESTING:
+        if key[:3] in self.active:
             return None
-        self.active.add(key)
-        self.sensitive += 1
+        self.active.add(key[:3])
         try:
-            facts = self.evaluator(self.context(func.module), func, params).run()
+            with self.deeper():
+                facts = self.evaluator(self.context(func.module), func, params).run()
         finally:
-            self.active.discard(key)
-            self.sensitive -= 1
+            self.active.discard(key[:3])
         result = facts.returns if facts.returns is not None else Value((NoneValue(),))
         self.calls[key] = result
         return result
 
     def facts(self, func: FunctionInfo) -> Optional[FunctionFacts]:
-        """``func`` evaluated once with its own parameters (a method's receiver is an
-        object of its class): what it stores, and returns given nothing known;
-        ``None`` while it is being evaluated."""
-        key = id(func.node)
+        """``func`` evaluated with its own parameters (a method's receiver is an object
+        of its class): what it stores, and returns given nothing known; ``None``
+        while it is being evaluated, or too far from the copy."""
+        if self.left <= 0:
+            return None
+        key = ("own", id(func.node), self.left)
         if key in self.own:
             return self.own[key]
-        guard = ("own", key)
-        if guard in self.active or len(self.active) >= MAX_NESTING:
+        if key[:2] in self.active:
             return None
-        self.active.add(guard)
-        saved, self.sensitive = self.sensitive, CONTEXT_DEPTH  # nothing below depends on a caller
+        self.active.add(key[:2])
         try:
-            found = self.evaluator(self.context(func.module), func).run()
+            with self.deeper():
+                found = self.evaluator(self.context(func.module), func).run()
         finally:
-            self.active.discard(guard)
-            self.sensitive = saved
+            self.active.discard(key[:2])
         self.own[key] = found
         return found
 
@@ -300,16 +305,14 @@ class Project:
     def attribute(self, cls: ClassInfo, attr: str, seen: int = 0) -> Optional[Value]:
         """Every value stored to ``attr`` on objects of ``cls`` (in its methods and its
         class body), else in its project bases'; ``None`` where none is seen."""
-        key = (id(cls.node), attr)
+        if self.left <= 0:
+            return unknown(f"`{cls.name}.{attr}` is too far from the copy for pinfix to follow")
+        key = ("attribute", id(cls.node), attr, self.left)
         if key in self.attributes:
             return self.attributes[key]
-        guard = ("attribute",) + key
-        if guard in self.active:
+        if key[:3] in self.active or seen > DEPTH * 4:
             return unknown(f"`{cls.name}.{attr}` is defined in terms of itself")
-        if len(self.active) >= MAX_NESTING or seen > MAX_NESTING:
-            return unknown(f"`{cls.name}.{attr}` is too far from here for pinfix to follow")
-        self.active.add(guard)
-        saved, self.sensitive = self.sensitive, CONTEXT_DEPTH  # an attribute does not depend on where it is read
+        self.active.add(key[:3])
         try:
             found = self.stores(cls, attr)
             if found is None:
@@ -318,8 +321,7 @@ class Project:
                     if found is not None:
                         break
         finally:
-            self.active.discard(guard)
-            self.sensitive = saved
+            self.active.discard(key[:3])
         self.attributes[key] = found
         return found
 
@@ -331,7 +333,7 @@ class Project:
             step = Step("attribute", node, f"the class attribute `{cls.name}.{attr}`", cls.module.src)
             values.append(mark(body.all_values[attr], step, via=True))
         for method in cls.methods.values():
-            if not _stores_attribute(method, attr):
+            if attr not in method.attribute_stores:
                 continue
             facts = self.facts(method)
             if facts is None:
@@ -419,28 +421,7 @@ class DeepEvaluator(Evaluator):
 
 def _only_binding(module: ModuleInfo, name: str) -> bool:
     """Whether the def or class is the module's only top-level binding of ``name``."""
-    count = 0
-    for stmt in module.tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == name:
-            count += 1
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and name in {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}:
-            count += 1
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name.split(".")[0]) == name for a in stmt.names):
-            count += 1
-        elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
-            count += sum(1 for n in ast.walk(stmt) if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name)
-    return count == 1 and name not in module.rebound_globals
-
-
-def _stores_attribute(method: FunctionInfo, attr: str) -> bool:
-    """Whether ``method`` may store ``attr`` on an object (read from its syntax)."""
-    for node in method.own_nodes():
-        if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, ast.Store):
-            return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_buffer":
-            if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == attr:
-                return True
-    return False
+    return module.top_bindings.get(name, 0) == 1 and name not in module.rebound_globals
 
 
 def _assigns_name(stmt: ast.AST, name: str) -> bool:
@@ -462,6 +443,19 @@ def _literal(node: ast.AST) -> Value:
     if isinstance(value, (bool, int, float, str)):
         return Value((Const(value),))
     return unknown("is a parameter's default value", node)
+
+
+class _Deeper:
+    """One more call, attribute or store away from the copy (a context manager)."""
+
+    def __init__(self, project: Project):
+        self.project = project
+
+    def __enter__(self) -> None:
+        self.project.left -= 1
+
+    def __exit__(self, *exc: Any) -> None:
+        self.project.left += 1
 
 
 _PROJECTS: Dict[Settings, Project] = {}

@@ -55,6 +55,11 @@ def _evaluated_outside(node: ast.AST) -> List[ast.AST]:
     return out
 
 
+def _may_store(node: ast.expr) -> bool:
+    """An expression that may be (or hold) a store target, or a call (``register_buffer``)."""
+    return isinstance(node, (ast.Name, ast.Tuple, ast.List, ast.Starred, ast.Attribute, ast.Subscript, ast.Call))
+
+
 def _may_bind(node: ast.expr) -> bool:
     """An expression child of a statement that may be a target binding names."""
     return isinstance(node, (ast.Name, ast.Tuple, ast.List, ast.Starred))
@@ -148,6 +153,7 @@ class FunctionInfo:
         self._declared: Optional[Tuple[FrozenSet[str], FrozenSet[str]]] = None
         self._statements = 0
         self._generator = False
+        self._stores: Optional[FrozenSet[str]] = None
 
     def __repr__(self) -> str:
         return f"<FunctionInfo {self.qualname}>"
@@ -264,6 +270,27 @@ class FunctionInfo:
         self._generator = generator
 
     @property
+    def attribute_stores(self) -> FrozenSet[str]:
+        """Attributes this function may store on an object (``x.attr = ...``,
+        ``self.register_buffer("attr", ...)``), read from its statements."""
+        if self._stores is None:
+            found: Set[str] = set()
+            stack: List[ast.AST] = list(self.body)
+            while stack:
+                node = stack.pop()
+                if isinstance(node, SCOPE_NODES):
+                    continue
+                if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                    found.add(node.attr)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_buffer":
+                    if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                        found.add(node.args[0].value)
+                if isinstance(node, (ast.stmt, ast.excepthandler, ast.withitem)) or (isinstance(node, ast.expr) and _may_store(node)):
+                    stack.extend(ast.iter_child_nodes(node))
+            self._stores = frozenset(found)
+        return self._stores
+
+    @property
     def statements(self) -> int:
         if self._locals is None:
             self._scan()
@@ -362,7 +389,30 @@ class ModuleInfo:
         #: Top-level definitions by name (the last one written wins, as at run time).
         self.top: Dict[str, Definition] = {}
         self._rebound: Optional[Set[str]] = None
+        self._top_bindings: Optional[Dict[str, int]] = None
         self._index(tree.body, self.body, None, "")
+
+    @property
+    def top_bindings(self) -> Dict[str, int]:
+        """How many top-level statements bind each name."""
+        if self._top_bindings is None:
+            counts: Dict[str, int] = {}
+            for stmt in self.tree.body:
+                names: Set[str] = set()
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names.add(stmt.name)
+                elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    names.update(a.asname or a.name.split(".")[0] for a in stmt.names if a.name != "*")
+                else:
+                    for node in ast.walk(stmt) if not isinstance(stmt, (ast.Expr,)) else ():
+                        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                            names.add(node.id)
+                        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                            names.add(node.name)
+                for name in names:
+                    counts[name] = counts.get(name, 0) + 1
+            self._top_bindings = counts
+        return self._top_bindings
 
     @property
     def rebound_globals(self) -> Set[str]:
