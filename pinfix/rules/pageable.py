@@ -301,6 +301,8 @@ class Judge:
     def helper_fix(self, tensors: List[Tensor], route: Route, inline: bool, local: str) -> Tuple[Optional[Fix], Optional[str]]:
         settings = self.settings
         calls = _unique([t.origin.node for t in tensors if t.origin is not None])
+        if any(t.origin is not None and t.origin.src is not self.src for t in tensors):
+            return None, "the source is made in another file; fix it there"
         if any(len(c.args) != 1 or c.keywords or isinstance(c.args[0], ast.Starred) for c in calls):
             return None, "the call's arguments are not the plain `(array)` form the helper takes"
         if defines(self.ctx.path, settings.helper_module):
@@ -358,6 +360,8 @@ class Judge:
     def pin_memory_fix(self, tensors: List[Tensor], route: Route, kept: bool) -> Any:
         """The ``pin_memory=<expr>`` fix at the factories; a string says why there is none."""
         settings = self.settings
+        if any(t.origin is not None and t.origin.src is not self.src for t in tensors):
+            return "the source is made in another file; fix it there"
         calls = _unique([t.origin.node for t in tensors if t.origin is not None])
         if any(isinstance(a, ast.Starred) for c in calls for a in c.args) or any(k.arg is None for c in calls for k in c.keywords):
             return "the call passes `*args`/`**kwargs`"

@@ -111,6 +111,8 @@ class FunctionFacts:
         self.stores: List[Tuple[Value, str, Value, ast.AST]] = []
         #: The evaluation gave up precision somewhere (a loop that would not settle).
         self.widened = False
+        #: Calls of project functions: (the callee, the call, its arguments, the receiver).
+        self.sites: List[Tuple[FunctionInfo, ast.Call, Any, Optional[Value]]] = []
 
     def add_copy(self, copy: Copy) -> None:
         known = self.copies.get(id(copy.call))

@@ -177,6 +177,11 @@ def analyze_module(
     for func in chosen:
         ctx.evaluate(func)
     ctx.drain()
+    if project is not None:
+        # Parameters the copies depend on: what the project's callers pass.
+        for key, result in list(ctx.results.items()):
+            if result.copies:
+                ctx.results[key] = project.refine(ctx, result)  # type: ignore[attr-defined]
     # Functions evaluated on the way (enclosing functions, lambdas) may hold copies too.
     found = [r for r in ctx.results.values() if r.copies or r.reads]
     found.sort(key=lambda r: (getattr(r.info.node, "lineno", 0), getattr(r.info.node, "col_offset", 0)))

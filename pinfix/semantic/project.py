@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
 
@@ -29,7 +30,7 @@ from .calls import Arguments
 from .evaluator import Evaluator
 from .facts import FunctionFacts
 from .flow import TRANSPARENT_DECORATORS
-from .module import ModuleContext
+from .module import ModuleContext, functions_at
 from .modules import ModuleIndex, module_name
 from .scope import ClassInfo, FunctionInfo, ModuleInfo
 from .source import SourceError, SourceText
@@ -44,6 +45,7 @@ from .values import (
     Seq,
     Step,
     Tensor,
+    Unknown,
     Value,
     join,
     mark,
@@ -57,6 +59,10 @@ DEPTH = 4
 CONTEXT_DEPTH = 2
 #: How many re-exports (``from .impl import f`` in a package) are followed.
 MAX_HOPS = 4
+#: A name said in more files than this is too common to read every caller of.
+MAX_CALLER_FILES = 40
+#: Directories under a project root that hold no project code.
+_NOT_PROJECT = frozenset({"build", "dist", "node_modules", "site-packages", "venv", "__pycache__"})
 
 
 def display(path: Path) -> str:
@@ -85,6 +91,12 @@ class Project:
         self.active: Set[Tuple[Any, ...]] = set()
         #: How many more calls, attributes and stores the current question may pass through.
         self.left = DEPTH
+        self.passed: Dict[Tuple[Any, ...], Dict[str, Value]] = {}
+        self._callers: Dict[int, Optional[List[FunctionInfo]]] = {}
+        self._files: Optional[Tuple[Tuple[Path, ...], List[Path]]] = None
+        self._texts: Dict[Path, Optional[bytes]] = {}
+        self._greps: Dict[Tuple[bytes, str], Optional[List[Tuple[ModuleInfo, List[int]]]]] = {}
+        self._subclasses: Dict[int, List[ClassInfo]] = {}
 
     # --- modules ---------------------------------------------------------------------------
 
@@ -300,6 +312,147 @@ class Project:
                 out[p.name] = _literal(p.default)
         return out
 
+    def fields(self, cls: ClassInfo, args: Arguments, node: ast.AST) -> List[Tuple[str, Value]]:
+        """The fields a constructor call gives a new object of ``cls``."""
+        if cls.is_record:
+            names = cls.fields()
+            given: Dict[str, Value] = {}
+            for (name, _), (_, value) in zip(names, args.positional):
+                given[name] = value
+            for name, _, value in args.keywords:
+                if any(n == name for n, _ in names):
+                    given[name] = value
+            for name, default in names:
+                if name not in given and default is not None:
+                    given[name] = _literal(default)
+            return sorted(given.items())
+        init = self.method(cls, "__init__")
+        if init is None or self.left <= 0 or DEPTH - self.left >= CONTEXT_DEPTH:
+            return []
+        receiver = Value((Instance(cls),))
+        params = self.parameters(init, receiver, args)
+        key = ("init", id(init.node), tuple(sorted((n, v.keys) for n, v in params.items())), self.left)
+        found = self.own.get(key)
+        if found is None:
+            if key[:3] in self.active:
+                return []
+            self.active.add(key[:3])
+            try:
+                with self.deeper():
+                    found = self.evaluator(self.context(init.module), init, params).run()
+            finally:
+                self.active.discard(key[:3])
+            self.own[key] = found
+        out: Dict[str, Value] = {}
+        for receiver_value, name, value, store in found.stores:
+            if receiver_value.any(lambda a: isinstance(a, Instance) and a.cls is cls):
+                step = Step("attribute", store, f"the attribute `self.{name}` assigned in `__init__`", init.module.src)
+                out[name] = join(out.get(name), mark(value, step, via=True))
+        return sorted(out.items())
+
+    # --- callers ---------------------------------------------------------------------------
+
+    def files(self) -> List[Path]:
+        """Every ``.py`` file under the project's roots (listed once)."""
+        roots = tuple(self.index.roots)
+        if self._files is None or self._files[0] != roots:
+            found: List[Path] = []
+            for root in roots:
+                for directory, subdirs, names in os.walk(root):
+                    subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in _NOT_PROJECT)
+                    found.extend(Path(directory) / n for n in sorted(names) if n.endswith(".py"))
+            self._files = (roots, found)
+        return self._files[1]
+
+    def callers(self, func: FunctionInfo) -> Optional[List[FunctionInfo]]:
+        """The project functions whose text calls ``func`` by its name (``None``: too
+        many files say the name for pinfix to read them all)."""
+        key = id(func.node)
+        if key in self._callers:
+            return self._callers[key]
+        name = func.cls.name if func.name == "__init__" and func.cls is not None else func.name
+        pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
+        candidates = []
+        for path in self.files():
+            data = self._bytes(path)
+            if data is not None and name.encode() in data and pattern.search(data):
+                candidates.append((path, data))
+                if len(candidates) > MAX_CALLER_FILES:
+                    self._callers[key] = None
+                    return None
+        found: List[FunctionInfo] = []
+        for path, data in candidates:
+            module = self.load(path)
+            if module is None:
+                continue
+            lines = sorted({data.count(b"\n", 0, m.start()) + 1 for m in pattern.finditer(data)})
+            for caller in functions_at(module, lines):
+                if caller.node is not func.node and caller not in found:
+                    found.append(caller)
+        self._callers[key] = found
+        return found
+
+    def _bytes(self, path: Path) -> Optional[bytes]:
+        if path not in self._texts:
+            try:
+                self._texts[path] = path.read_bytes()
+            except OSError:
+                self._texts[path] = None
+        return self._texts[path]
+
+    def from_callers(self, func: FunctionInfo, names: Set[str]) -> Dict[str, Value]:
+        """What the project's calls of ``func`` pass to the parameters ``names`` (their
+        join; a public function may also be called from outside, with anything)."""
+        if self.left <= 0:
+            return {}
+        key = ("callers", id(func.node), frozenset(names), self.left)
+        if key in self.passed:
+            return self.passed[key]
+        self.passed[key] = {}  # while asked: a caller that is also called from here sees nothing
+        callers = self.callers(func)
+        out: Dict[str, List[Value]] = {n: [] for n in names}
+        for caller in callers or ():
+            with self.deeper():
+                facts = self.facts(caller)
+            for callee, call, args, receiver in facts.sites if facts is not None else ():
+                if callee.node is not func.node:
+                    continue
+                given = self.parameters(func, receiver, args)
+                where = Step("argument", call, f"the argument given to `{func.name}()` in `{caller.name}`", caller.module.src)
+                for name in names:
+                    if name in given:
+                        out[name].append(mark(given[name], where, via=True))
+        public = not func.name.startswith("_") or func.name == "__init__"
+        result = {}
+        for name, values in out.items():
+            if not values:
+                continue
+            if public or callers is None:
+                values.append(unknown(f"`{name}` may also be given by callers outside the project"))
+            result[name] = join(*values)
+        self.passed[key] = result
+        return result
+
+    def refine(self, ctx: ModuleContext, facts: FunctionFacts) -> FunctionFacts:
+        """``facts`` again, with the parameters its copies and stores depend on filled
+        from the project's calls of the function, where those say something."""
+        func = facts.info
+        params = {p.name for p in func.params}
+        wanted: Set[str] = set()
+        for value in [c.source for c in facts.copies.values()] + [v for _, _, v, _ in facts.stores]:
+            for atom in value.only(Unknown):
+                if isinstance(atom.node, ast.arg) and atom.node.arg in params:
+                    wanted.add(atom.node.arg)
+        if not wanted:
+            return facts
+        given = self.from_callers(func, wanted)
+        given = {n: v for n, v in given.items() if v.any(lambda a: not isinstance(a, Unknown))}
+        if not given:
+            return facts
+        with self.deeper():
+            refined = self.evaluator(ctx, func, given).run()
+        return refined
+
     # --- attributes ------------------------------------------------------------------------
 
     def attribute(self, cls: ClassInfo, attr: str, seen: int = 0) -> Optional[Value]:
@@ -326,25 +479,113 @@ class Project:
         return found
 
     def stores(self, cls: ClassInfo, attr: str) -> Optional[Value]:
+        """What the project stores to ``attr`` on objects of ``cls``: in its class body
+        and methods, its subclasses' methods, and ``obj.attr = ...`` in any function
+        where pinfix knows ``obj`` is one of them."""
         values: List[Value] = []
         body = self.facts(cls.body_function)
         if body is not None and attr in body.all_values:
             node = next((s for s in cls.node.body if _assigns_name(s, attr)), cls.node)
             step = Step("attribute", node, f"the class attribute `{cls.name}.{attr}`", cls.module.src)
             values.append(mark(body.all_values[attr], step, via=True))
-        for method in cls.methods.values():
-            if attr not in method.attribute_stores:
-                continue
-            facts = self.facts(method)
-            if facts is None:
-                values.append(unknown(f"`{cls.name}.{attr}` is defined in terms of itself"))
-                continue
-            for receiver, name, value, node in facts.stores:
-                if name == attr and receiver.any(lambda a: isinstance(a, Instance) and a.cls is cls):
-                    target = _target_text(node, attr, method)
-                    step = Step("attribute", node, f"the attribute `{target}` assigned in `{method.name}`", cls.module.src)
-                    values.append(mark(value, step, via=True))
+        family = [cls, *(self.subclasses(cls) if self.left > 1 else ())]
+        seen: Set[int] = set()
+        for klass in family:
+            for method in klass.methods.values():
+                if attr in method.attribute_stores:
+                    seen.add(id(method.node))
+                    values.extend(self.stored_by(method, attr, family))
+        if self.left > 1:
+            for func in self.storing(attr):
+                if id(func.node) not in seen:
+                    values.extend(self.stored_by(func, attr, family))
         return join(*values) if values else None
+
+    def stored_by(self, func: FunctionInfo, attr: str, family: List[ClassInfo]) -> List[Value]:
+        """The values ``func`` stores to ``attr`` on an object of one of ``family``."""
+        facts = self.facts(func)
+        if facts is not None and self.left > 1:
+            with self.deeper():
+                facts = self.refine(self.context(func.module), facts)
+        if facts is None:
+            return [unknown(f"`{family[0].name}.{attr}` is defined in terms of itself")]
+        out = []
+        for receiver, name, value, node in facts.stores:
+            if name == attr and receiver.any(lambda a: isinstance(a, Instance) and any(a.cls is k for k in family)):
+                target = _target_text(node, attr, func) if func.cls is not None else f"{_receiver_text(node, attr)}.{attr}"
+                step = Step("attribute", node, f"the attribute `{target}` assigned in `{func.name}`", func.module.src)
+                out.append(mark(value, step, via=True))
+        return out
+
+    def grep(self, pattern: "re.Pattern[bytes]", word: str) -> Optional[List[Tuple[ModuleInfo, List[int]]]]:
+        """Project modules whose text matches ``pattern``, with the lines it matches on
+        (``None``: too many files say ``word`` to read them all)."""
+        key = (pattern.pattern, word)
+        if key in self._greps:
+            return self._greps[key]
+        hits = []
+        needle = word.encode()
+        for path in self.files():
+            data = self._bytes(path)
+            if data is not None and needle in data and pattern.search(data):
+                hits.append((path, data))
+                if len(hits) > MAX_CALLER_FILES:
+                    self._greps[key] = None
+                    return None
+        out = []
+        for path, data in hits:
+            module = self.load(path)
+            if module is not None:
+                out.append((module, sorted({data.count(b"\n", 0, m.start()) + 1 for m in pattern.finditer(data)})))
+        self._greps[key] = out
+        return out
+
+    def subclasses(self, cls: ClassInfo) -> List[ClassInfo]:
+        """The project's classes derived from ``cls`` (through their bases, transitively)."""
+        key = id(cls.node)
+        if key in self._subclasses:
+            return self._subclasses[key]
+        self._subclasses[key] = []
+        found: List[ClassInfo] = []
+        pattern = re.compile(rb"class\s+\w+\s*\([^)]*\b" + re.escape(cls.name.encode()) + rb"\b")
+        for module, _ in self.grep(pattern, cls.name) or ():
+            for klass in module.classes.values():
+                if klass is not cls and any(base is cls for base in self.bases(klass)):
+                    found.append(klass)
+                    found.extend(k for k in self.subclasses(klass) if k not in found)
+        self._subclasses[key] = found
+        return found
+
+    def storing(self, attr: str) -> List[FunctionInfo]:
+        """Functions anywhere in the project whose text stores ``.attr`` (``None``-safe)."""
+        pattern = re.compile(rb"\.\s*" + re.escape(attr.encode()) + rb"\s*(?:\[[^\]\n]*\]\s*)?=(?!=)")
+        out: List[FunctionInfo] = []
+        for module, lines in self.grep(pattern, attr) or ():
+            out.extend(f for f in functions_at(module, lines) if f not in out)
+        return out
+
+    def agreed(self, attr: str) -> Optional[Value]:
+        """For an object of a class pinfix cannot see: what the project stores to ``attr``
+        on anything, when every store agrees (all pageable, or all pinned)."""
+        key = ("agreed", attr, self.left)
+        if key in self.attributes:
+            return self.attributes[key]
+        self.attributes[key] = None
+        values: List[Value] = []
+        for func in self.storing(attr):
+            facts = self.facts(func)
+            for _, name, value, node in facts.stores if facts is not None else ():
+                if name == attr:
+                    step = Step("attribute", node, f"the attribute `{_receiver_text(node, attr)}.{attr}` assigned in `{func.name}`", func.module.src)
+                    values.append(mark(value, step, via=True))
+        result = None
+        if values:
+            joined = join(*values)
+            kinds = {_kind(a) for a in joined}
+            if len(kinds) == 1 and kinds <= {"blocking", "pinned"}:
+                result = joined
+        self.attributes[key] = result
+        return result
 
 
 class DeepEvaluator(Evaluator):
@@ -369,6 +610,7 @@ class DeepEvaluator(Evaluator):
 
     def project_call(self, atom: Func, node: ast.Call, args: Arguments, state: State) -> Value:
         self.escape(args, state)
+        self.facts.sites.append((atom.info, node, args, atom.receiver))
         result = self.project.call(atom.info, atom.receiver, args, node)
         if result is None:
             return unknown(f"`{self.short(node.func)}()` calls itself, directly or not", node)
@@ -376,8 +618,27 @@ class DeepEvaluator(Evaluator):
         return mark(result, self.step("returned", node, what), via=True)
 
     def construct(self, atom: Class, node: ast.Call, args: Arguments, state: State) -> Value:
+        """An object of a project class, with the fields the call gives it: a record's
+        (dataclass, NamedTuple) from the arguments, any other class's from what its
+        ``__init__`` stores on ``self`` given these arguments."""
         self.escape(args, state)
-        return Value((Instance(atom.info),))
+        init = self.project.method(atom.info, "__init__")
+        if init is not None:
+            self.facts.sites.append((init, node, args, Value((Instance(atom.info),))))
+        fields = self.project.fields(atom.info, args, node)
+        step = self.step("made", node, f"`{self.short(node, 40)}` makes an object of `{atom.info.name}`")
+        return Value((Instance(atom.info, tuple((name, mark(v, step)) for name, v in fields)),))
+
+    def parameter_value(self, p: Any) -> Value:
+        """A parameter annotated with a project class holds an object of it."""
+        found = super().parameter_value(p)
+        if found.unknown is None or p.annotation is None:
+            return found
+        annotation = p.annotation
+        if isinstance(annotation, ast.Subscript) and _last_name(annotation.value) == "Optional":
+            annotation = annotation.slice
+        cls = self.project.class_expression(self.module, annotation)
+        return Value((Instance(cls),)) if cls is not None else found
 
     def object_method(self, atom: Any, method: str, node: ast.Call, args: Arguments, state: State) -> Value:
         assert isinstance(node.func, ast.Attribute)
@@ -396,6 +657,14 @@ class DeepEvaluator(Evaluator):
                 return self.project_call(Func(found, receiver), node, args, state)
         self.kill_paths(node.func.value, state)
         return unknown(f"pinfix cannot see what `{self.short(node.func)}()` returns", node)
+
+    def attribute_of(self, atom: Any, node: ast.Attribute, state: State) -> Value:
+        found = super().attribute_of(atom, node, state)
+        if isinstance(atom, Unknown) and found.unknown is not None and node.attr not in ("device", "dtype", "shape"):
+            agreed = self.project.agreed(node.attr)
+            if agreed is not None:
+                return mark(agreed, self.step("read", node, f"read as `{self.short(node, 40)}`"))
+        return found
 
     def instance_attribute(self, atom: Instance, attr: str, node: ast.AST) -> Value:
         method = self.project.method(atom.cls, attr)
@@ -431,6 +700,27 @@ def _assigns_name(stmt: ast.AST, name: str) -> bool:
 def _target_text(node: ast.AST, attr: str, method: FunctionInfo) -> str:
     me = method.self_name or "self"
     return f"{me}.{attr}"
+
+
+def _receiver_text(node: ast.AST, attr: str) -> str:
+    """The receiver's code in a store ``obj.attr = value`` (``obj``), for messages."""
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    for t in targets:
+        if isinstance(t, ast.Attribute) and t.attr == attr:
+            return ast.unparse(t.value) if hasattr(ast, "unparse") else "obj"
+    return "obj"
+
+
+def _kind(atom: Any) -> str:
+    if isinstance(atom, Tensor) and atom.blocks:
+        return "blocking"
+    if isinstance(atom, Tensor) and atom.device == "cpu" and atom.memory == "pinned":
+        return "pinned"
+    return "other"
+
+
+def _last_name(node: ast.AST) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
 
 
 def _literal(node: ast.AST) -> Value:

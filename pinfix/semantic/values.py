@@ -507,6 +507,8 @@ def mark(value: Value, step: Step, via: bool = False, depth: int = 0) -> Value:
         if isinstance(a, Dict) and depth < 2:
             items = tuple((k, mark(v, step, via, depth + 1)) for k, v in a.items)
             return Value((Dict(items, mark(a.elements, step, via, depth + 1), a.site, a.record),))
+        if isinstance(a, Instance) and a.fields and depth < 2:
+            return Value((Instance(a.cls, tuple((n, mark(v, step, via, depth + 1)) for n, v in a.fields)),))
         return None
 
     return value.map(each)

@@ -1,0 +1,150 @@
+"""Project-wide inference (deep mode, issue 17): returns, attributes, callers'
+arguments, records; the cases that must report and those that must stay silent."""
+
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from tests.test_deep import deep, project
+
+HEADER = "import torch\n\n\n"
+
+
+def lines_in(found: List[dict], name: str) -> List[Tuple[int, str]]:
+    return sorted((f["line"], f["code"]) for f in found if Path(f["path"]).name == name)
+
+
+def run(tmp_path: Path, files: Dict[str, str], check: str) -> List[dict]:
+    pkg = project(tmp_path, dict(files))
+    return deep([pkg / check])
+
+
+CASES = {
+    # --- function summaries -------------------------------------------------------------------
+    "helper_pins_whatever_it_gets": (
+        {"mem.py": HEADER + "def pinned(t):\n    return t.pin_memory()\n"},
+        "from pkg.mem import pinned\n\n\ndef f(t, dev):\n    return pinned(t).to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "helper_returns_from_numpy": (
+        {"mem.py": HEADER + "def wrap(a):\n    return torch.from_numpy(a)\n"},
+        "from pkg.mem import wrap\n\n\ndef f(a, dev):\n    return wrap(a).to(dev, non_blocking=True)\n",
+        [5],
+    ),
+    "helper_returns_its_argument": (
+        {"mem.py": "def same(t):\n    return t\n"},
+        HEADER + "from pkg.mem import same\n\n\ndef f(n, dev):\n    return same(torch.zeros(n)).to(dev, non_blocking=True)\n",
+        [8],
+    ),
+    "helper_returns_its_argument_pinned_by_the_caller": (
+        {"mem.py": "def same(t):\n    return t\n"},
+        HEADER + "from pkg.mem import same\n\n\ndef f(n, dev):\n    return same(torch.zeros(n, pin_memory=True)).to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "staticmethod_classmethod_property_cache": (
+        {},
+        HEADER + "import functools\n\n\nclass A:\n"
+        "    @staticmethod\n    def s(n):\n        return torch.zeros(n)\n\n"
+        "    @classmethod\n    def c(cls, n):\n        return torch.ones(n)\n\n"
+        "    @property\n    def p(self):\n        return torch.arange(3)\n\n"
+        "    @functools.lru_cache(maxsize=None)\n    def cached(self, n):\n        return torch.empty(n)\n\n"
+        "    def go(self, n, dev):\n        a = A.s(n).to(dev, non_blocking=True)\n        b = self.c(n).to(dev, non_blocking=True)\n"
+        "        c = self.p.to(dev, non_blocking=True)\n        d = self.cached(n).to(dev, non_blocking=True)\n        return a, b, c, d\n",
+        [25, 26, 27, 28],
+    ),
+    # --- parameters from their callers ------------------------------------------------------
+    "parameter_every_caller_passes_pageable": (
+        {"use.py": "import torch\n\nfrom pkg.main import upload\n\n\ndef go(dev):\n    return upload(torch.tensor([1, 2]), dev)\n"},
+        "def upload(host, dev):\n    return host.to(dev, non_blocking=True)\n",
+        [2],
+    ),
+    "parameter_pinned_by_every_caller": (
+        {"use.py": "import torch\n\nfrom pkg.main import upload\n\n\ndef go(dev):\n    return upload(torch.zeros(2, pin_memory=True), dev)\n"},
+        "def upload(host, dev):\n    return host.to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "parameter_pinned_by_one_caller_and_unknown_outside": (
+        {"use.py": "import torch\n\nfrom pkg.main import upload\n\n\ndef go(x, dev):\n    upload(torch.zeros(2, pin_memory=True), dev)\n"},
+        "def upload(host, dev):\n    return host.to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "constructor_argument_stored_then_copied": (
+        {"use.py": "import torch\n\nfrom pkg.main import Stage\n\n\ndef go(n):\n    return Stage(torch.zeros(n))\n"},
+        "class Stage:\n    def __init__(self, buf):\n        self.buf = buf\n\n    def push(self, dev):\n        return self.buf.to(dev, non_blocking=True)\n",
+        [6],
+    ),
+    # --- attributes and records ----------------------------------------------------------------
+    "dataclass_field_filled_by_the_constructor": (
+        {"batch.py": HEADER + "from dataclasses import dataclass\n\n\n@dataclass\nclass Batch:\n    ids: torch.Tensor\n    n: int = 0\n\n\n"
+         "def make(x):\n    return Batch(torch.tensor(x))\n"},
+        "from pkg.batch import make\n\n\ndef f(x, dev):\n    return make(x).ids.to(dev, non_blocking=True)\n",
+        [5],
+    ),
+    "namedtuple_field": (
+        {},
+        HEADER + "from typing import NamedTuple\n\n\nclass Pair(NamedTuple):\n    a: torch.Tensor\n    b: torch.Tensor\n\n\n"
+        "def f(dev):\n    p = Pair(torch.zeros(2, pin_memory=True), torch.zeros(2))\n"
+        "    return p.a.to(dev, non_blocking=True), p.b.to(dev, non_blocking=True)\n",
+        [14],
+    ),
+    "annotated_parameter_of_a_project_class": (
+        {"bufs.py": HEADER + "class Buffers:\n    def __init__(self, n):\n        self.host = torch.zeros(n)\n"},
+        "from pkg.bufs import Buffers\n\n\ndef f(b: Buffers, dev):\n    return b.host.to(dev, non_blocking=True)\n",
+        [5],
+    ),
+    "object_made_by_a_factory_function": (
+        {"bufs.py": HEADER + "class Buffers:\n    def __init__(self, n, pin):\n        self.host = torch.zeros(n, pin_memory=pin)\n\n\n"
+         "def pinned_buffers(n):\n    return Buffers(n, True)\n"},
+        "from pkg.bufs import pinned_buffers\n\n\ndef f(n, dev):\n    return pinned_buffers(n).host.to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "register_buffer": (
+        {},
+        HEADER + "class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.register_buffer('scale', torch.ones(1))\n\n"
+        "    def forward(self, x):\n        return self.scale.to(x.device, non_blocking=True)\n",
+        [10],
+    ),
+    "subclass_stores_pageable": (
+        {"child.py": "import torch\n\nfrom pkg.main import Base\n\n\nclass Child(Base):\n    def __init__(self, n):\n        self.buf = torch.zeros(n)\n"},
+        HEADER + "class Base:\n    def __init__(self, n):\n        self.buf = torch.zeros(n, pin_memory=True)\n\n"
+        "    def go(self, dev):\n        return self.buf.to(dev, non_blocking=True)\n",
+        [9],
+    ),
+    "stored_on_an_object_elsewhere": (
+        {"bufs.py": HEADER + "class Buffers:\n    pass\n\n\ndef setup(b: Buffers):\n    b.extra = torch.zeros(3)\n"},
+        "from pkg.bufs import Buffers\n\n\ndef go(b: Buffers, dev):\n    return b.extra.to(dev, non_blocking=True)\n",
+        [5],
+    ),
+    "unknown_receiver_when_every_store_agrees": (
+        {"a.py": HEADER + "def fill(x, n):\n    x.staging = torch.zeros(n)\n", "b.py": HEADER + "def fill2(y):\n    y.staging = torch.ones(2)\n"},
+        "def go(obj, dev):\n    return obj.staging.to(dev, non_blocking=True)\n",
+        [2],
+    ),
+    "unknown_receiver_when_stores_disagree": (
+        {"a.py": HEADER + "def fill(x, n):\n    x.staging = torch.zeros(n)\n", "b.py": HEADER + "def fill2(y):\n    y.staging = torch.ones(2, pin_memory=True)\n"},
+        "def go(obj, dev):\n    return obj.staging.to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "recursion_reaches_a_fixpoint": (
+        {},
+        HEADER + "def build(n):\n    if n == 0:\n        return torch.zeros(1)\n    return build(n - 1)\n\n\n"
+        "def f(dev):\n    return build(3).to(dev, non_blocking=True)\n",
+        [11],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_project_cases(tmp_path: Path, name: str) -> None:
+    others, main_py, expected = CASES[name]
+    found = run(tmp_path, {**others, "main.py": main_py}, "main.py")
+    assert [line for line, _ in lines_in(found, "main.py")] == expected, [f["message"] for f in found]
+
+
+def test_caller_named_in_the_evidence(tmp_path: Path) -> None:
+    others, main_py, _ = CASES["parameter_every_caller_passes_pageable"]
+    (finding,) = run(tmp_path, {**others, "main.py": main_py}, "main.py")
+    assert "use.py" in finding["message"] and "upload()" in finding["message"]
+    assert any(Path(e["path"] or "").name == "use.py" for e in finding["evidence"])
