@@ -13,11 +13,12 @@ import os
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional
+from typing import TYPE_CHECKING, Callable, FrozenSet, Iterable, Iterator, List, Optional, Union
 
-from .config import Config
+from .config import NOQA_CODE, Config
 from .findings import FindingFields
 from .prefilter import candidate_source, gc_paused, may_contain_finding
+from .suppression import DIRECTIVE_BYTES, noqa_report, recording
 
 if TYPE_CHECKING:
     from .cache import ResultCache
@@ -47,6 +48,10 @@ class FileReport:
     changed: bool = False
     fixes_applied: int = 0
     diff: Optional[str] = None
+    #: The bytes read, kept when there are findings (for output that shows lines).
+    source: Optional[bytes] = None
+    #: ``fix --diff`` (and stdin): the fixed bytes.
+    fixed_source: Optional[bytes] = None
 
 
 @dataclass(frozen=True)
@@ -71,8 +76,24 @@ def parse(data: "bytes | str", report: FileReport):  # type: ignore[no-untyped-d
     return None
 
 
+def worth_reading(data: bytes, config: Config) -> bool:
+    """Whether ``data`` may hold a finding, or (with PIN100 on) a directive to report."""
+    return may_contain_finding(data, config) or (NOQA_CODE in config.rules and DIRECTIVE_BYTES.search(data) is not None)
+
+
 def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
     """Analyse (and maybe fix) one file's bytes; never raises for bad input."""
+    codes = config.codes_for(path)
+    with recording() as suppressed:
+        report = _process(path, data, config, mode, codes)
+    if NOQA_CODE in codes and report.error is None:
+        report.diagnostics += [Diagnostic(**f.shared_fields(), path=path) for f in noqa_report(data, suppressed, codes)]
+    if report.diagnostics:
+        report.source = data
+    return report
+
+
+def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSet[str]) -> FileReport:
     report = FileReport(path)
     sliced = candidate_source(data, config) if may_contain_finding(data, config) else None
     if sliced is None:
@@ -89,7 +110,7 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
         return report
     report.parsed = True
     # Checking needs no codemod machinery (nor the cost of importing it).
-    findings = analyze(module, None, config, Path(path), source=sliced)
+    findings = [f for f in analyze(module, None, config, Path(path), source=sliced) if f.code in codes]
     allowed = {"safe", "unsafe"} if config.unsafe_fixes else {"safe"}
     wants_fix = mode.fix and any(f.fix_safety in allowed for f in findings)
     new_module = module
@@ -104,9 +125,9 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
             module = parse(data, report)
             if module is None:
                 return report
-        command = PinPageableSourcesCommand(CodemodContext(filename=path), config=config)
+        command = PinPageableSourcesCommand(CodemodContext(filename=path), config=config, codes=codes)
         new_module = command.transform_module(module)
-        findings = command.findings
+        findings = [f for f in command.findings if f.code in codes]
         applied = {id(f) for f in command.applied}
     for f in findings:
         report.diagnostics.append(Diagnostic(**f.shared_fields(), path=path, fixed=id(f) in applied))
@@ -118,12 +139,14 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
     report.changed = True
     report.fixes_applied = len(applied)
     if mode.diff_only:
+        report.fixed_source = new_bytes
+        label = path.lstrip("/")  # an absolute path: `a/abs/path`, for `patch -p1` from `/`
         report.diff = "".join(
             difflib.unified_diff(
                 module.code.splitlines(keepends=True),
                 new_module.code.splitlines(keepends=True),
-                fromfile=f"a/{path}",
-                tofile=f"b/{path}",
+                fromfile=f"a/{label}",
+                tofile=f"b/{label}",
             )
         )
         return report
@@ -186,9 +209,17 @@ def _guarded(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
         return FileReport(path, error=f"internal error ({type(e).__name__}: {e}); file left unchanged")
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask), not all the machine's."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # macOS, Windows
+        return os.cpu_count() or 1
+
+
 def run(
     files: Iterable[Path],
-    config: Config,
+    config: Union[Config, Callable[[Path], Config]],
     mode: Mode,
     jobs: Optional[int] = None,
     on_progress: Optional[Callable[[int], None]] = None,
@@ -197,8 +228,10 @@ def run(
     """Reports for ``files`` (not in order). Reads and byte-filters here as the
     paths arrive; the files left are analysed in a process pool, started once
     enough of them need it and fed while discovery goes on. ``cache`` (check
-    mode only) answers for files analysed before with the same bytes."""
-    jobs = jobs or os.cpu_count() or 1
+    mode only) answers for files analysed before with the same bytes.
+    ``config`` may be a function giving each file's settings."""
+    jobs = jobs or available_cpus()
+    config_for = config if callable(config) else (lambda _path: config)
     if mode.fix:
         cache = None
     known = {}
@@ -208,20 +241,23 @@ def run(
     try:
         for seen, path in enumerate(files, 1):
             data = _read(path)
-            if isinstance(data, str) or not may_contain_finding(data, config):
+            file_config = config_for(path)
+            if isinstance(data, str) or not worth_reading(data, file_config):
                 yield FileReport(str(path), error=data if isinstance(data, str) else None)
                 if on_progress:
                     on_progress(1)
                 continue
             if cache is not None:
-                hit = cache.get(str(path), data)
+                hit = cache.get(str(path), data, file_config)
                 if hit is not None:
+                    if hit.diagnostics:
+                        hit.source = data
                     yield hit
                     if on_progress:
                         on_progress(1)
                     continue
-                known[str(path)] = data
-            backlog.append((str(path), data, config, mode))
+                known[str(path)] = (data, file_config)
+            backlog.append((str(path), data, file_config, mode))
             if pool is None and jobs > 1 and (len(backlog) >= POOL_THRESHOLD or seen >= POOL_EARLY_AFTER):
                 pool = ProcessPoolExecutor(max_workers=jobs, initializer=_warm_up)
             if pool is not None:
@@ -230,7 +266,7 @@ def run(
         done = (_worker(item) for item in backlog)  # too few to be worth a pool
         for report in itertools.chain(done, (f.result() for f in as_completed(futures))):
             if cache is not None:
-                cache.put(report.path, known[report.path], report)
+                cache.put(report.path, *known[report.path], report=report)
             yield report
             if on_progress:
                 on_progress(1)
