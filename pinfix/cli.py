@@ -37,21 +37,46 @@ DESCRIPTION = (
     "and rewrite them to pinned sources."
 )
 
-#: Options of ``check`` and ``fix`` that are no setting: (flags, argparse keywords).
-RUN_OPTIONS: Tuple[Tuple[Tuple[str, ...], Dict[str, Any]], ...] = (
-    (("--config",), dict(action="append", default=[], metavar="FILE|KEY=VALUE",
-                         help="a settings file (pinfix.toml, or pyproject.toml's [tool.pinfix]) used for every file, "
-                              "or one `key = value` setting; may be repeated")),
-    (("--jobs", "-j"), dict(type=int, default=None, help="parallel processes (default: the CPUs this process may use)")),
-    (("--no-cache",), dict(action="store_true", help="neither read nor write the check cache")),
-    (("--no-progress",), dict(action="store_true", help="never show a progress bar")),
-    (("--quiet", "-q"), dict(action="store_true", help="print findings and errors only: no summary, no list of fixed files")),
-    (("--verbose", "-v"), dict(action="store_true", help="also say how many files were parsed, with how many processes")),
-    (("--exit-zero",), dict(action="store_true", help="exit 0 even when findings are left (errors still exit 2)")),
-    (("--statistics",), dict(action="store_true", help="print a count per rule instead of each finding")),
-    (("--show-fixes",), dict(action="store_true", help="list the fixes applied (fix) or that `pinfix fix` would apply (check), per file and rule")),
-    (("--stdin-filename",), dict(metavar="PATH", help="read the source from stdin; PATH names it and picks its settings")),
+RUN = ("check", "fix")
+INSPECT = ("show-settings", "show-files")
+_CONFIG_HELP = (
+    "a settings file (pinfix.toml, or a pyproject.toml's [tool.pinfix]) used for every file, "
+    "or one `key = value` setting; may be repeated"
 )
+
+#: Options that are no setting: (flags, argparse keywords, the commands that take them).
+OPTIONS: Tuple[Tuple[Tuple[str, ...], Dict[str, Any], Tuple[str, ...]], ...] = (
+    (("--config",), dict(action="append", default=[], metavar="FILE|KEY=VALUE", help=_CONFIG_HELP), RUN + INSPECT),
+    (("--jobs", "-j"), dict(type=int, default=None, help="parallel processes (default: the CPUs this process may use)"), RUN),
+    (("--no-cache",), dict(action="store_true", help="neither read nor write the check cache"), RUN),
+    (("--no-progress",), dict(action="store_true", help="never show a progress bar"), RUN),
+    (("--quiet", "-q"), dict(action="store_true", help="print findings and errors only: no summary, no list of fixed files"), RUN),
+    (("--verbose", "-v"), dict(action="store_true", help="also say how many files were parsed, with how many processes"), RUN),
+    (("--exit-zero",), dict(action="store_true", help="exit 0 even when findings are left (errors still exit 2)"), RUN),
+    (("--statistics",), dict(action="store_true", help="print a count per rule instead of each finding"), RUN),
+    (("--show-fixes",), dict(action="store_true", help="list the fixes applied (fix) or that `pinfix fix` would apply (check), per file and rule"), RUN),
+    (("--stdin-filename",), dict(metavar="PATH", help="read the source from stdin; PATH names it and picks its settings"), RUN),
+    (("--add-noqa",), dict(action="store_true", help="write `# noqa: PINxxx` on a line of each finding (a baseline), then exit 0"), ("check",)),
+    (("--diff",), dict(action="store_true", help="print a unified diff, write nothing"), ("fix",)),
+)
+#: Positional arguments, per command.
+ARGUMENTS: Dict[str, Tuple[str, Dict[str, Any]]] = {
+    "check": ("paths", dict(nargs="*", metavar="PATH", help="files or directories (default: .); `-` reads stdin")),
+    "fix": ("paths", dict(nargs="*", metavar="PATH", help="files or directories (default: .); `-` reads stdin and writes the fixed source to stdout")),
+    "rule": ("code", dict(nargs="?", help="rule code, e.g. PIN001 (default: list the rules)")),
+    "show-settings": ("path", dict(metavar="FILE", help="the file whose settings to print")),
+    "show-files": ("paths", dict(nargs="*", metavar="PATH", help="files or directories (default: .)")),
+}
+COMMANDS: Dict[str, str] = {
+    "check": "report findings",
+    "fix": "apply fixes in place",
+    "rule": "print a rule's documentation",
+    "show-settings": "print the settings that apply to a file",
+    "show-files": "list the files check would look at",
+    "clean": "remove the check cache here and in every directory below",
+}
+#: Commands that take the settings' own options (``--select``, ``--strict``, ...).
+SETTINGS_COMMANDS = RUN + INSPECT
 
 
 def _split(values: Optional[List[str]]) -> Optional[List[str]]:
@@ -79,32 +104,32 @@ def _add_setting_options(parser: argparse.ArgumentParser) -> None:
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="pinfix", description=DESCRIPTION)
     top.add_argument("--version", action="version", version=f"pinfix {__version__}")
-    sub = top.add_subparsers(dest="command", required=True, metavar="{check,fix,rule,show-settings,show-files,clean}")
-
-    settings = argparse.ArgumentParser(add_help=False)
-    _add_setting_options(settings)
-    running = argparse.ArgumentParser(add_help=False)
-    running.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); `-` reads stdin")
-    for flags, kwargs in RUN_OPTIONS:
-        running.add_argument(*flags, **kwargs)
-
-    check = sub.add_parser("check", parents=[running, settings], help="report findings", description="Report findings.")
-    check.add_argument(
-        "--add-noqa", action="store_true", help="write `# noqa: PINxxx` on the line of each finding (a baseline), then exit 0"
-    )
-    fix = sub.add_parser("fix", parents=[running, settings], help="apply fixes in place", description="Apply fixes in place; `fix -` writes the fixed source to stdout.")
-    fix.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
-    rule = sub.add_parser("rule", help="print a rule's documentation", description="Print a rule's documentation.")
-    rule.add_argument("code", nargs="?", help="rule code, e.g. PIN001 (default: list the rules)")
-    show = sub.add_parser("show-settings", parents=[settings], help="print the settings that apply to a file", description="Print the settings that apply to a file.")
-    show.add_argument("path", metavar="FILE")
-    show.add_argument("--config", action="append", default=[], metavar="FILE|KEY=VALUE", help="as for check")
-    files = sub.add_parser("show-files", parents=[settings], help="list the files check would look at", description="List the files `check` would look at.")
-    files.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .)")
-    files.add_argument("--config", action="append", default=[], metavar="FILE|KEY=VALUE", help="as for check")
-    clean = sub.add_parser("clean", help="remove the check cache", description="Remove the check cache here and in every directory below.")
-    clean.add_argument("--cache-dir", dest="setting_cache_dir", default=None, metavar="VALUE", help="also remove this cache directory")
+    sub = top.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
+    for command, summary in COMMANDS.items():
+        one = sub.add_parser(command, help=summary, description=summary[0].upper() + summary[1:] + ".")
+        if command in ARGUMENTS:
+            name, kwargs = ARGUMENTS[command]
+            one.add_argument(name, **kwargs)
+        for flags, kwargs, commands in OPTIONS:
+            if command in commands:
+                one.add_argument(*flags, **kwargs)
+        if command in SETTINGS_COMMANDS:
+            _add_setting_options(one)
+        elif command == "clean":
+            one.add_argument("--cache-dir", dest="setting_cache_dir", default=None, metavar="VALUE", help="also remove this cache directory")
     return top
+
+
+def options_markdown() -> str:
+    """The README's table of command-line options (settings' options link to the settings)."""
+    rows = ["| option | commands | what |", "| --- | --- | --- |"]
+    for flags, kwargs, commands in OPTIONS:
+        rows.append(f"| `{', '.join(flags)}` | {', '.join(commands)} | {kwargs['help']} |")
+    for setting in SETTINGS:
+        if setting.option is not None:
+            flag = f"{setting.option}, --no-{setting.option[2:]}" if setting.kind == "bool" else setting.option
+            rows.append(f"| `{flag}` | {', '.join(SETTINGS_COMMANDS)} | the setting `{setting.key}` (below) |")
+    return "\n".join(rows) + "\n"
 
 
 # --- Settings from the command line ----------------------------------------------------

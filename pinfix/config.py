@@ -14,7 +14,6 @@ the file and the key.
 from __future__ import annotations
 
 import builtins
-import difflib
 import keyword
 import os
 import re
@@ -231,6 +230,8 @@ def _rules(value: Any, origin: str, key: str) -> Tuple[str, ...]:
     selectors = _string_list(value, origin, key)
     for selector in selectors:
         if not expand_selector(selector):
+            import difflib
+
             near = difflib.get_close_matches(selector.upper(), list(RULES), n=1)
             hint = f"; did you mean {near[0]!r}?" if near else f" (known: ALL, PIN, {', '.join(RULES)})"
             raise ConfigError(f"{_where(origin, key)}: unknown rule selector {selector!r}{hint}")
@@ -351,6 +352,8 @@ def check_table(table: Mapping[str, Any], origin: str) -> Dict[str, Any]:
     for key, value in table.items():
         setting = SETTINGS_BY_KEY.get(key)
         if setting is None:
+            import difflib
+
             near = difflib.get_close_matches(key, list(SETTINGS_BY_KEY), n=1, cutoff=0.6)
             hint = f"; did you mean {near[0]!r}?" if near else f" (known: {', '.join(sorted(SETTINGS_BY_KEY))})"
             raise ConfigError(f"{origin}: unknown setting {key!r}{hint}")

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import io
 import re
-import tokenize
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -183,6 +182,8 @@ class SourceDirectives:
         return cls(decode(data)[0])
 
     def _scan(self, text: str) -> None:
+        import tokenize
+
         start: Optional[int] = None
         try:
             tokens = list(tokenize.generate_tokens(io.StringIO(text, newline=None).readline))
@@ -309,6 +310,8 @@ def _unused(line: int, start: int, end: int, message: str, kind: str) -> Finding
 
 def decode(data: bytes) -> Tuple[str, str]:
     """``data`` as text, and the encoding its coding line or BOM names."""
+    import tokenize
+
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         return data.decode(encoding), encoding

@@ -197,3 +197,18 @@ def test_sarif_schema_fixes_fingerprints_and_relative_uris(tree: Path) -> None:
     unsafe = json.loads(pinfix("check", "--unsafe-fixes", "--output-format", "sarif", "pkg/unsafe.py", cwd=tree).stdout)
     (result,) = unsafe["runs"][0]["results"]
     assert result["fixes"][0]["description"]["text"].startswith("unsafe fix: ")
+
+
+def test_errors_are_printed_as_the_engine_gives_them() -> None:
+    """The position in a syntax error is the parser's (the hardening work screens
+    inputs with CPython's parser and reports its positions); the shell adds nothing."""
+    import io
+
+    from pinfix.engine import FileReport
+    from pinfix.output import Style, render
+
+    report = FileReport("pkg/broken.py", error="syntax error at 2:7: '(' was never closed")
+    for fmt in ("full", "concise"):
+        out, err = io.StringIO(), io.StringIO()
+        render(fmt, [report], out, err, Style())
+        assert (out.getvalue(), err.getvalue()) == ("", "pkg/broken.py: error: syntax error at 2:7: '(' was never closed\n")
