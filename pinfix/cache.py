@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Dict, Optional
 
 from . import __version__
-from .config import CACHE_DIR_NAME, Config
+from .config import Config
 
 #: Settings directories kept besides those of the current run.
 KEEP_OTHER_SETTINGS = 2

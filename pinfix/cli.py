@@ -15,13 +15,13 @@ from typing import Any, BinaryIO, Dict, Iterable, List, Optional, Sequence, Text
 
 from . import __version__
 from .config import (
+    DEFAULT_RULES,
     NOQA_CODE,
     OUTPUT_FORMATS,
     RULES,
     SETTINGS,
     Config,
     ConfigError,
-    DEFAULT_RULES,
     check_value,
     describe,
     parse_override,

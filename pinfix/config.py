@@ -37,7 +37,7 @@ class ConfigError(Exception):
 
 # --- Rules ------------------------------------------------------------------
 
-#: The code of the rule that reports unused, unknown or malformed ``# noqa``
+#: The code of the rule that reports unused, unknown or malformed ``noqa``
 #: codes of pinfix's own rules (ruff's ``RUF100``).
 NOQA_CODE = "PIN100"
 #: Every rule code and its name (the Fixit rule's class name).
@@ -591,6 +591,11 @@ def _ruff_line_length(path: Path, data: Mapping[str, Any]) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 320 else None
 
 
+def ruff_line_length_of(pyproject: Path) -> Optional[int]:
+    """``[tool.ruff] line-length`` of a ``pyproject.toml``, if it sets a usable one."""
+    return _ruff_line_length(pyproject, read_toml(pyproject))
+
+
 def find_settings(start: Path) -> Optional[SettingsFile]:
     """The settings file nearest at or above directory ``start``."""
     for directory in (start, *start.parents):
@@ -600,12 +605,13 @@ def find_settings(start: Path) -> Optional[SettingsFile]:
     return None
 
 
-def settings_in(directory: Path) -> Optional[SettingsFile]:
-    """The settings file of ``directory`` itself, if it has one."""
+def settings_in(directory: "Path | str") -> Optional[SettingsFile]:
+    """The settings file of ``directory`` itself, if it has one (``os.path``:
+    a walk asks this of every directory)."""
     for name in SETTINGS_FILES:
-        candidate = directory / name
-        if candidate.is_file():
-            found = read_settings(candidate)
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate):
+            found = read_settings(Path(candidate))
             if found is not None:
                 return found
     return None
@@ -627,7 +633,7 @@ def project_root(start: Path, cwd: Optional[Path] = None) -> Tuple[Path, Optiona
     repository's top, else ``cwd`` when ``start`` is in it, else ``start``."""
     found = find_pyproject(start)
     if found is not None:
-        return found.parent, _ruff_line_length(found, read_toml(found))
+        return found.parent, ruff_line_length_of(found)
     start = start.resolve()
     for directory in (start, *start.parents):
         if (directory / ".git").exists():

@@ -84,10 +84,10 @@ def worth_reading(data: bytes, config: Config) -> bool:
 def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
     """Analyse (and maybe fix) one file's bytes; never raises for bad input."""
     codes = config.codes_for(path)
-    with recording() as suppressed:
+    with recording(data) as state:
         report = _process(path, data, config, mode, codes)
     if NOQA_CODE in codes and report.error is None:
-        report.diagnostics += [Diagnostic(**f.shared_fields(), path=path) for f in noqa_report(data, suppressed, codes)]
+        report.diagnostics += [Diagnostic(**f.shared_fields(), path=path) for f in noqa_report(data, state, codes)]
     if report.diagnostics:
         report.source = data
     return report

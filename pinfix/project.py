@@ -13,20 +13,31 @@ directory's.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from functools import lru_cache
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from pathlib import Path
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from .config import (
     DEFAULT_EXCLUDE,
     Config,
     SettingsFile,
+    build_config,
     config_for_directory,
     load_settings_file,
     plain_name,
     relative_to_root,
+    ruff_line_length_of,
     settings_in,
 )
+
+
+def _pyproject(directory: str) -> Optional[str]:
+    candidate = os.path.join(directory, "pyproject.toml")
+    return candidate if os.path.isfile(candidate) else None
+
+
+def _git_top(directory: str) -> Optional[str]:
+    return directory if os.path.exists(os.path.join(directory, ".git")) else None
 
 
 def build_output(directory: str) -> bool:
@@ -48,22 +59,29 @@ class Project:
         self.overrides = list(overrides)
         self.fixed: Optional[SettingsFile] = load_settings_file(config_file) if config_file is not None else None
         self.cwd = (cwd or Path.cwd()).resolve()
-        #: directory -> its nearest settings file (``None``: none above it)
-        self._nearest: Dict[str, Optional[SettingsFile]] = {}
-        self._configs: Dict[Tuple[Optional[str], str], Config] = {}
+        #: directory -> its nearest settings file, ``pyproject.toml`` and ``.git``
+        self._settings: Dict[str, Optional[SettingsFile]] = {}
+        self._pyprojects: Dict[str, Optional[str]] = {}
+        self._git_tops: Dict[str, Optional[str]] = {}
+        #: settings file (or default root) -> its settings
+        self._configs: Dict[str, Config] = {}
+        #: directory, as asked for -> its settings
+        self._by_directory: Dict[str, Config] = {}
         #: The run's own settings: the working directory's.
         self.base = self.config_for_directory(str(self.cwd))
 
-    def _nearest_settings(self, directory: str) -> Optional[SettingsFile]:
+    def _nearest(self, directory: str, memo: Dict[str, Any], probe: Callable[[str], Any]) -> Any:
+        """What ``probe`` finds in ``directory`` or the nearest directory above
+        it (``None``: nothing), each directory probed once per run."""
         missing = []
         current = directory
-        found: Optional[SettingsFile] = None
+        found = None
         while True:
-            if current in self._nearest:
-                found = self._nearest[current]
+            if current in memo:
+                found = memo[current]
                 break
             missing.append(current)
-            found = settings_in(Path(current))
+            found = probe(current)
             if found is not None:
                 break
             parent = os.path.dirname(current)
@@ -71,21 +89,43 @@ class Project:
                 break
             current = parent
         for seen in missing:
-            self._nearest[seen] = found
+            memo[seen] = found
         return found
 
     def config_for_directory(self, directory: str) -> Config:
-        directory = os.path.abspath(directory)
-        found = self.fixed if self.fixed is not None else self._nearest_settings(directory)
-        key = (str(found.path) if found is not None else None, directory if found is None else "")
+        known = self._by_directory.get(directory)
+        if known is not None:
+            return known
+        config = self._by_directory[directory] = self._config_for(os.path.abspath(directory))
+        return config
+
+    def _config_for(self, directory: str) -> Config:
+        found = self.fixed if self.fixed is not None else self._nearest(directory, self._settings, settings_in)
+        key = str(found.path) if found is not None else self._default_root(directory)
         config = self._configs.get(key)
         if config is None:
-            config = config_for_directory(Path(directory), self.overrides, fixed=found, cwd=self.cwd)
-            if found is None:  # defaults: one per project root
-                same = next((c for c in self._configs.values() if c.source is None and c.root == config.root), None)
-                config = same or config
+            if found is not None:
+                config = config_for_directory(Path(directory), self.overrides, fixed=found)
+            else:
+                pyproject = self._nearest(directory, self._pyprojects, _pyproject)
+                length = ruff_line_length_of(Path(pyproject)) if pyproject is not None else None
+                config = build_config(self.overrides, Path(key), ruff_line_length=length, origin="--config")
             self._configs[key] = config
         return config
+
+    def _default_root(self, directory: str) -> str:
+        """A file with no settings file above it: the nearest ``pyproject.toml``'s
+        directory, else the repository's top, else the working directory when
+        the file is in it, else its own directory."""
+        pyproject = self._nearest(directory, self._pyprojects, _pyproject)
+        if pyproject is not None:
+            return os.path.dirname(os.path.realpath(pyproject))
+        top = self._nearest(directory, self._git_tops, _git_top)
+        if top is not None:
+            return os.path.realpath(top)
+        cwd = str(self.cwd)
+        real = os.path.realpath(directory)
+        return cwd if real == cwd or real.startswith(cwd.rstrip(os.sep) + os.sep) else real
 
     def config_for(self, path: "Path | str") -> Config:
         """The settings of the file at ``path``."""

@@ -29,7 +29,7 @@ import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .config import NOQA_CODE, RULES
 from .findings import FindingFields
@@ -70,8 +70,9 @@ reports make their codes unused in a run without it.
 _NOQA = re.compile(r"#\s*noqa", re.IGNORECASE)
 _CODE = re.compile(r"[A-Za-z]+[0-9]+")
 _LINT = re.compile(r"#\s*lint-(?:ignore|fixme)\b(?:\s*:\s*(?P<names>[\w\s,]+))?")
-#: Bytes that may start a directive, for a cheap test before tokenizing.
+#: Text that may hold a directive, for a cheap test before tokenizing.
 DIRECTIVE_BYTES = re.compile(rb"(?i)noqa|lint-(?:ignore|fixme)")
+DIRECTIVE_TEXT = re.compile(r"(?i)noqa|lint-(?:ignore|fixme)")
 
 
 @dataclass
@@ -131,7 +132,7 @@ def _noqa(comment: str, start: int, end: int, line: int, column: int) -> Directi
     rest = comment[end:]
     stripped = rest.lstrip()
     if not rest or rest[0] == "#" or (rest[0].isspace() and not stripped.startswith(":")):
-        return Directive(line, column + start, "noqa", None)  # `# noqa`, `# noqa  reason`
+        return Directive(line, column + start, "noqa", None)  # a bare noqa, or one followed by a reason
     if not stripped.startswith(":"):
         return Directive(line, column + start, "noqa", None, problem="expected `:` and codes after `noqa`")
     offset = end + (len(rest) - len(stripped)) + 1
@@ -321,50 +322,78 @@ def decode(data: bytes) -> Tuple[str, str]:
 
 # --- The LibCST analysis's view ------------------------------------------------------
 
-#: When set, every finding a directive suppresses is logged here as
-#: ``(code, line, end_line)``, so the caller can tell which directives were used.
-_RECORD: ContextVar[Optional[List[Tuple[str, int, int]]]] = ContextVar("pinfix_suppressed", default=None)
+
+@dataclass
+class Recording:
+    """One file's analysis: its bytes (when the caller has them) and every
+    finding a directive suppressed in it, as ``(code, line, end_line)``.
+    Every module analysed for findings in the block is that file, whole or
+    sliced (lines kept); deep mode's views of other files never ask."""
+
+    data: Optional[bytes] = None
+    suppressed: List[Tuple[str, int, int]] = field(default_factory=list)
+    directives: Optional[SourceDirectives] = None
+
+
+_RECORDING: ContextVar[Optional[Recording]] = ContextVar("pinfix_recording", default=None)
 
 
 @contextmanager
-def recording() -> Iterator[List[Tuple[str, int, int]]]:
-    """Log what :class:`Suppressions` suppresses while the block runs."""
-    log: List[Tuple[str, int, int]] = []
-    token = _RECORD.set(log)
+def recording(data: Optional[bytes] = None) -> Iterator[Recording]:
+    """While the block runs, :class:`Suppressions` reads the directives from
+    ``data`` (not from the syntax tree's code, which costs a pass over it) and
+    logs what it suppresses."""
+    state = Recording(data)
+    token = _RECORDING.set(state)
     try:
-        yield log
+        yield state
     finally:
-        _RECORD.reset(token)
+        _RECORDING.reset(token)
 
 
 class Suppressions:
-    """:class:`SourceDirectives` for a LibCST module (its text, made when a
-    finding first asks)."""
+    """:class:`SourceDirectives` for a LibCST module: read from the bytes of
+    the file being analysed (see :func:`recording`), or else from the module's
+    code; made only when a finding asks and the text holds a directive."""
 
     def __init__(self, tree: Any, get_metadata: Optional[Callable[..., Any]] = None):
         self.tree = tree
         self._directives: Optional[SourceDirectives] = None
+        self._none = False
+
+    def _read(self) -> Optional[SourceDirectives]:
+        if self._directives is None and not self._none:
+            state = _RECORDING.get()
+            if state is not None and state.data is not None:
+                if state.directives is None and DIRECTIVE_BYTES.search(state.data) is not None:
+                    state.directives = SourceDirectives.from_bytes(state.data)
+                self._directives = state.directives
+            else:
+                text = self.tree.module.code
+                if DIRECTIVE_TEXT.search(text) is not None:
+                    self._directives = SourceDirectives(text)
+            self._none = self._directives is None
+        return self._directives
 
     def suppressed(self, node: Any, code: str, line: int, end_line: int) -> bool:
-        if self._directives is None:
-            self._directives = SourceDirectives(self.tree.module.code)
-        if self._directives.suppressing(code, line, end_line) is None:
+        directives = self._read()
+        if directives is None or directives.suppressing(code, line, end_line) is None:
             return False
-        log = _RECORD.get()
-        if log is not None:
-            log.append((code, line, end_line))
+        state = _RECORDING.get()
+        if state is not None:
+            state.suppressed.append((code, line, end_line))
         return True
 
 
-def noqa_report(
-    data: bytes, suppressed: Iterable[Tuple[str, int, int]], enabled: FrozenSet[str]
-) -> List[FindingFields]:
+def noqa_report(data: bytes, state: Optional[Recording], enabled: FrozenSet[str]) -> List[FindingFields]:
     """PIN100 findings for one file's bytes, given what was suppressed in it."""
     if DIRECTIVE_BYTES.search(data) is None:
         return []
-    directives = SourceDirectives.from_bytes(data)
-    for code, line, end_line in suppressed:
-        directives.suppressing(code, line, end_line)
+    directives = state.directives if state is not None and state.directives is not None else None
+    if directives is None:
+        directives = SourceDirectives.from_bytes(data)
+        for code, line, end_line in state.suppressed if state is not None else ():
+            directives.suppressing(code, line, end_line)
     return directives.unused(enabled)
 
 

@@ -52,6 +52,13 @@ def fix_in_project(project: Path, name: str, source: str, **kw) -> str:
 
 # --- Running the `pinfix` command in a subprocess (issue 15's CLI tests) -----
 
+def write_text(path: Path, text: str) -> Path:
+    """``text`` at ``path``, its directories made."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
 BAD_SOURCE = "import torch\n\n\ndef f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n"
 
 

@@ -1,6 +1,12 @@
 """The README's tables of options and settings are made from the code
 (``python -m pinfix.docs``); this fails when they have drifted."""
 
+import contextlib
+import io
+import re
+
+import pytest
+
 from pinfix.cli import OPTIONS, parser
 from pinfix.config import SETTINGS
 from pinfix.docs import update
@@ -18,12 +24,13 @@ def test_every_option_and_setting_is_in_the_readme() -> None:
         assert f"| `{setting.key}` |" in text
     for flags, _, _ in OPTIONS:
         assert f"| `{', '.join(flags)}` |" in text
-    # Every option argparse knows is in one of the tables.
+    # Every option a command's --help lists is in one of the tables.
     documented = {flag for flags, _, _ in OPTIONS for flag in flags} | {s.option for s in SETTINGS if s.option}
-    sub = parser()._subparsers._group_actions[0]  # argparse keeps its subcommands there
     for name in ("check", "fix", "show-settings", "show-files"):
-        for action in sub.choices[name]._actions:
-            for flag in action.option_strings:
-                negated = flag.startswith("--no-") and "--" + flag[5:] in documented  # --no-strict
-                if flag not in ("-h", "--help") and not negated:
-                    assert flag in documented, (name, flag)
+        shown = io.StringIO()
+        with contextlib.redirect_stdout(shown), pytest.raises(SystemExit):
+            parser().parse_args([name, "--help"])
+        for flag in set(re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", shown.getvalue())):
+            negated = flag.startswith("--no-") and "--" + flag[5:] in documented  # --no-strict
+            if flag not in ("-h", "--help") and not negated:
+                assert flag in documented, (name, flag)

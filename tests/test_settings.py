@@ -7,12 +7,7 @@ import pytest
 
 from pinfix.config import ConfigError, load_config
 from tests.support import BAD_SOURCE, pinfix
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
+from tests.support import write_text as write
 
 
 @pytest.fixture
