@@ -181,8 +181,11 @@ def _output_format(args: argparse.Namespace, base: Config, out: TextIO) -> str:
 
 
 def _cache_dir(args: argparse.Namespace, base: Config) -> Path:
-    if getattr(args, "setting_cache_dir", None) is None and os.environ.get("PINFIX_CACHE_DIR"):
-        return Path(os.environ["PINFIX_CACHE_DIR"]).expanduser().resolve()
+    """``--cache-dir`` (from the working directory), ``PINFIX_CACHE_DIR``, or
+    the working directory's settings (``cache-dir``, else the project root's)."""
+    chosen = getattr(args, "setting_cache_dir", None) or os.environ.get("PINFIX_CACHE_DIR")
+    if chosen:
+        return Path(chosen).expanduser().resolve()
     return base.cache_directory()
 
 
@@ -339,7 +342,6 @@ def _stdin(args: argparse.Namespace, project, mode: Mode, style, fmt: str, out: 
         out.write(report.diff or "")
     elif mode.fix:
         _write_bytes(out, report.fixed_source if report.fixed_source is not None else data)
-        report.changed, report.diff = bool(report.changed), None
     render(fmt, [report], err if mode.fix else out, err, style)
     if not args.quiet and fmt in ("full", "concise", "text"):
         _summary(args.command, [report], args, mode, style, err)
@@ -436,9 +438,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
     fmt = _output_format(args, base, out)
     fixing = args.command == "fix"
     diff = bool(getattr(args, "diff", False))
-    unsafe = base.unsafe_fixes if getattr(args, "setting_unsafe_fixes", None) is None else args.setting_unsafe_fixes
     style = Style(
-        color=use_color(out), width=_width(out), root=base.root, unsafe_fixes=bool(unsafe), plan_fixes=_plan(project.config_for)
+        color=use_color(out), width=_width(out), root=base.root, unsafe_fixes=base.unsafe_fixes, plan_fixes=_plan(project.config_for)
     )
     if args.paths == ["-"] or (args.stdin_filename and not args.paths):
         return _stdin(args, project, Mode(fix=fixing, diff_only=diff), style, fmt, out, err, stdin or sys.stdin.buffer)
@@ -486,8 +487,9 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
     reports.sort(key=lambda r: r.path)
 
     if getattr(args, "add_noqa", False):
-        for r in _errors_of(reports):
-            err.write(f"{r.path}: error: {r.error}\n")
+        for r in reports:
+            if r.error is not None:
+                err.write(f"{r.path}: error: {r.error}\n")
         return _add_noqa(reports, err, args.quiet)
     if mode.diff_only:
         # stdout is the patch; everything else goes to stderr.
@@ -511,10 +513,6 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
         if fmt in ("full", "concise", "text") or args.statistics:
             _summary(args.command, reports, args, mode, style, err)
     return _exit_code(reports, args, mode.diff_only)
-
-
-def _errors_of(reports: Sequence[FileReport]) -> List[FileReport]:
-    return [r for r in reports if r.error is not None]
 
 
 def _width(stream: TextIO) -> int:

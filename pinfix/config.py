@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .patterns import DEFAULT_HELPER, RULE_NAMES
 
@@ -596,15 +596,6 @@ def ruff_line_length_of(pyproject: Path) -> Optional[int]:
     return _ruff_line_length(pyproject, read_toml(pyproject))
 
 
-def find_settings(start: Path) -> Optional[SettingsFile]:
-    """The settings file nearest at or above directory ``start``."""
-    for directory in (start, *start.parents):
-        found = settings_in(directory)
-        if found is not None:
-            return found
-    return None
-
-
 def settings_in(directory: "Path | str") -> Optional[SettingsFile]:
     """The settings file of ``directory`` itself, if it has one (``os.path``:
     a walk asks this of every directory)."""
@@ -617,30 +608,55 @@ def settings_in(directory: "Path | str") -> Optional[SettingsFile]:
     return None
 
 
-def find_pyproject(start: Path) -> Optional[Path]:
-    """The nearest ``pyproject.toml`` at or above ``start``."""
-    start = start.resolve()
-    for directory in (start, *start.parents):
-        candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
+def nearest(directory: str, probe: Callable[[str], Any]) -> Any:
+    """What ``probe`` finds in ``directory`` or the nearest directory above it."""
+    current = os.path.abspath(directory)
+    while True:
+        found = probe(current)
+        parent = os.path.dirname(current)
+        if found is not None or parent == current:
+            return found
+        current = parent
 
 
-def project_root(start: Path, cwd: Optional[Path] = None) -> Tuple[Path, Optional[int]]:
-    """Where a file without settings has its project: the nearest directory
-    with a ``pyproject.toml`` (and its ``[tool.ruff] line-length``), else the
-    repository's top, else ``cwd`` when ``start`` is in it, else ``start``."""
-    found = find_pyproject(start)
-    if found is not None:
-        return found.parent, ruff_line_length_of(found)
-    start = start.resolve()
-    for directory in (start, *start.parents):
-        if (directory / ".git").exists():
-            return directory, None
-    if cwd is not None and (start == cwd or cwd in start.parents):
+def pyproject_in(directory: str) -> Optional[str]:
+    candidate = os.path.join(directory, "pyproject.toml")
+    return candidate if os.path.isfile(candidate) else None
+
+
+def git_top(directory: str) -> Optional[str]:
+    return directory if os.path.exists(os.path.join(directory, ".git")) else None
+
+
+def project_root(
+    directory: str, cwd: Optional[Path] = None, find: Callable[[str, Callable[[str], Any]], Any] = nearest
+) -> Tuple[Path, Optional[Path]]:
+    """Where a file with no settings file above it has its project, and the
+    ``pyproject.toml`` there: the nearest directory with a ``pyproject.toml``,
+    else the repository's top, else ``cwd`` when the file is in it, else its
+    own directory. ``find`` is :func:`nearest`, or a memoised one."""
+    pyproject = find(directory, pyproject_in)
+    if pyproject is not None:
+        return Path(os.path.realpath(pyproject)).parent, Path(pyproject)
+    top = find(directory, git_top)
+    if top is not None:
+        return Path(os.path.realpath(top)), None
+    real = Path(os.path.realpath(directory))
+    if cwd is not None and (real == cwd or cwd in real.parents):
         return cwd, None
-    return start, None
+    return real, None
+
+
+def default_config(
+    directory: str,
+    overrides: Sequence[Mapping[str, Any]] = (),
+    cwd: Optional[Path] = None,
+    find: Callable[[str, Callable[[str], Any]], Any] = nearest,
+) -> Config:
+    """The defaults (and ``overrides``) for a file with no settings file above it."""
+    root, pyproject = project_root(directory, cwd, find)
+    length = ruff_line_length_of(pyproject) if pyproject is not None else None
+    return build_config(overrides, root, ruff_line_length=length, origin="--config")
 
 
 def parse_override(text: str) -> Dict[str, Any]:
@@ -685,18 +701,8 @@ def build_config(
     return Config(**kwargs, rules=rules, show_unknown=UNKNOWN_CODE in rules, root=root, source=source)
 
 
-def config_for_directory(
-    directory: Path,
-    overrides: Sequence[Mapping[str, Any]] = (),
-    fixed: Optional[SettingsFile] = None,
-    cwd: Optional[Path] = None,
-) -> Config:
-    """The settings that apply in ``directory``: ``fixed`` (``--config FILE``)
-    or the nearest settings file, then ``overrides``."""
-    found = fixed if fixed is not None else find_settings(directory)
-    if found is None:
-        root, line_length = project_root(directory, cwd)
-        return build_config([*overrides], root, ruff_line_length=line_length, origin="--config")
+def config_of(found: SettingsFile, overrides: Sequence[Mapping[str, Any]] = ()) -> Config:
+    """The settings of a settings file, then ``overrides``."""
     return build_config(
         [found.values, *overrides], found.path.parent.resolve(), found.path, found.ruff_line_length, str(found.path)
     )
@@ -716,9 +722,9 @@ def load_settings_file(path: Path) -> SettingsFile:
 def load_config(start: Optional[Path] = None, explicit: Optional[Path] = None) -> Config:
     """Settings from ``explicit`` or the settings file nearest ``start`` (a
     directory; the working directory by default)."""
-    directory = (start or Path.cwd()).resolve()
-    fixed = load_settings_file(explicit) if explicit is not None else None
-    return config_for_directory(directory, fixed=fixed)
+    directory = str((start or Path.cwd()).resolve())
+    found = load_settings_file(explicit) if explicit is not None else nearest(directory, settings_in)
+    return config_of(found) if found is not None else default_config(directory)
 
 
 def describe(config: Config) -> List[Tuple[str, str]]:

@@ -21,23 +21,14 @@ from .config import (
     DEFAULT_EXCLUDE,
     Config,
     SettingsFile,
-    build_config,
-    config_for_directory,
+    config_of,
+    default_config,
     load_settings_file,
     plain_name,
+    project_root,
     relative_to_root,
-    ruff_line_length_of,
     settings_in,
 )
-
-
-def _pyproject(directory: str) -> Optional[str]:
-    candidate = os.path.join(directory, "pyproject.toml")
-    return candidate if os.path.isfile(candidate) else None
-
-
-def _git_top(directory: str) -> Optional[str]:
-    return directory if os.path.exists(os.path.join(directory, ".git")) else None
 
 
 def build_output(directory: str) -> bool:
@@ -59,20 +50,18 @@ class Project:
         self.overrides = list(overrides)
         self.fixed: Optional[SettingsFile] = load_settings_file(config_file) if config_file is not None else None
         self.cwd = (cwd or Path.cwd()).resolve()
-        #: directory -> its nearest settings file, ``pyproject.toml`` and ``.git``
-        self._settings: Dict[str, Optional[SettingsFile]] = {}
-        self._pyprojects: Dict[str, Optional[str]] = {}
-        self._git_tops: Dict[str, Optional[str]] = {}
-        #: settings file (or default root) -> its settings
+        #: probe -> directory -> what it found there or above (a settings file, ...)
+        self._found: Dict[Callable[[str], Any], Dict[str, Any]] = {}
+        #: settings file (or project root, for the defaults) -> its settings
         self._configs: Dict[str, Config] = {}
         #: directory, as asked for -> its settings
         self._by_directory: Dict[str, Config] = {}
         #: The run's own settings: the working directory's.
         self.base = self.config_for_directory(str(self.cwd))
 
-    def _nearest(self, directory: str, memo: Dict[str, Any], probe: Callable[[str], Any]) -> Any:
-        """What ``probe`` finds in ``directory`` or the nearest directory above
-        it (``None``: nothing), each directory probed once per run."""
+    def _nearest(self, directory: str, probe: Callable[[str], Any]) -> Any:
+        """:func:`pinfix.config.nearest`, each directory probed once per run."""
+        memo = self._found.setdefault(probe, {})
         missing = []
         current = directory
         found = None
@@ -94,38 +83,22 @@ class Project:
 
     def config_for_directory(self, directory: str) -> Config:
         known = self._by_directory.get(directory)
-        if known is not None:
-            return known
-        config = self._by_directory[directory] = self._config_for(os.path.abspath(directory))
-        return config
+        if known is None:
+            known = self._by_directory[directory] = self._config_for(os.path.abspath(directory))
+        return known
 
     def _config_for(self, directory: str) -> Config:
-        found = self.fixed if self.fixed is not None else self._nearest(directory, self._settings, settings_in)
-        key = str(found.path) if found is not None else self._default_root(directory)
-        config = self._configs.get(key)
-        if config is None:
-            if found is not None:
-                config = config_for_directory(Path(directory), self.overrides, fixed=found)
-            else:
-                pyproject = self._nearest(directory, self._pyprojects, _pyproject)
-                length = ruff_line_length_of(Path(pyproject)) if pyproject is not None else None
-                config = build_config(self.overrides, Path(key), ruff_line_length=length, origin="--config")
-            self._configs[key] = config
-        return config
-
-    def _default_root(self, directory: str) -> str:
-        """A file with no settings file above it: the nearest ``pyproject.toml``'s
-        directory, else the repository's top, else the working directory when
-        the file is in it, else its own directory."""
-        pyproject = self._nearest(directory, self._pyprojects, _pyproject)
-        if pyproject is not None:
-            return os.path.dirname(os.path.realpath(pyproject))
-        top = self._nearest(directory, self._git_tops, _git_top)
-        if top is not None:
-            return os.path.realpath(top)
-        cwd = str(self.cwd)
-        real = os.path.realpath(directory)
-        return cwd if real == cwd or real.startswith(cwd.rstrip(os.sep) + os.sep) else real
+        found = self.fixed if self.fixed is not None else self._nearest(directory, settings_in)
+        if found is not None:
+            key = str(found.path)
+            if key not in self._configs:
+                self._configs[key] = config_of(found, self.overrides)
+            return self._configs[key]
+        root, _ = project_root(directory, self.cwd, self._nearest)
+        key = str(root)  # one config per project root
+        if key not in self._configs:
+            self._configs[key] = default_config(directory, self.overrides, self.cwd, self._nearest)
+        return self._configs[key]
 
     def config_for(self, path: "Path | str") -> Config:
         """The settings of the file at ``path``."""

@@ -19,7 +19,10 @@ The interface needs no syntax tree (an engine that reports from the stdlib
     directives.unused(enabled_codes)                  # PIN100 findings
     add_noqa(data, [("PIN001", line, end_line)])      # the bytes with `# noqa` added
 
-:class:`Suppressions` adapts it to the LibCST analysis.
+Inside ``recording(data)`` (the engine wraps each file's analysis in it),
+``is_suppressed(code, line, end_line)`` answers for that file and logs what
+it suppressed, for PIN100; :class:`Suppressions` adapts it to the LibCST
+analysis.
 """
 
 from __future__ import annotations
@@ -351,6 +354,23 @@ def recording(data: Optional[bytes] = None) -> Iterator[Recording]:
         _RECORDING.reset(token)
 
 
+def is_suppressed(code: str, line: int, end_line: int, statement: Optional[Tuple[int, int]] = None) -> Optional[bool]:
+    """For an engine without LibCST: whether a directive in the file being
+    analysed (the bytes given to :func:`recording`) suppresses this finding,
+    logged for PIN100; ``None`` outside :func:`recording`."""
+    state = _RECORDING.get()
+    if state is None or state.data is None:
+        return None
+    if state.directives is None:
+        if DIRECTIVE_BYTES.search(state.data) is None:
+            return False
+        state.directives = SourceDirectives.from_bytes(state.data)
+    if state.directives.suppressing(code, line, end_line, statement) is None:
+        return False
+    state.suppressed.append((code, line, end_line))
+    return True
+
+
 class Suppressions:
     """:class:`SourceDirectives` for a LibCST module: read from the bytes of
     the file being analysed (see :func:`recording`), or else from the module's
@@ -361,28 +381,15 @@ class Suppressions:
         self._directives: Optional[SourceDirectives] = None
         self._none = False
 
-    def _read(self) -> Optional[SourceDirectives]:
-        if self._directives is None and not self._none:
-            state = _RECORDING.get()
-            if state is not None and state.data is not None:
-                if state.directives is None and DIRECTIVE_BYTES.search(state.data) is not None:
-                    state.directives = SourceDirectives.from_bytes(state.data)
-                self._directives = state.directives
-            else:
-                text = self.tree.module.code
-                if DIRECTIVE_TEXT.search(text) is not None:
-                    self._directives = SourceDirectives(text)
-            self._none = self._directives is None
-        return self._directives
-
     def suppressed(self, node: Any, code: str, line: int, end_line: int) -> bool:
-        directives = self._read()
-        if directives is None or directives.suppressing(code, line, end_line) is None:
-            return False
-        state = _RECORDING.get()
-        if state is not None:
-            state.suppressed.append((code, line, end_line))
-        return True
+        recorded = is_suppressed(code, line, end_line)
+        if recorded is not None:
+            return recorded
+        if self._directives is None and not self._none:
+            text = self.tree.module.code
+            self._directives = SourceDirectives(text) if DIRECTIVE_TEXT.search(text) is not None else None
+            self._none = self._directives is None
+        return self._directives is not None and self._directives.suppressing(code, line, end_line) is not None
 
 
 def noqa_report(data: bytes, state: Optional[Recording], enabled: FrozenSet[str]) -> List[FindingFields]:

@@ -152,3 +152,15 @@ def test_pin100_names_codes_of_rules_not_enabled(tmp_path: Path) -> None:
 def test_rule_pin100_documented() -> None:
     proc = subprocess.run([sys.executable, "-m", "pinfix", "rule", "PIN100"], capture_output=True, text=True)
     assert proc.returncode == 0 and "## Fix safety" in proc.stdout and "--extend-select PIN100" in proc.stdout
+
+
+def test_is_suppressed_needs_no_syntax_tree() -> None:
+    """The interface an engine reporting from the stdlib ``ast`` calls."""
+    from pinfix.suppression import is_suppressed, recording
+
+    data = source(COPY + "  # noqa: PIN001").encode()
+    assert is_suppressed("PIN001", 5, 5) is None  # outside a recording
+    with recording(data) as state:
+        assert is_suppressed("PIN001", 5, 5) is True
+        assert is_suppressed("PIN002", 5, 5) is False
+    assert state.suppressed == [("PIN001", 5, 5)]
