@@ -133,8 +133,6 @@ class Setting:
     low: int = 0
     high: int = 0
     choices: Tuple[str, ...] = ()
-    #: The section of the README table it belongs to.
-    group: str = "analysis"
     #: ``member`` / ``members``: what the dotted name looks like, for messages.
     shape: str = "package.module.function"
 
@@ -144,27 +142,27 @@ class Setting:
 
 
 SETTINGS: Tuple[Setting, ...] = (
-    Setting("select", "rules", "`PIN001`, `PIN002`, `PIN003`", "rules to report: codes or prefixes (`PIN`, `ALL`); replaces the default set", "--select", group="rules"),
-    Setting("extend-select", "rules", "none", "rules to report on top of `select` (e.g. `PIN100`)", "--extend-select", group="rules"),
-    Setting("ignore", "rules", "none", "rules never to report", "--ignore", group="rules"),
-    Setting("per-file-ignores", "per-file-ignores", "none", 'rules to ignore in matching files: `{"tests/**" = ["PIN002"]}` (gitignore-style patterns, relative to the settings file)', group="rules"),
-    Setting("show-unknown", "bool", "`false`", "also note copies whose source memory cannot be told (PIN004; the same as `extend-select = [\"PIN004\"]`)", "--show-unknown", group="rules"),
+    Setting("select", "rules", "`PIN001`, `PIN002`, `PIN003`", "rules to report: codes or prefixes (`PIN`, `ALL`); replaces the default set", "--select"),
+    Setting("extend-select", "rules", "none", "rules to report on top of `select` (e.g. `PIN100`)", "--extend-select"),
+    Setting("ignore", "rules", "none", "rules never to report", "--ignore"),
+    Setting("per-file-ignores", "per-file-ignores", "none", 'rules to ignore in matching files: `{"tests/**" = ["PIN002"]}` (gitignore-style patterns, relative to the settings file)'),
+    Setting("show-unknown", "bool", "`false`", "also note copies whose source memory cannot be told (PIN004; the same as `extend-select = [\"PIN004\"]`)", "--show-unknown"),
     Setting("strict", "bool", "`false`", "also report `non_blocking=<expression>`", "--strict"),
     Setting("deep", "bool", "`false`", "follow tensors across functions, attributes and files", "--deep"),
     Setting("pinned-producers", "members", "none", "functions (`package.module.name`) that return pinned CPU memory"),
     Setting("cpu-tensor-names", "names", "none", "name patterns (fnmatch) of variables and attributes that hold CPU tensors by the project's convention (vLLM: `*_cpu`)"),
-    Setting("helper", "member", f"`{DEFAULT_HELPER}`", "the pinned drop-in for `torch.from_numpy`, `package.module.name`", "--helper", group="fixes"),
-    Setting("h2d-helper", "member", "none (off)", "a `(data, device, dtype=None)` helper that pins and copies; `.to(dev, non_blocking=True)` sinks are rewritten to it", "--h2d-helper", group="fixes"),
-    Setting("pin-memory-expr", "expression", "none (`True`, an unsafe fix)", "PIN002's fix: the value written as `pin_memory=<expr>`; its names must be builtins or `pin-memory-import`'s", group="fixes"),
-    Setting("pin-memory-import", "member", "none", "where `pin-memory-expr`'s name comes from, `package.module.name`", group="fixes", shape="package.module.name"),
-    Setting("unsafe-fixes", "bool", "`false`", "also apply fixes that could change behaviour (each finding says why)", "--unsafe-fixes", group="fixes"),
-    Setting("known-first-party", "modules", "none", "top-level packages isort treats as first-party, beyond those found on disk", group="fixes"),
-    Setting("line-length", "int", "`[tool.ruff] line-length`, else 88", "where a merged import wraps", low=1, high=320, group="fixes"),
-    Setting("exclude", "patterns", "ruff's list (`.git`, `.venv`, `venv`, `build`, `dist`, `node_modules`, `site-packages`, ...)", "gitignore-style patterns never checked; replaces the default list", "--exclude", group="files"),
-    Setting("extend-exclude", "patterns", "none", "patterns to exclude on top of `exclude`", "--extend-exclude", group="files"),
-    Setting("force-exclude", "bool", "`false`", "apply the exclusions to files named on the command line too (the pre-commit hooks pass it)", "--force-exclude", group="files"),
-    Setting("cache-dir", "path", "`.pinfix_cache` at the project root", "where `check` keeps its results (relative to the settings file; also `PINFIX_CACHE_DIR`)", "--cache-dir", group="files"),
-    Setting("output-format", "choice", "`full` on a terminal, else `concise`", "how findings are printed (also `PINFIX_OUTPUT_FORMAT`)", "--output-format", choices=OUTPUT_FORMATS, group="files"),
+    Setting("helper", "member", f"`{DEFAULT_HELPER}`", "the pinned drop-in for `torch.from_numpy`, `package.module.name`", "--helper"),
+    Setting("h2d-helper", "member", "none (off)", "a `(data, device, dtype=None)` helper that pins and copies; `.to(dev, non_blocking=True)` sinks are rewritten to it", "--h2d-helper"),
+    Setting("pin-memory-expr", "expression", "none (`True`, an unsafe fix)", "PIN002's fix: the value written as `pin_memory=<expr>`; its names must be builtins or `pin-memory-import`'s"),
+    Setting("pin-memory-import", "member", "none", "where `pin-memory-expr`'s name comes from, `package.module.name`", shape="package.module.name"),
+    Setting("unsafe-fixes", "bool", "`false`", "also apply fixes that could change behaviour (each finding says why)", "--unsafe-fixes"),
+    Setting("known-first-party", "modules", "none", "top-level packages isort treats as first-party, beyond those found on disk"),
+    Setting("line-length", "int", "`[tool.ruff] line-length`, else 88", "where a merged import wraps", low=1, high=320),
+    Setting("exclude", "patterns", "ruff's list: " + ", ".join(f"`{name}`" for name in DEFAULT_EXCLUDE), "gitignore-style patterns never checked; replaces the default list", "--exclude"),
+    Setting("extend-exclude", "patterns", "none", "patterns to exclude on top of `exclude`", "--extend-exclude"),
+    Setting("force-exclude", "bool", "`false`", "apply the exclusions to files named on the command line too (the pre-commit hooks pass it)", "--force-exclude"),
+    Setting("cache-dir", "path", "`.pinfix_cache` at the project root", "where `check` keeps its results (relative to the settings file; also `PINFIX_CACHE_DIR`)", "--cache-dir"),
+    Setting("output-format", "choice", "`full` on a terminal, else `concise`", "how findings are printed (also `PINFIX_OUTPUT_FORMAT`)", "--output-format", choices=OUTPUT_FORMATS),
 )
 
 SETTINGS_BY_KEY: Mapping[str, Setting] = {s.key: s for s in SETTINGS}
