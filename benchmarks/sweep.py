@@ -59,11 +59,13 @@ H2D_HELPER: Optional[str] = None
 SOURCE_NAME = b"from_numpy"
 TMP_SUFFIX = ".pinfix-tmp"
 
+# `pinfix fix --verbose`'s summary: "1 file", "2 files", "1 fix", "2 fixes".
 SUMMARY_RE = re.compile(
-    r"^pinfix: (?P<files>\d+) files scanned \((?P<parsed>\d+) parsed\); "
-    r"(?:changed|would change) (?P<changed>\d+) files, (?P<fixes>\d+) fixes(?:, (?P<errors>\d+) errors)?$"
+    r"^pinfix: (?P<files>\d+) files? scanned \((?P<parsed>\d+) parsed; \d+ jobs?\); "
+    r"(?:changed|would change) (?P<changed>\d+) files?, (?P<fixes>\d+) fix(?:es)?(?:, (?P<errors>\d+) errors?)?$"
 )
-LEFT_RE = re.compile(r"^pinfix: (?P<left>\d+) findings left: .+$")
+LEFT_RE = re.compile(r"^pinfix: (?P<left>\d+) findings? left: .+$")
+FIXED_RE = re.compile(r"^pinfix: fixed (?P<path>.+) \(\d+ fix(?:es)?\)$")
 ERROR_RE = re.compile(r"^(?P<path>.+?): error: (?P<reason>\S.*)$")
 
 
@@ -295,7 +297,7 @@ def pinfix_command() -> List[str]:
 
 
 def run_pinfix(tree: Path, jobs: Optional[int]) -> Tuple[subprocess.CompletedProcess, float]:
-    cmd = pinfix_command() + ["fix", "--unsafe-fixes", "--no-progress"]
+    cmd = pinfix_command() + ["fix", "--unsafe-fixes", "--no-progress", "--verbose"]
     if jobs:
         cmd += ["-j", str(jobs)]
     start = time.perf_counter()
@@ -318,6 +320,8 @@ def parse_stderr(tree: Path, stderr: str, result: TreeResult, label: str) -> Tup
         m = LEFT_RE.match(line)
         if m:
             left = int(m.group("left"))
+            continue
+        if FIXED_RE.match(line):  # each changed file, listed before the summary
             continue
         m = ERROR_RE.match(line)
         if m and os.path.lexists(tree / m.group("path")):

@@ -6,6 +6,10 @@ import sys
 # pinfix never imports the code it analyses.
 sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
 
-from .cli import main  # noqa: E402
+try:
+    from .cli import main  # noqa: E402
+except KeyboardInterrupt:  # interrupted while starting up
+    sys.stderr.write("pinfix: interrupted\n")
+    sys.exit(130)
 
 sys.exit(main())

@@ -5,6 +5,12 @@ the settings, so any change to one of them misses. Each entry is one small
 file written to a temporary name and renamed into place: concurrent runs can
 share a cache and a reader never sees half an entry. A cache that cannot be
 read or written is simply not used. ``--no-cache`` turns it off.
+
+Layout: ``<cache dir>/<version>/<settings>/<2 hex>/<entry>``, with a
+``CACHEDIR.TAG`` and a ``.gitignore`` at the top. An entry is named by the
+file's path and holds the hash of the bytes it answers for, so an edited file
+replaces its entry. :meth:`ResultCache.prune` removes other versions and all
+but the most recently used settings; ``pinfix clean`` removes the lot.
 """
 
 from __future__ import annotations
@@ -12,16 +18,26 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from dataclasses import asdict, fields
+from functools import lru_cache
 from pathlib import Path
+from typing import Dict, Optional
 
 from . import __version__
 from .config import Config
 
-CACHE_DIR_NAME = ".pinfix_cache"
+#: Settings directories kept besides those of the current run.
+KEEP_OTHER_SETTINGS = 2
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by pinfix.\n"
+    "# For information about cache directory tags see the CACHEDIR.TAG specification.\n"
+)
 
 
+@lru_cache(maxsize=None)
 def _code_fingerprint() -> str:
     """Hash of pinfix's analysis sources: a changed rule never reuses old results."""
     digest = hashlib.sha256(__version__.encode())
@@ -35,39 +51,75 @@ def _code_fingerprint() -> str:
     return digest.hexdigest()
 
 
+def _salt(config: Config) -> bytes:
+    """Hash of the code and of every setting that changes what is reported
+    (not those that only decide how a run prints or where it caches)."""
+    settings = {
+        f.name: _canonical(getattr(config, f.name)) for f in fields(config) if f.metadata.get("key", True)
+    }
+    return hashlib.sha256((_code_fingerprint() + json.dumps(settings, sort_keys=True)).encode()).digest()
+
+
+def _canonical(value: object) -> str:
+    """A value as text that is the same in every process (sets sorted)."""
+    return str(sorted(value)) if isinstance(value, (set, frozenset)) else str(value)
+
+
 class ResultCache:
     def __init__(self, directory: Path, config: Config):
         self.directory = directory
-        settings = {f.name: str(getattr(config, f.name)) for f in fields(config) if f.name != "source"}
-        self.salt = hashlib.sha256((_code_fingerprint() + json.dumps(settings, sort_keys=True)).encode()).digest()
+        self.config = config
+        self.salt = _salt(config)
+        self._salts: Dict[Config, bytes] = {config: self.salt}
+        #: Settings directories this run read or wrote.
+        self.used: Dict[str, None] = {}
         self.usable = True
 
     @classmethod
     def for_config(cls, config: Config) -> "ResultCache":
-        return cls(config.root / CACHE_DIR_NAME, config)
+        return cls(config.cache_directory(), config)
 
-    def _entry(self, path: str, data: bytes) -> Path:
-        key = hashlib.sha256(self.salt + path.encode("utf-8", "surrogateescape") + b"\0" + data).hexdigest()
-        return self.directory / key[:2] / key
+    def _salt_for(self, config: Optional[Config]) -> bytes:
+        if config is None:
+            return self.salt
+        salt = self._salts.get(config)
+        if salt is None:
+            salt = self._salts[config] = _salt(config)
+        return salt
 
-    def get(self, path: str, data: bytes):  # type: ignore[no-untyped-def]
+    def _entry(self, path: str, data: bytes, config: Optional[Config] = None) -> Path:
+        salt = self._salt_for(config)
+        key = hashlib.sha256(salt + path.encode("utf-8", "surrogateescape")).hexdigest()
+        settings = salt.hex()[:16]
+        self.used[settings] = None
+        return self.directory / __version__ / settings / key[:2] / key
+
+    def get(self, path: str, data: bytes, config: Optional[Config] = None):  # type: ignore[no-untyped-def]
         """The cached report for these bytes at this path, or ``None``."""
         from .engine import Diagnostic, FileReport
 
-        if not self.usable:
-            return None
+        if not self.usable or (config or self.config).deep:
+            return None  # deep findings depend on other files: never cached
         try:
-            raw = json.loads(self._entry(path, data).read_text(encoding="utf-8"))
+            raw = json.loads(self._entry(path, data, config).read_text(encoding="utf-8"))
+            if raw["sha256"] != hashlib.sha256(data).hexdigest():
+                return None
             return FileReport(path, [Diagnostic(**d) for d in raw["diagnostics"]], parsed=raw["parsed"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def put(self, path: str, data: bytes, report) -> None:  # type: ignore[no-untyped-def]
+    def put(self, path: str, data: bytes, config: Optional[Config] = None, report=None) -> None:  # type: ignore[no-untyped-def]
         """Remember a clean check (no error, nothing changed) of these bytes."""
-        if not self.usable or report.error is not None or report.changed:
+        if not self.usable or report is None or report.error is not None or report.changed or (config or self.config).deep:
             return
-        entry = self._entry(path, data)
-        payload = json.dumps({"parsed": report.parsed, "diagnostics": [asdict(d) for d in report.diagnostics]})
+        entry = self._entry(path, data, config)
+        payload = json.dumps(
+            {
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "parsed": report.parsed,
+                "diagnostics": [asdict(d) for d in report.diagnostics],
+            }
+        )
         try:
             entry.parent.mkdir(parents=True, exist_ok=True)
             self._tag()
@@ -83,3 +135,39 @@ class ResultCache:
         ignore = self.directory / ".gitignore"
         if not ignore.exists():
             ignore.write_text("*\n")
+        tag = self.directory / "CACHEDIR.TAG"
+        if not tag.exists():
+            tag.write_text(CACHEDIR_TAG)
+
+    def prune(self) -> None:
+        """Remove other versions' entries, and those of settings this run did
+        not use but the :data:`KEEP_OTHER_SETTINGS` most recently used."""
+        if not self.usable or not self.used:
+            return
+        try:
+            for version in os.scandir(self.directory):
+                if version.is_dir(follow_symlinks=False) and version.name != __version__:
+                    shutil.rmtree(version.path, ignore_errors=True)
+            here = self.directory / __version__
+            for name in self.used:
+                if (here / name).is_dir():
+                    os.utime(here / name)
+            others = [
+                e for e in os.scandir(here) if e.is_dir(follow_symlinks=False) and e.name not in self.used
+            ]
+            others.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime, reverse=True)
+            for stale in others[KEEP_OTHER_SETTINGS:]:
+                shutil.rmtree(stale.path, ignore_errors=True)
+        except OSError:
+            pass  # a cache is only ever a shortcut
+
+
+def clean(directory: Path) -> bool:
+    """Remove a cache directory pinfix made (one with its tag or ignore
+    file), never through a symlink; whether one was removed."""
+    if directory.is_symlink() or not directory.is_dir():
+        return False
+    if not ((directory / "CACHEDIR.TAG").is_file() or (directory / ".gitignore").is_file()):
+        return False
+    shutil.rmtree(directory, ignore_errors=True)
+    return not directory.exists()

@@ -1,71 +1,270 @@
-"""``pinfix check | fix | rule``: a thin shell over :mod:`pinfix.engine`.
+"""The ``pinfix`` command: a thin shell over the engine.
 
 Exit codes: 0 nothing to report; 1 findings (``check``), findings left or, with
-``--diff``, changes to make (``fix``); 2 usage error or an input that could not
-be read, parsed or written (the other files are still processed).
+``--diff``, changes to make (``fix``); 2 usage or settings error, or an input
+that could not be read, parsed or written (the other files are still processed).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections import Counter
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, BinaryIO, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
-from .config import Config, ConfigError, load_config
-from .engine import Diagnostic, FileReport, Mode, run
-from .output import FORMATS, render
+from .config import (
+    DEFAULT_RULES,
+    NOQA_CODE,
+    OUTPUT_FORMATS,
+    RULES,
+    SETTINGS,
+    Config,
+    ConfigError,
+    check_value,
+    describe,
+    parse_override,
+)
+from .engine import Diagnostic, FileReport, Mode, available_cpus
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 #: Show a progress bar (on a terminal) only for runs this long.
 PROGRESS_MIN_FILES = 200
 
+DESCRIPTION = (
+    "Find non_blocking host-to-device copies whose CPU source is pageable memory, "
+    "and rewrite them to pinned sources."
+)
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pinfix", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"pinfix {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{check,fix,rule}")
+RUN = ("check", "fix")
+INSPECT = ("show-settings", "show-files")
+_CONFIG_HELP = (
+    "a settings file (pinfix.toml, or a pyproject.toml's [tool.pinfix]) used for every file, "
+    "or one `key = value` setting; may be repeated"
+)
 
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or directories (default: .)")
-    common.add_argument("--config", type=Path, help="pyproject.toml to read [tool.pinfix] from")
-    common.add_argument("--output-format", choices=FORMATS, default="text")
-    common.add_argument("--jobs", "-j", type=int, default=None, help="parallel processes (default: all cores)")
-    common.add_argument("--strict", action="store_true", default=None, help="also report non_blocking=<expression>")
-    common.add_argument("--helper", default=None, help="module.path.name of the pinned helper")
-    common.add_argument("--exclude", action="append", default=[], help="extra gitignore-style pattern to skip")
-    common.add_argument("--no-progress", action="store_true", help="never show a progress bar")
-    common.add_argument("--no-cache", action="store_true", help="do not read or write .pinfix_cache")
-    common.add_argument(
-        "--deep", action="store_true", default=None, help="follow tensors across functions, attributes and files"
-    )
-    common.add_argument(
-        "--show-unknown", action="store_true", default=None, help="with --deep: also note copies whose source memory is unknown (PIN004)"
-    )
+#: Options that are no setting: (flags, argparse keywords, the commands that take them).
+OPTIONS: Tuple[Tuple[Tuple[str, ...], Dict[str, Any], Tuple[str, ...]], ...] = (
+    (("--config",), dict(action="append", default=[], metavar="FILE|KEY=VALUE", help=_CONFIG_HELP), RUN + INSPECT),
+    (("--jobs", "-j"), dict(type=int, default=None, help="parallel processes (default: the CPUs this process may use)"), RUN),
+    (("--no-cache",), dict(action="store_true", help="neither read nor write the check cache"), RUN),
+    (("--no-progress",), dict(action="store_true", help="never show a progress bar"), RUN),
+    (("--quiet", "-q"), dict(action="store_true", help="print findings and errors only: no summary, no list of fixed files"), RUN),
+    (("--verbose", "-v"), dict(action="store_true", help="also say how many files were parsed, with how many processes"), RUN),
+    (("--exit-zero",), dict(action="store_true", help="exit 0 even when findings are left (errors still exit 2)"), RUN),
+    (("--statistics",), dict(action="store_true", help="print a count per rule instead of each finding"), RUN),
+    (("--show-fixes",), dict(action="store_true", help="list the fixes applied (fix) or that `pinfix fix` would apply (check), per file and rule"), RUN),
+    (("--stdin-filename",), dict(metavar="PATH", help="read the source from stdin; PATH names it and picks its settings"), RUN),
+    (("--add-noqa",), dict(action="store_true", help="write `# noqa: PINxxx` on a line of each finding (a baseline), then exit 0"), ("check",)),
+    (("--diff",), dict(action="store_true", help="print a unified diff, write nothing"), ("fix",)),
+)
+#: Positional arguments, per command.
+ARGUMENTS: Dict[str, Tuple[str, Dict[str, Any]]] = {
+    "check": ("paths", dict(nargs="*", metavar="PATH", help="files or directories (default: .); `-` reads stdin")),
+    "fix": ("paths", dict(nargs="*", metavar="PATH", help="files or directories (default: .); `-` reads stdin and writes the fixed source to stdout")),
+    "rule": ("code", dict(nargs="?", help="rule code, e.g. PIN001 (default: list the rules)")),
+    "show-settings": ("path", dict(metavar="FILE", help="the file whose settings to print")),
+    "show-files": ("paths", dict(nargs="*", metavar="PATH", help="files or directories (default: .)")),
+}
+COMMANDS: Dict[str, str] = {
+    "check": "report findings",
+    "fix": "apply fixes in place",
+    "rule": "print a rule's documentation",
+    "show-settings": "print the settings that apply to a file",
+    "show-files": "list the files check would look at",
+    "clean": "remove the check cache here and in every directory below",
+}
+#: Commands that take the settings' own options (``--select``, ``--strict``, ...).
+SETTINGS_COMMANDS = RUN + INSPECT
 
-    sub.add_parser("check", parents=[common], help="report findings")
-    fix = sub.add_parser("fix", parents=[common], help="apply fixes in place")
-    fix.add_argument("--diff", action="store_true", help="print a unified diff, write nothing")
-    fix.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply unsafe fixes")
-    rule = sub.add_parser("rule", help="print a rule's documentation")
-    rule.add_argument("code", nargs="?", help="rule code, e.g. PIN001 (default: list rules)")
-    return parser
+
+def _split(values: Optional[List[str]]) -> Optional[List[str]]:
+    """``--select A,B --select C`` as ``[A, B, C]``."""
+    if values is None:
+        return None
+    return [item.strip() for value in values for item in value.split(",") if item.strip()]
 
 
-def _config(args: argparse.Namespace) -> Config:
-    start = Path(args.paths[0]) if args.paths else Path.cwd()
-    start = start if start.is_dir() else start.parent
-    config = load_config(start if start.exists() else Path.cwd(), explicit=args.config)
-    return config.with_overrides(
-        strict=args.strict,
-        helper=args.helper,
-        unsafe_fixes=getattr(args, "unsafe_fixes", None),
-        deep=args.deep,
-        show_unknown=args.show_unknown,
-        exclude=tuple(config.exclude) + tuple(args.exclude) if args.exclude else None,
-    )
+def _add_setting_options(parser: argparse.ArgumentParser) -> None:
+    for setting in SETTINGS:
+        if setting.option is None:
+            continue
+        dest = "setting_" + setting.attribute
+        if setting.kind == "bool":
+            parser.add_argument(setting.option, dest=dest, action=argparse.BooleanOptionalAction, default=None, help=setting.help)
+        elif setting.kind in ("rules", "patterns"):
+            parser.add_argument(setting.option, dest=dest, action="append", default=None, metavar="A,B", help=setting.help)
+        elif setting.kind == "choice":
+            parser.add_argument(setting.option, dest=dest, choices=setting.choices, default=None, help=setting.help)
+        else:
+            parser.add_argument(setting.option, dest=dest, default=None, metavar="VALUE", help=setting.help)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="pinfix", description=DESCRIPTION)
+    top.add_argument("--version", action="version", version=f"pinfix {__version__}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
+    for command, summary in COMMANDS.items():
+        one = sub.add_parser(command, help=summary, description=summary[0].upper() + summary[1:] + ".")
+        if command in ARGUMENTS:
+            name, kwargs = ARGUMENTS[command]
+            one.add_argument(name, **kwargs)
+        for flags, kwargs, commands in OPTIONS:
+            if command in commands:
+                one.add_argument(*flags, **kwargs)
+        if command in SETTINGS_COMMANDS:
+            _add_setting_options(one)
+        elif command == "clean":
+            one.add_argument("--cache-dir", dest="setting_cache_dir", default=None, metavar="VALUE", help="also remove this cache directory")
+    return top
+
+
+def options_markdown() -> str:
+    """The README's table of command-line options (settings' options link to the settings)."""
+    rows = ["| option | commands | what |", "| --- | --- | --- |"]
+    for flags, kwargs, commands in OPTIONS:
+        rows.append(f"| `{', '.join(flags)}` | {', '.join(commands)} | {kwargs['help']} |")
+    for setting in SETTINGS:
+        if setting.option is not None:
+            flag = f"{setting.option}, --no-{setting.option[2:]}" if setting.kind == "bool" else setting.option
+            rows.append(f"| `{flag}` | {', '.join(SETTINGS_COMMANDS)} | the setting `{setting.key}` (below) |")
+    return "\n".join(rows) + "\n"
+
+
+# --- Settings from the command line ----------------------------------------------------
+
+
+def _overrides(args: argparse.Namespace) -> Tuple[Optional[Path], List[Dict[str, Any]]]:
+    """The ``--config`` file, and the command line's settings (``--config
+    'key = value'`` first, then the options), each checked."""
+    file: Optional[Path] = None
+    layers: List[Dict[str, Any]] = []
+    for value in getattr(args, "config", []) or []:
+        if "=" not in value and not Path(value).exists() and not value.endswith(".toml"):
+            raise ConfigError(f"--config {value!r} is neither a settings file nor a `key = value` setting")
+        if "=" not in value or Path(value).exists():
+            if file is not None:
+                raise ConfigError(f"--config {value}: only one settings file may be given (already {file})")
+            file = Path(value)
+            continue
+        layers.append(parse_override(value))
+    options: Dict[str, Any] = {}
+    for setting in SETTINGS:
+        raw = getattr(args, "setting_" + setting.attribute, None)
+        if raw is None or setting.option is None:
+            continue
+        value = _split(raw) if setting.kind in ("rules", "patterns") else raw
+        options[setting.key] = check_value(setting, value, setting.option)
+    if options:
+        layers.append(options)
+    return file, layers
+
+
+def _project(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from .project import Project
+
+    file, layers = _overrides(args)
+    return Project(layers, file)
+
+
+def _output_format(args: argparse.Namespace, base: Config, out: TextIO) -> str:
+    chosen = getattr(args, "setting_output_format", None) or os.environ.get("PINFIX_OUTPUT_FORMAT") or base.output_format
+    if chosen is None:
+        try:
+            return "full" if out.isatty() else "concise"
+        except (AttributeError, ValueError):
+            return "concise"
+    if chosen not in OUTPUT_FORMATS:
+        raise ConfigError(f"PINFIX_OUTPUT_FORMAT must be one of {', '.join(OUTPUT_FORMATS)}, got {chosen!r}")
+    return chosen
+
+
+def _cache_dir(args: argparse.Namespace, base: Config) -> Path:
+    """``--cache-dir`` (from the working directory), ``PINFIX_CACHE_DIR``, or
+    the working directory's settings (``cache-dir``, else the project root's)."""
+    chosen = getattr(args, "setting_cache_dir", None) or os.environ.get("PINFIX_CACHE_DIR")
+    if chosen:
+        return Path(chosen).expanduser().resolve()
+    return base.cache_directory()
+
+
+# --- Commands ------------------------------------------------------------------------
+
+
+def _rule_doc(code: Optional[str], out: TextIO, err: TextIO) -> int:
+    if code is None:
+        for c, name in RULES.items():
+            out.write(f"{c}  {name}{'' if c in DEFAULT_RULES else '  (opt-in)'}\n")
+        return EXIT_CLEAN
+    code = code.upper()
+    if code not in RULES:
+        err.write(f"pinfix: unknown rule {code!r} (known: {', '.join(RULES)})\n")
+        return EXIT_ERROR
+    if code == NOQA_CODE:
+        from .suppression import NOQA_RULE_DOC
+
+        out.write(NOQA_RULE_DOC)
+        return EXIT_CLEAN
+    from .rules import RULES_BY_CODE
+
+    out.write(RULES_BY_CODE[code].doc() + "\n")
+    return EXIT_CLEAN
+
+
+def _show_settings(args: argparse.Namespace, out: TextIO) -> int:
+    project = _project(args)
+    path = args.path
+    config = project.config_for(path)
+    out.write(f"Settings for {path}\n")
+    out.write(f"  settings file: {config.source or '(none: the defaults)'}\n")
+    out.write(f"  project root:  {config.root}\n")
+    out.write(f"  cache:         {_cache_dir(args, project.base)} (the working directory's)\n")
+    codes = config.codes_for(path)
+    out.write(f"  rules here:    {', '.join(sorted(codes)) or '(none)'}\n")
+    out.write(f"  excluded:      {'yes' if project.explicitly_excluded(path) else 'no'}\n")
+    for key, value in describe(config):
+        out.write(f"{key} = {value}\n")
+    return EXIT_CLEAN
+
+
+def _files(args: argparse.Namespace, project, errors: List[Tuple[Path, str]]) -> Iterable[Path]:  # type: ignore[no-untyped-def]
+    from .files import walk
+
+    paths = list(args.paths or ["."])
+    force = project.base.force_exclude
+    if force:
+        paths = [p for p in paths if not project.explicitly_excluded(p, is_dir=os.path.isdir(p))]
+    return walk(paths, errors, root=project.base.root, excluded=project.excluded)
+
+
+def _show_files(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    project = _project(args)
+    errors: List[Tuple[Path, str]] = []
+    for path in sorted(str(p) for p in _files(args, project, errors)):
+        out.write(path + "\n")
+    for path, why in errors:
+        err.write(f"{path}: error: {why}\n")
+    return EXIT_ERROR if errors else EXIT_CLEAN
+
+
+def _clean(args: argparse.Namespace, err: TextIO) -> int:
+    from .cache import clean
+    from .config import CACHE_DIR_NAME
+
+    targets: List[Path] = []
+    if args.setting_cache_dir:
+        targets.append(Path(args.setting_cache_dir))
+    if os.environ.get("PINFIX_CACHE_DIR"):
+        targets.append(Path(os.environ["PINFIX_CACHE_DIR"]))
+    for directory, subdirs, _ in os.walk("."):
+        if CACHE_DIR_NAME in subdirs:
+            targets.append(Path(directory) / CACHE_DIR_NAME)
+        subdirs[:] = [d for d in subdirs if d not in (CACHE_DIR_NAME, ".git")]
+    for target in targets:
+        if clean(target):
+            err.write(f"pinfix: removed {target}\n")
+    return EXIT_CLEAN
 
 
 def _progress(total: int, stream: TextIO):  # type: ignore[no-untyped-def]
@@ -78,105 +277,81 @@ def _progress(total: int, stream: TextIO):  # type: ignore[no-untyped-def]
     return Progress(transient=True, console=Console(file=stream))
 
 
-def _rule_doc(code: Optional[str], out: TextIO, err: TextIO) -> int:
-    from .rules import RULE_NAMES, RULES_BY_CODE
+def _summary(command: str, reports: Sequence[FileReport], args: argparse.Namespace, mode: Mode, style, err: TextIO) -> None:  # type: ignore[no-untyped-def]
+    from .output import fixable, plural
 
-    if code is None:
-        for c, name in RULE_NAMES.items():
-            out.write(f"{c}  {name}\n")
-        return EXIT_CLEAN
-    name = RULE_NAMES.get(code.upper())
-    if name is None:
-        err.write(f"pinfix: unknown rule {code!r} (known: {', '.join(RULE_NAMES)})\n")
-        return EXIT_ERROR
-    out.write(RULES_BY_CODE[code.upper()].doc() + "\n")
-    return EXIT_CLEAN
-
-
-def _summary(command: str, reports: Sequence[FileReport], mode: Mode, err: TextIO) -> None:
-    notes = sum(1 for r in reports for d in r.diagnostics if d.severity == "info")
+    notes = sum(1 for r in reports for d in r.diagnostics if d.severity == "info" and not d.fixed)
     findings = [d for r in reports for d in r.diagnostics if d.severity != "info"]
     left = [d for d in findings if not d.fixed]
     errors = sum(1 for r in reports if r.error)
-    parsed = sum(1 for r in reports if r.parsed)
-    head = f"pinfix: {len(reports)} files scanned ({parsed} parsed)"
+    jobs = plural(getattr(args, "jobs_used", 1), "job")
+    parsed = f" ({sum(1 for r in reports if r.parsed)} parsed; {jobs})" if args.verbose else ""
+    head = f"pinfix: {plural(len(reports), 'file')} scanned{parsed}"
+    tail = f", {plural(errors, 'error')}" if errors else ""
     if command == "check":
-        noted = f", {notes} notes (PIN004)" if notes else ""
-        err.write(f"{head}, {len(findings)} findings{noted}" + (f", {errors} errors" if errors else "") + "\n")
+        noted = f", {plural(notes, 'note')} (PIN004)" if notes else ""
+        can = sum(1 for d in left if fixable(d, style.unsafe_fixes))
+        more = sum(1 for d in left if d.fix_safety == "unsafe") if not style.unsafe_fixes else 0
+        hint = ""
+        if can or more:
+            hint = f" ({can} fixable with `pinfix fix`" + (f", {more} more with --unsafe-fixes" if more else "") + ")"
+        err.write(f"{head}, {plural(len(findings), 'finding')}{hint}{noted}{tail}\n")
         return
     changed = sum(1 for r in reports if r.changed)
     fixed = sum(r.fixes_applied for r in reports)
     verb = "would change" if mode.diff_only else "changed"
-    err.write(f"{head}; {verb} {changed} files, {fixed} fixes" + (f", {errors} errors" if errors else "") + "\n")
+    err.write(f"{head}; {verb} {plural(changed, 'file')}, {plural(fixed, 'fix')}{tail}\n")
     if left:
+        from collections import Counter
+
         why = Counter(
-            "unsafe fix (use --unsafe-fixes)" if d.fix_safety == "unsafe" else "no fix available"
-            for d in left
+            "unsafe fix (use --unsafe-fixes)" if d.fix_safety == "unsafe" else "no fix available" for d in left
         )
-        err.write(f"pinfix: {len(left)} findings left: " + ", ".join(f"{n} {k}" for k, n in why.items()) + "\n")
+        err.write(f"pinfix: {plural(len(left), 'finding')} left: " + ", ".join(f"{n} {k}" for k, n in why.items()) + "\n")
 
 
-def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as e:  # argparse has printed the usage message
-        return EXIT_CLEAN if e.code == 0 else EXIT_ERROR
-    if args.command == "rule":
-        return _rule_doc(args.code, out, err)
-    if args.jobs is not None and args.jobs < 1:
-        err.write("pinfix: --jobs must be at least 1\n")
-        return EXIT_ERROR
-    try:
-        config = _config(args)
-    except ConfigError as e:
-        err.write(f"pinfix: {e}\n")
-        return EXIT_ERROR
+def _write_bytes(out: TextIO, data: bytes) -> None:
+    buffer: Optional[BinaryIO] = getattr(out, "buffer", None)
+    if buffer is not None:
+        out.flush()
+        buffer.write(data)
+        buffer.flush()
+    else:
+        out.write(data.decode("utf-8", "surrogateescape"))
 
-    from .files import walk
 
-    mode = Mode(fix=args.command == "fix", diff_only=bool(getattr(args, "diff", False)))
-    errors: List[Tuple[Path, str]] = []
-    files: Iterable[Path] = walk(args.paths, errors, exclude=config.exclude, root=config.root)
-    progress = None
-    if not args.no_progress and err.isatty():
-        files = list(files)  # a bar needs its total; otherwise files stream into the pool
-        progress = _progress(len(files), err)
-    reports: List[FileReport] = []
-    cache = None
-    from .prefilter import PREFILTER_OFF
+def _stdin(args: argparse.Namespace, project, mode: Mode, style, fmt: str, out: TextIO, err: TextIO, stdin: BinaryIO) -> int:  # type: ignore[no-untyped-def]
+    """``check -`` / ``fix -``: one source from stdin, with the settings of
+    ``--stdin-filename`` (the working directory's without it). ``fix -``
+    writes the fixed source (``--diff``: the patch) to stdout, and findings
+    to stderr."""
+    from .engine import process_source
+    from .output import render
 
-    # Shortcuts off means all of them; deep findings depend on other files, which a
-    # cache keyed by one file's bytes cannot see change.
-    if not (args.no_cache or mode.fix or PREFILTER_OFF or config.deep):
-        from .cache import ResultCache
+    label = args.stdin_filename or "-"
+    data = stdin.read()
+    config = project.config_for(label) if args.stdin_filename else project.base
+    if args.stdin_filename and project.base.force_exclude and project.explicitly_excluded(label):
+        if mode.fix and not mode.diff_only:
+            _write_bytes(out, data)
+        return EXIT_CLEAN
+    report = process_source(label, data, config, Mode(fix=True, diff_only=True) if mode.fix else Mode())
+    if mode.fix and mode.diff_only:
+        out.write(report.diff or "")
+    elif mode.fix:
+        _write_bytes(out, report.fixed_source if report.fixed_source is not None else data)
+    render(fmt, [report], err if mode.fix else out, err, style)
+    if not args.quiet and fmt in ("full", "concise", "text"):
+        _summary(args.command, [report], args, mode, style, err)
+    return _exit_code([report], args, mode.diff_only)
 
-        cache = ResultCache.for_config(config)
-    try:
-        if progress is None:
-            reports += run(files, config, mode, jobs=args.jobs, cache=cache)
-        else:
-            with progress:
-                task = progress.add_task("pinfix", total=len(files))  # type: ignore[arg-type]
-                reports += run(
-                    files, config, mode, jobs=args.jobs, cache=cache, on_progress=lambda n: progress.advance(task, n)
-                )
-    except KeyboardInterrupt:
-        err.write("pinfix: interrupted; every file is either as it was or fully rewritten\n")
-        return 130
-    reports += [FileReport(str(p), error=why) for p, why in errors]
-    reports.sort(key=lambda r: r.path)
-    if mode.diff_only:
-        # stdout is the patch; everything else goes to stderr.
-        for r in reports:
-            if r.diff:
-                out.write(r.diff)
-    render(args.output_format, reports, err if mode.diff_only else out, err)
-    if args.output_format == "text":
-        _summary(args.command, reports, mode, err)
 
+def _exit_code(reports: Sequence[FileReport], args: argparse.Namespace, diff_only: bool) -> int:
     if any(r.error for r in reports):
         return EXIT_ERROR
-    if mode.diff_only:
+    if args.exit_zero:
+        return EXIT_CLEAN
+    if diff_only:
         return EXIT_FINDINGS if any(r.changed for r in reports) else EXIT_CLEAN
     return EXIT_FINDINGS if any(_fails(d) for r in reports for d in r.diagnostics) else EXIT_CLEAN
 
@@ -184,6 +359,172 @@ def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO
 def _fails(d: Diagnostic) -> bool:
     """A finding left open fails the run; an informational note (PIN004) never does."""
     return not d.fixed and d.severity != "info"
+
+
+def _add_noqa(reports: Sequence[FileReport], err: TextIO, quiet: bool) -> int:
+    """Write ``# noqa`` for every open finding; the exit code."""
+    from .output import plural
+    from .suppression import NoqaRefused, add_noqa
+    from .writing import WriteRefused, replace_file
+
+    added = files = 0
+    failed = False
+    for r in reports:
+        findings = [(d.code, d.line, d.end_line) for d in r.diagnostics if not d.fixed]
+        if not findings or r.error is not None or r.source is None:
+            continue
+        try:
+            new, count = add_noqa(r.source, findings)
+            if count:
+                replace_file(Path(r.path), r.source, new)
+        except (NoqaRefused, WriteRefused) as e:
+            err.write(f"{r.path}: error: {e}\n")
+            failed = True
+            continue
+        added += count
+        files += bool(count)
+    if not quiet:
+        err.write(f"pinfix: added {plural(added, 'noqa code')} to {plural(files, 'file')}\n")
+    return EXIT_ERROR if failed or any(r.error for r in reports) else EXIT_CLEAN
+
+
+def _plan(config_for):  # type: ignore[no-untyped-def]
+    """SARIF ``fixes``: fix a report's file in memory."""
+    from .engine import process_source
+
+    def plan(report: FileReport) -> Optional[FileReport]:
+        if report.source is None:
+            return None
+        return process_source(report.path, report.source, config_for(report.path), Mode(fix=True, diff_only=True))
+
+    return plan
+
+
+def main(
+    argv: Optional[List[str]] = None,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    stdin: Optional[BinaryIO] = None,
+) -> int:
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as e:  # argparse has printed the usage message
+        return EXIT_CLEAN if e.code == 0 else EXIT_ERROR
+    try:
+        if args.command == "rule":
+            return _rule_doc(args.code, out, err)
+        if args.command == "clean":
+            return _clean(args, err)
+        if args.command == "show-settings":
+            return _show_settings(args, out)
+        if args.command == "show-files":
+            return _show_files(args, out, err)
+        return _run(args, out, err, stdin)
+    except ConfigError as e:
+        err.write(f"pinfix: {e}\n")
+        return EXIT_ERROR
+    except KeyboardInterrupt:  # before the files were reached (while importing, say)
+        err.write("pinfix: interrupted\n")
+        return 130
+
+
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[BinaryIO]) -> int:
+    from .output import Style, fix_listing, render, statistics, use_color
+
+    if args.jobs is not None and args.jobs < 1:
+        err.write("pinfix: --jobs must be at least 1\n")
+        return EXIT_ERROR
+    project = _project(args)
+    base = project.base
+    fmt = _output_format(args, base, out)
+    fixing = args.command == "fix"
+    diff = bool(getattr(args, "diff", False))
+    style = Style(
+        color=use_color(out), width=_width(out), root=base.root, unsafe_fixes=base.unsafe_fixes, plan_fixes=_plan(project.config_for)
+    )
+    if args.paths == ["-"] or (args.stdin_filename and not args.paths):
+        return _stdin(args, project, Mode(fix=fixing, diff_only=diff), style, fmt, out, err, stdin or sys.stdin.buffer)
+    if "-" in args.paths:
+        err.write("pinfix: `-` (stdin) cannot be mixed with paths\n")
+        return EXIT_ERROR
+
+    mode = Mode(fix=fixing, diff_only=diff)
+    errors: List[Tuple[Path, str]] = []
+    files: Iterable[Path] = _files(args, project, errors)
+    progress = None
+    if not args.no_progress and err.isatty():
+        files = list(files)  # a bar needs its total; otherwise files stream into the pool
+        progress = _progress(len(files), err)
+    from .engine import run
+    from .prefilter import PREFILTER_OFF
+
+    cache = None
+    # Shortcuts off means all of them; deep findings depend on other files, which a
+    # cache keyed by one file's bytes cannot see change (deep files skip it).
+    if not (args.no_cache or mode.fix or PREFILTER_OFF):
+        from .cache import ResultCache
+
+        cache = ResultCache(_cache_dir(args, base), base)
+    jobs = args.jobs_used = args.jobs or available_cpus()
+    reports: List[FileReport] = []
+    try:
+        if progress is None:
+            reports += run(files, project.config_for, mode, jobs=jobs, cache=cache)
+        else:
+            with progress:
+                task = progress.add_task("pinfix", total=len(files))  # type: ignore[arg-type]
+                reports += run(
+                    files, project.config_for, mode, jobs=jobs, cache=cache, on_progress=lambda n: progress.advance(task, n)
+                )
+    except KeyboardInterrupt:
+        if mode.fix and not mode.diff_only:
+            err.write("pinfix: interrupted; every file is either as it was or fully rewritten\n")
+        else:
+            err.write("pinfix: interrupted\n")
+        return 130
+    if cache is not None:
+        cache.prune()
+    reports += [FileReport(str(p), error=why) for p, why in errors]
+    reports.sort(key=lambda r: r.path)
+
+    if getattr(args, "add_noqa", False):
+        for r in reports:
+            if r.error is not None:
+                err.write(f"{r.path}: error: {r.error}\n")
+        return _add_noqa(reports, err, args.quiet)
+    if mode.diff_only:
+        # stdout is the patch; everything else goes to stderr.
+        for r in reports:
+            if r.diff:
+                out.write(r.diff)
+    stream = err if mode.diff_only else out
+    if args.statistics:
+        statistics(reports, stream, "json" if fmt == "json" else "text", style)
+    else:
+        render(fmt, reports, stream, err, style)
+    if not args.quiet:
+        if mode.fix and not mode.diff_only:
+            from .output import plural
+
+            for r in reports:
+                if r.changed:
+                    err.write(f"pinfix: fixed {r.path} ({plural(r.fixes_applied, 'fix')})\n")
+        if args.show_fixes:
+            fix_listing(reports, err, applied=mode.fix and not mode.diff_only, style=style)
+        if fmt in ("full", "concise", "text") or args.statistics:
+            _summary(args.command, reports, args, mode, style, err)
+    return _exit_code(reports, args, mode.diff_only)
+
+
+def _width(stream: TextIO) -> int:
+    import shutil
+
+    try:
+        if stream.isatty():
+            return max(60, shutil.get_terminal_size((100, 24)).columns)
+    except (AttributeError, ValueError):
+        pass
+    return 100
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,11 +13,12 @@ import os
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, List, Optional
+from typing import TYPE_CHECKING, Callable, FrozenSet, Iterable, Iterator, List, Optional, Union
 
-from .config import Config
+from .config import NOQA_CODE, Config
 from .findings import FindingFields
 from .prefilter import gc_paused, may_contain_finding
+from .suppression import DIRECTIVE_BYTES, noqa_report, recording
 
 if TYPE_CHECKING:
     from .cache import ResultCache
@@ -47,6 +48,10 @@ class FileReport:
     changed: bool = False
     fixes_applied: int = 0
     diff: Optional[str] = None
+    #: The bytes read, kept when there are findings (for output that shows lines).
+    source: Optional[bytes] = None
+    #: ``fix --diff`` (and stdin): the fixed bytes.
+    fixed_source: Optional[bytes] = None
 
 
 @dataclass(frozen=True)
@@ -56,11 +61,31 @@ class Mode:
     diff_only: bool = False
 
 
-def analyse(path: str, data: bytes, config: Config, report: FileReport):  # type: ignore[no-untyped-def]
-    """``(source, findings)`` of one file's bytes, or ``None`` with ``report.error`` saying why."""
+def worth_reading(data: bytes, config: Config) -> bool:
+    """Whether ``data`` may hold a finding, or (with PIN100 on) a directive to report."""
+    return may_contain_finding(data, config) or (NOQA_CODE in config.rules and DIRECTIVE_BYTES.search(data) is not None)
+
+
+def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
+    """Analyse (and maybe fix) one file's bytes; never raises for bad input."""
+    codes = config.codes_for(path)
+    with recording(data) as state:
+        report = _process(path, data, config, mode, codes)
+    if NOQA_CODE in codes and report.error is None:
+        report.diagnostics += [Diagnostic(**f.shared_fields(), path=path) for f in noqa_report(data, state, codes)]
+    if report.diagnostics:
+        report.source = data
+    return report
+
+
+def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: Optional[FrozenSet[str]] = None):  # type: ignore[no-untyped-def]
+    """``(source, findings)`` of one file's bytes (those of ``codes``, suppression
+    comments applied), or ``None`` with ``report.error`` saying why."""
     from .config import settings_of
+    from .prefilter import PREFILTER_OFF
     from .rules import check_module
     from .semantic import SourceError, SourceText, analyze_module
+    from .suppression import SourceDirectives, is_suppressed
 
     try:
         src = SourceText.from_bytes(data)
@@ -75,18 +100,26 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport):  # type
         from .semantic.project import project_for
 
         project = project_for(settings)
-    from .prefilter import PREFILTER_OFF
-
     facts = analyze_module(src, tree, settings, Path(path), project, everything=PREFILTER_OFF)
-    return src, check_module(facts, settings, Path(path))
+    findings = [f for f in check_module(facts, settings, Path(path)) if codes is None or f.code in codes]
+    directives: Optional[SourceDirectives] = None
+    kept = []
+    for f in findings:
+        suppressed = is_suppressed(f.code, f.line, f.end_line, f.statement)
+        if suppressed is None:  # outside a recording: read the text's own directives
+            if directives is None:
+                directives = SourceDirectives(src.text)
+            suppressed = directives.suppressing(f.code, f.line, f.end_line, f.statement) is not None
+        if not suppressed:
+            kept.append(f)
+    return src, kept
 
 
-def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
-    """Analyse (and maybe fix) one file's bytes; never raises for bad input."""
+def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSet[str]) -> FileReport:
     report = FileReport(path)
     if not may_contain_finding(data, config):
         return report
-    found = analyse(path, data, config, report)
+    found = analyse(path, data, config, report, codes)
     if found is None:
         return report
     src, findings = found
@@ -115,16 +148,17 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
     report.changed = True
     report.fixes_applied = len(applied)
     if mode.diff_only:
-        old_text = src.text
+        report.fixed_source = new_bytes
+        label = path.lstrip("/")  # an absolute path: `a/abs/path`, for `patch -p1` from `/`
         new_text = new_bytes.decode(src.encoding, errors="replace")
         if new_text.startswith("\ufeff"):
             new_text = new_text[1:]
         report.diff = "".join(
             difflib.unified_diff(
-                old_text.splitlines(keepends=True),
+                src.text.splitlines(keepends=True),
                 new_text.splitlines(keepends=True),
-                fromfile=f"a/{path}",
-                tofile=f"b/{path}",
+                fromfile=f"a/{label}",
+                tofile=f"b/{label}",
             )
         )
         return report
@@ -187,9 +221,17 @@ def _guarded(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
         return FileReport(path, error=f"internal error ({type(e).__name__}: {e}); file left unchanged")
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask), not all the machine's."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # macOS, Windows
+        return os.cpu_count() or 1
+
+
 def run(
     files: Iterable[Path],
-    config: Config,
+    config: Union[Config, Callable[[Path], Config]],
     mode: Mode,
     jobs: Optional[int] = None,
     on_progress: Optional[Callable[[int], None]] = None,
@@ -198,8 +240,10 @@ def run(
     """Reports for ``files`` (not in order). Reads and byte-filters here as the
     paths arrive; the files left are analysed in a process pool, started once
     enough of them need it and fed while discovery goes on. ``cache`` (check
-    mode only) answers for files analysed before with the same bytes."""
-    jobs = jobs or os.cpu_count() or 1
+    mode only) answers for files analysed before with the same bytes.
+    ``config`` may be a function giving each file's settings."""
+    jobs = jobs or available_cpus()
+    config_for = config if callable(config) else (lambda _path: config)
     if mode.fix:
         cache = None
     known = {}
@@ -209,20 +253,23 @@ def run(
     try:
         for seen, path in enumerate(files, 1):
             data = _read(path)
-            if isinstance(data, str) or not may_contain_finding(data, config):
+            file_config = config_for(path)
+            if isinstance(data, str) or not worth_reading(data, file_config):
                 yield FileReport(str(path), error=data if isinstance(data, str) else None)
                 if on_progress:
                     on_progress(1)
                 continue
             if cache is not None:
-                hit = cache.get(str(path), data)
+                hit = cache.get(str(path), data, file_config)
                 if hit is not None:
+                    if hit.diagnostics:
+                        hit.source = data
                     yield hit
                     if on_progress:
                         on_progress(1)
                     continue
-                known[str(path)] = data
-            backlog.append((str(path), data, config, mode))
+                known[str(path)] = (data, file_config)
+            backlog.append((str(path), data, file_config, mode))
             if pool is None and jobs > 1 and (len(backlog) >= POOL_THRESHOLD or seen >= POOL_EARLY_AFTER):
                 pool = ProcessPoolExecutor(max_workers=jobs, initializer=_warm_up)
             if pool is not None:
@@ -231,7 +278,7 @@ def run(
         done = (_worker(item) for item in backlog)  # too few to be worth a pool
         for report in itertools.chain(done, (f.result() for f in as_completed(futures))):
             if cache is not None:
-                cache.put(report.path, known[report.path], report)
+                cache.put(report.path, *known[report.path], report=report)
             yield report
             if on_progress:
                 on_progress(1)

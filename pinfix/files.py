@@ -1,5 +1,6 @@
 """Which files to look at: explicit files always, directories walked for
-``*.py`` honouring ``.gitignore`` files and the configured ``exclude``."""
+``*.py`` honouring ``.gitignore`` files, ``.git/info/exclude`` and the
+configured ``exclude`` (or a predicate that decides it per path)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 #: Directories never worth walking into (ruff skips the same kind).
 ALWAYS_SKIPPED = frozenset(
@@ -104,8 +105,8 @@ def _literal_first_dir(regex: str) -> Optional[str]:
     return None
 
 
-def _gitignore(directory: Path) -> Optional[_Spec]:
-    candidate = directory / ".gitignore"
+def _gitignore(directory: Path, candidate: Optional[Path] = None) -> Optional[_Spec]:
+    candidate = candidate or directory / ".gitignore"
     try:
         lines = candidate.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -131,10 +132,12 @@ class _Ignores:
     down to each walked directory. Works on path strings and keeps each
     directory's chain of specs: it runs once per file of a large tree."""
 
-    def __init__(self, exclude: Sequence[str], root: Path):
+    def __init__(self, exclude: Sequence[str], root: Path, excluded: Optional[Callable[[str, bool], bool]] = None):
         self.exclude = _Spec(exclude) if exclude else None
         self.root = str(root)
         self.chains: Dict[Tuple[str, str], List[Tuple[str, _Spec]]] = {}
+        #: ``(absolute path, is a directory) -> excluded?``, from each path's own settings.
+        self.excluded = excluded
 
     def _chain(self, directory: str, top: str) -> List[Tuple[str, _Spec]]:
         key = (directory, top)
@@ -144,12 +147,17 @@ class _Ignores:
             outer = [] if directory == top or parent == directory else self._chain(parent, top)
             spec = _gitignore(Path(directory))
             chain = outer + [(directory, spec)] if spec is not None else outer
+            if directory == top:  # the repository's own excludes, rooted at its top
+                info = _gitignore(Path(top), Path(top) / ".git" / "info" / "exclude")
+                chain = [(directory, info)] + chain if info is not None else chain
             self.chains[key] = chain
         return chain
 
     def ignored(self, path: str, is_dir: bool, top: str) -> bool:
         """Whether absolute ``path`` is excluded by config or by a ``.gitignore`` between ``top`` and it."""
         suffix = "/" if is_dir else ""
+        if self.excluded is not None and self.excluded(path, is_dir):
+            return True
         if self.exclude is not None and path.startswith(self.root + os.sep):
             if self.exclude.match_file(path[len(self.root) + 1 :].replace(os.sep, "/") + suffix):
                 return True
@@ -201,11 +209,15 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = (), root: Optional[P
 
 
 def walk(
-    paths: Iterable[str], errors: List[Tuple[Path, str]], exclude: Sequence[str] = (), root: Optional[Path] = None
+    paths: Iterable[str],
+    errors: List[Tuple[Path, str]],
+    exclude: Sequence[str] = (),
+    root: Optional[Path] = None,
+    excluded: Optional[Callable[[str, bool], bool]] = None,
 ) -> Iterator[Path]:
     """The files to look at, as they are found; unusable arguments go to ``errors``."""
     root = (root or Path.cwd()).resolve()
-    ignores = _Ignores(exclude, root)
+    ignores = _Ignores(exclude, root, excluded)
     seen = set()
 
     def new(p: Optional[Path], key: Optional[str] = None) -> bool:

@@ -60,6 +60,7 @@ class Options(Protocol):
 
     deep: bool
     strict: bool
+    show_unknown: bool
     cpu_tensor_names: Tuple[str, ...]
 
     @property
@@ -127,7 +128,8 @@ def _options(config: Optional[Options]) -> Tuple[bool, bool, FrozenSet[str]]:
     """``(any sink counts, strict, pinned producers)``."""
     if config is None:
         return False, False, frozenset()
-    elsewhere = bool(config.deep or config.cpu_tensor_names)
+    # PIN004 notes a copy of anything pinfix cannot tell: every sink counts then too.
+    elsewhere = bool(config.deep or config.cpu_tensor_names or getattr(config, "show_unknown", False))
     return elsewhere, bool(config.strict), frozenset(config.pinned_producers)
 
 

@@ -11,3 +11,11 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "vllm" / "__init__.py").write_text("")
     (tmp_path / "vllm" / "v1" / "__init__.py").write_text("")
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def _cache_outside_the_worktree(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`check` caches at the working directory's project root (here: this
+    repository); tests cache in a temporary directory instead, unless they
+    unset ``PINFIX_CACHE_DIR`` to test that."""
+    monkeypatch.setenv("PINFIX_CACHE_DIR", str(tmp_path_factory.mktemp("pinfix-cache")))

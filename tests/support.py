@@ -48,3 +48,33 @@ def fix_in_project(project: Path, name: str, source: str, **kw) -> str:
     path = project_file(project, name)
     path.write_text(source)
     return fix_text(source, path=str(path), config=load_config(project), **kw)
+
+
+# --- Running the `pinfix` command in a subprocess (issue 15's CLI tests) -----
+
+def write_text(path: Path, text: str) -> Path:
+    """``text`` at ``path``, its directories made."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+BAD_SOURCE = "import torch\n\n\ndef f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n"
+
+
+def pinfix(*args: str, cwd: Path, stdin: "bytes | None" = None, env: "dict | None" = None) -> subprocess.CompletedProcess:
+    """``python -m pinfix ARGS`` in ``cwd``: exit code, stdout and stderr as text
+    (stdout as bytes when ``stdin`` is given). No colour unless ``env`` asks."""
+    import os
+
+    environ = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR", "PINFIX_OUTPUT_FORMAT")}
+    environ.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "pinfix", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=stdin is None,
+        env=environ,
+        timeout=300,
+    )

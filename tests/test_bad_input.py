@@ -237,7 +237,7 @@ def test_symlink_inside_the_tree_is_written_through_once(tmp_path: Path) -> None
     assert_clean_stderr(err)
     assert real.read_bytes() == FIXED
     assert link.is_symlink() and os.readlink(link) == str(Path("pkg") / "real.py")
-    assert "1 fixes" in err  # the file behind both names is fixed once
+    assert "1 fix\n" in err  # the file behind both names is fixed once
 
 
 def test_symlinks_pointing_outside_the_tree_are_not_followed(tmp_path: Path) -> None:
@@ -265,7 +265,7 @@ def test_directory_cycle_terminates(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert_clean_stderr(proc.stderr)
     assert target.read_bytes() == FIXED
-    assert "1 files scanned" in proc.stderr
+    assert "1 file scanned" in proc.stderr
 
 
 # --- Unreadable, changing, read-only --------------------------------------------------------

@@ -15,6 +15,8 @@ def check(*argv: str):
 
 
 def test_second_run_is_served_from_the_cache(project: Path, monkeypatch) -> None:
+    monkeypatch.delenv("PINFIX_CACHE_DIR")
+    monkeypatch.chdir(project)
     bad = project / "vllm" / "v1" / "bad.py"
     bad.write_text(BAD)
     first = check(str(project))
@@ -40,7 +42,9 @@ def test_changed_bytes_settings_or_code_miss(project: Path, monkeypatch) -> None
     assert code == 1 and "pinned(...)" in out
 
 
-def test_no_cache_and_unwritable_cache(project: Path) -> None:
+def test_no_cache_and_unwritable_cache(project: Path, monkeypatch) -> None:
+    monkeypatch.delenv("PINFIX_CACHE_DIR")
+    monkeypatch.chdir(project)
     (project / "vllm" / "v1" / "bad.py").write_text(BAD)
     assert check("--no-cache", str(project))[0] == 1
     assert not (project / ".pinfix_cache").exists()

@@ -388,7 +388,7 @@ def test_show_unknown_notes_never_fail(tmp_path):
     assert "parameter" in found[0]["message"]
     err = io.StringIO()
     main(["check", "--deep", "--show-unknown", str(pkg / "main.py")], out=io.StringIO(), err=err)
-    assert "1 notes (PIN004)" in err.getvalue()
+    assert "1 note (PIN004)" in err.getvalue()
     # Without the flag, nothing.
     assert check([pkg / "main.py"], "--deep")[1] == []
 

@@ -15,13 +15,15 @@ from tests.support import REPO
 LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("data", ("pinfix", "pinfix.effects", "pinfix.settings", "pinfix.edits", "pinfix.findings")),
     ("engine", ("pinfix.semantic", "pinfix.prefilter")),
-    ("rules", ("pinfix.rules", "pinfix.suppression")),
+    ("rules", ("pinfix.rules",)),
     ("fixes", ("pinfix.fixes", "pinfix.imports", "pinfix.layout")),
     (
         "shell",
         (
             "pinfix.engine",
             "pinfix.pipeline",
+            "pinfix.project",
+            "pinfix.suppression",
             "pinfix.files",
             "pinfix.writing",
             "pinfix.cache",
@@ -32,7 +34,7 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
             "pinfix.settings_table",
         ),
     ),
-    ("front ends", ("pinfix.cli", "pinfix.__main__", "lint_rules", "codemods", "pinfix.runtime", "pinfix.lint_rules", "pinfix.codemods")),
+    ("front ends", ("pinfix.cli", "pinfix.__main__", "pinfix.docs", "lint_rules", "codemods", "pinfix.runtime", "pinfix.lint_rules", "pinfix.codemods")),
 ]
 
 

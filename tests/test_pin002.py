@@ -229,7 +229,7 @@ def test_sarif_lists_every_rule(tmp_path: Path) -> None:
     assert main(["check", "--output-format", "sarif", str(f)], out=out, err=err) == 1
     (run,) = json.loads(out.getvalue())["runs"]
     rules = run["tool"]["driver"]["rules"]
-    assert [r["id"] for r in rules] == ["PIN001", "PIN002", "PIN003", "PIN004"]
+    assert [r["id"] for r in rules] == ["PIN001", "PIN002", "PIN003", "PIN004", "PIN100"]
     assert all("## Fix safety" in r["fullDescription"]["text"] for r in rules)
     assert sorted(r["ruleId"] for r in run["results"]) == ["PIN002", "PIN003"]
     assert all(rules[r["ruleIndex"]]["id"] == r["ruleId"] for r in run["results"])

@@ -19,7 +19,6 @@ from typing import Dict, List, Optional, Sequence
 
 from ..semantic.facts import ModuleFacts
 from ..settings import Settings
-from ..suppression import Suppressions
 from .base import Case, Finding, Rule, RuleContext
 from .pin001 import PageableNonBlockingCopy
 from .pin002 import PageableCpuSource
@@ -33,16 +32,14 @@ RULES_BY_CODE: Dict[str, Rule] = {r.code: r for r in RULES}
 
 
 def check_module(facts: ModuleFacts, settings: Settings, path: Optional[Path] = None) -> List[Finding]:
-    """Every rule's findings in one module, in source order, suppressions applied."""
+    """Every rule's findings in one module, in source order (suppression comments
+    are the shell's to apply: each finding carries its statement's lines)."""
     ctx = RuleContext(facts, settings, path)
     found: List[Finding] = []
     for rule in RULES:
         if rule.opt_in is not None and not getattr(settings, rule.opt_in):
             continue
         found.extend(rule.check(ctx))
-    if found:
-        suppressions = Suppressions(facts.src, facts.module.tree, RULE_NAMES)
-        found = [f for f in found if not suppressions.suppressed(f.node, f.code, f.line, f.end_line)]
     found.sort(key=lambda f: (f.line, f.column, f.code))
     return found
 

@@ -21,8 +21,11 @@ class Finding(FindingFields):
     """One finding, with its fix plan (``None``: report only)."""
 
     fix: Optional[Fix] = field(default=None, repr=False, compare=False)
-    #: The node reported on (for suppression comments on its statement).
+    #: The node reported on.
     node: Optional[Any] = field(default=None, repr=False, compare=False)
+    #: The first and last line of the statement that holds it (where suppression
+    #: comments count; a compound statement's header only).
+    statement: Optional[Tuple[int, int]] = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,7 @@ class RuleContext:
             severity=severity,
             fix=fix,
             node=node,
+            statement=statement_lines(self.facts.module.tree, node),
         )
 
     def evidence(self, step: Step) -> Evidence:
@@ -87,6 +91,36 @@ class RuleContext:
             here = self.path.as_posix() if self.path is not None else "<module>"
             return f"{here}:{step.line}"
         return f"{step.src.path}:{step.line}"
+
+
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef, ast.AsyncFor, ast.AsyncWith, ast.AsyncFunctionDef)
+
+
+def statement_lines(tree: ast.Module, node: Any) -> Optional[Tuple[int, int]]:
+    """The lines of the innermost statement holding ``node`` (a compound
+    statement's header only: its first line up to where its body starts)."""
+    if node is None or not hasattr(node, "lineno"):
+        return None
+    key = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+    found: Optional[ast.stmt] = None
+    body: List[Any] = list(tree.body)
+    while body:
+        inner: List[Any] = []
+        for stmt in body:
+            if (stmt.lineno, stmt.col_offset) <= key[:2] and (stmt.end_lineno, stmt.end_col_offset) >= key[2:]:
+                found = stmt
+                for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    for child in getattr(stmt, name, ()) or ():
+                        inner.extend(getattr(child, "body", []) if not isinstance(child, ast.stmt) else [child])
+                break
+        body = inner
+    if found is None:
+        return None
+    if isinstance(found, _COMPOUND) or type(found).__name__ in ("Match", "TryStar"):
+        first_body = getattr(found, "body", None)
+        end = first_body[0].lineno - 1 if first_body else found.lineno
+        return found.lineno, max(found.lineno, min(end, node.lineno))
+    return found.lineno, found.end_lineno or found.lineno
 
 
 class Rule:

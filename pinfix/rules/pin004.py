@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, List
 
-from ..semantic.values import ANY_MEMORY, CPU, Step, Tensor, Unknown, steps
+from ..semantic.values import ANY_DEVICE, ANY_MEMORY, CPU, Step, Tensor, Unknown, steps
 from .base import Case, Finding, Rule, RuleContext
 from .pageable import what_copies
 
@@ -71,7 +71,11 @@ class UnknownPinnedness(Rule):
 
 
 def _unclear(atom: Any) -> bool:
-    return isinstance(atom, Unknown) or (isinstance(atom, Tensor) and atom.device == CPU and atom.memory == ANY_MEMORY)
+    """What pinfix cannot tell: an unknown value, a CPU tensor of unknown memory, a
+    tensor on a device it cannot name (``x.to(dev)``: ``dev`` may be the CPU)."""
+    if isinstance(atom, Unknown):
+        return True
+    return isinstance(atom, Tensor) and (atom.device == ANY_DEVICE or (atom.device == CPU and atom.memory == ANY_MEMORY))
 
 
 def _why(source: Any, deep: bool) -> str:
@@ -79,6 +83,8 @@ def _why(source: Any, deep: bool) -> str:
     if found is not None:
         return str(found.why)
     tensor = next(t for t in source.tensors if _unclear(t))
+    if tensor.device == ANY_DEVICE:
+        return "it is on a device pinfix cannot name, which may be the CPU"
     first = steps(tensor.route)
     return first[0].message if first else "its memory is not known"
 
