@@ -10,7 +10,7 @@ from fixit import LintRule
 from libcst.codemod import CodemodContext
 from libcst.metadata import CodePosition, CodeRange
 
-from codemods.pin_pageable_sources import PinPageableSourcesCommand
+from pinfix.codemods.pin_pageable_sources import PinPageableSourcesCommand
 from pinfix.analysis import SAFE, analyze
 
 

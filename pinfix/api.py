@@ -44,7 +44,7 @@ def fix_text(
     """``source`` with every applicable fix applied (unchanged if none)."""
     from libcst.codemod import CodemodContext
 
-    from codemods.pin_pageable_sources import PinPageableSourcesCommand
+    from pinfix.codemods.pin_pageable_sources import PinPageableSourcesCommand
 
     report = FileReport(path or "<string>")
     module = parse(source, report)

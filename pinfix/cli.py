@@ -89,11 +89,9 @@ def _rule_doc(code: Optional[str], out: TextIO, err: TextIO) -> int:
     if name is None:
         err.write(f"pinfix: unknown rule {code!r} (known: {', '.join(RULE_NAMES)})\n")
         return EXIT_ERROR
-    import inspect
+    from .ruledocs import rule_doc
 
-    import lint_rules
-
-    out.write(inspect.cleandoc(getattr(lint_rules, name).__doc__ or "") + "\n")
+    out.write(rule_doc(code) + "\n")
     return EXIT_CLEAN
 
 

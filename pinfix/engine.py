@@ -97,7 +97,7 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
     if wants_fix:
         from libcst.codemod import CodemodContext
 
-        from codemods.pin_pageable_sources import PinPageableSourcesCommand
+        from pinfix.codemods.pin_pageable_sources import PinPageableSourcesCommand
 
         # Fixes are made on the whole file, never on the slice.
         if sliced is not data:

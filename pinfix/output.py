@@ -81,14 +81,9 @@ def _json(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
 
 
 def _sarif(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
-    import inspect
+    from .ruledocs import rule_doc
 
-    import lint_rules
-
-    docs: Dict[str, str] = {
-        code: inspect.cleandoc(getattr(getattr(lint_rules, name, None), "__doc__", None) or "")
-        for code, name in RULE_NAMES.items()
-    }
+    docs: Dict[str, str] = {code: rule_doc(code) for code in RULE_NAMES}
     rules = [
         {
             "id": code,

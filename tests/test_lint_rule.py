@@ -2,7 +2,7 @@
 
 from fixit.testing import add_lint_rule_tests_to_module
 
-from lint_rules import (
+from pinfix.lint_rules import (
     PageableCpuSource,
     PageableNonBlockingCopy,
     UnknownPinnedness,
@@ -18,7 +18,7 @@ H2D_HELPER = "vllm.utils.torch_utils.async_tensor_h2d"
 
 
 # (The call above put a test class named PageableNonBlockingCopy into this module.)
-from lint_rules.pageable_non_blocking_copy import PageableNonBlockingCopy as _Rule  # noqa: E402
+from pinfix.lint_rules.pageable_non_blocking_copy import PageableNonBlockingCopy as _Rule  # noqa: E402
 
 
 class PageableNonBlockingCopyH2D(_Rule):

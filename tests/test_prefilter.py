@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lint_rules import (
+from pinfix.lint_rules import (
     PageableCpuSource,
     PageableNonBlockingCopy,
     UnsynchronizedHostRead,
