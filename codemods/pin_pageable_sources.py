@@ -39,6 +39,8 @@ from pinfix.imports import (
     first_party_detector,
     imported_local_name,
 )
+from pinfix.layout import relayout
+from pinfix.style import project_style
 
 
 class _ReplaceCalls(cst.CSTTransformer):
@@ -101,6 +103,16 @@ def _add_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst
     return call.with_changes(args=[*args, new])
 
 
+def _laid_out(tree: cst.Module, fixed: cst.Module, config: Config) -> cst.Module:
+    """``fixed`` with the statements the fix changed laid out as the project's formatter would."""
+    fmt = project_style(config.source, config.line_length).format
+    code = relayout(
+        tree.code, fixed.code, fmt.line_length,
+        indent_width=fmt.indent_width, skip_magic_trailing_comma=fmt.skip_magic_trailing_comma,
+    )
+    return fixed if code == fixed.code else cst.parse_module(code).with_changes(encoding=fixed.encoding)
+
+
 class PinPageableSourcesCommand(CodemodCommand):
     DESCRIPTION = "Make the sources of non_blocking host-to-device copies pinned (pinfix PIN001, PIN002)."
     METADATA_DEPENDENCIES = REQUIRED_METADATA
@@ -143,7 +155,7 @@ class PinPageableSourcesCommand(CodemodCommand):
             while kept and kept[0].comment is None:
                 kept.pop(0)
             fixed = fixed.with_changes(body=[first.with_changes(leading_lines=kept), *fixed.body[1:]])
-        return fixed
+        return _laid_out(tree, fixed, self.config)
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         path = Path(self.context.filename) if self.context.filename else None
