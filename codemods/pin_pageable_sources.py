@@ -15,12 +15,12 @@ Run it with::
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Collection, Dict, List, Optional
 
 import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext
-from libcst.codemod.visitors import RemoveImportsVisitor
 
 from pinfix.analysis import (
     REQUIRED_METADATA,
@@ -38,6 +38,7 @@ from pinfix.imports import (
     add_from_import,
     first_party_detector,
     imported_local_name,
+    remove_unused_imports,
 )
 from pinfix.layout import relayout
 from pinfix.style import project_style
@@ -101,6 +102,13 @@ def _add_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst
         whitespace_after_arg=cst.SimpleWhitespace(""), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     )
     return call.with_changes(args=[*args, new])
+
+
+def _root_name(func: cst.BaseExpression) -> str:
+    """The name a dropped callee reads: ``torch`` of ``torch.from_numpy``."""
+    while isinstance(func, cst.Attribute):
+        func = func.value
+    return func.value if isinstance(func, cst.Name) else ""
 
 
 def _laid_out(tree: cst.Module, fixed: cst.Module, config: Config) -> cst.Module:
@@ -173,13 +181,12 @@ class PinPageableSourcesCommand(CodemodCommand):
         pin = {call: cst.parse_expression(expr) for f in self.applied if f.fix_kind == "pin_memory" for call in f.edits}
         h2d = {call: f.h2d for f in self.applied if f.fix_kind == "h2d" and f.h2d is not None for call in f.edits}
         dropped = [call.func for call in targets] + [func for plan in h2d.values() for func in plan.dropped]
-        for func in dropped:
-            # `from torch import from_numpy` (or `import torch`) may now be unused;
-            # CodemodCommand runs RemoveImportsVisitor after this transform.
-            RemoveImportsVisitor.remove_unused_import_by_node(self.context, func)
         h2d_helper = self.config.h2d_helper or ""
         h2d_local = h2d_local_name(tree, h2d_helper) if h2d else ""
         tree = tree.visit(_ReplaceCalls(targets, pin, h2d, h2d_local))
+        # `from torch import from_numpy`, `import torch` or `import torch.nn` may now be
+        # unused (removed before the new imports are placed, so sections stay apart).
+        tree = remove_unused_imports(tree, {_root_name(func) for func in dropped} - {""})
         needed = []
         if targets and imported is None:
             needed.append((self.config.helper_module, self.config.helper_name))
@@ -191,7 +198,15 @@ class PinPageableSourcesCommand(CodemodCommand):
             if imported_local_name(tree, module, name) is None:
                 needed.append((module, name))
         if needed:
-            sections = Sections(first_party_detector(path, self.config.root, self.config.known_first_party))
+            isort = project_style(self.config.source, self.config.line_length).isort
+            if isort.unsupported:
+                # Not followed: each import is its own statement, which the project's
+                # own `ruff check --fix` can place; the fix says so.
+                isort = replace(isort, force_single_line=True)
+                note = f"import added as its own statement (isort settings not followed: {', '.join(isort.unsupported)})"
+                for f in self.applied:
+                    f.fix_note = f"{f.fix_note}; {note}" if f.fix_note else note
+            sections = Sections(first_party_detector(path, self.config.root, self.config.known_first_party), isort)
             for module, name in needed:
                 tree = add_from_import(tree, module, name, sections=sections, line_length=self.config.line_length)
         return tree

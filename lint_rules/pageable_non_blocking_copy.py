@@ -164,7 +164,8 @@ class PageableNonBlockingCopy(LintRule):
         ),
         Invalid(
             "from torch import from_numpy\n\ndef f(dst, a):\n    dst.copy_(from_numpy(a), non_blocking=True)\n",
-            expected_replacement="from vllm.utils.torch_utils import np_to_pinned_tensor\n\n"
+            # (the import removed first; the new import block gets isort's two blank lines before a def)
+            expected_replacement="from vllm.utils.torch_utils import np_to_pinned_tensor\n\n\n"
             "def f(dst, a):\n    dst.copy_(np_to_pinned_tensor(a), non_blocking=True)\n",
         ),
         Invalid(

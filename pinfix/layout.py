@@ -38,7 +38,7 @@ import itertools
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["FormatStyle", "relayout", "format_statement", "Unsupported"]
 
