@@ -78,8 +78,6 @@ _UNSUPPORTED = (
     "length-sort-straight", "classes", "constants", "variables", "required-imports",
     "force-sort-within-types", "extra-standard-library", "known-standard-library",
 )
-#: [tool.isort] profile = "black" (what it changes from isort's own defaults, in ruff's names).
-_BLACK_PROFILE: Dict[str, Any] = {"split-on-trailing-comma": True, "combine-as-imports": False}
 
 
 def _table(data: Dict[str, Any], *keys: str) -> Dict[str, Any]:
@@ -88,27 +86,38 @@ def _table(data: Dict[str, Any], *keys: str) -> Dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+_ISORT_SECTIONS = {
+    "FUTURE": "future", "STDLIB": "standard-library", "THIRDPARTY": "third-party",
+    "FIRSTPARTY": "first-party", "LOCALFOLDER": "local-folder",
+}
+
+
 def _isort_from(table: Dict[str, Any], isort_names: bool) -> Dict[str, Any]:
-    """Settings in ruff's names from a ruff (dashes) or isort (underscores) table."""
+    """Settings in ruff's names from a ruff table (dashes) or an isort one (underscores)."""
+    if not isort_names:
+        return dict(table)
     out: Dict[str, Any] = {}
     for key, value in table.items():
-        name = key.replace("_", "-") if isort_names else key
-        if isort_names and name == "known-first-party" and isinstance(value, str):
+        name = key.replace("_", "-")
+        if name.startswith("known-") and isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
-        if isort_names and name == "sections":
-            continue  # isort's section-order spelling: handled below
+        if name == "sections" and isinstance(value, list):
+            names = [_ISORT_SECTIONS.get(str(v).upper()) for v in value]
+            if all(names):
+                out["section-order"] = names
+            else:
+                out["sections"] = value  # custom sections: not followed
+            continue
         out[name] = value
-    if isort_names and "profile" in out:
-        profile = out.pop("profile")
-        for k, v in (_BLACK_PROFILE if profile == "black" else {}).items():
-            out.setdefault(k, v)
-        if profile != "black":
-            out.setdefault("unsupported-profile", profile)
-    if isort_names:
-        # isort's own defaults differ from ruff's: no type ordering unless force_sort_within_sections...
-        out.setdefault("order-by-type", True)
-        if "force-sort-within-sections" in out:
-            pass
+    profile = out.pop("profile", None)
+    wrap_mode = out.pop("multi-line-output", 3 if profile == "black" else 0)
+    if profile not in (None, "black"):
+        out["unsupported-profile"] = profile
+    elif wrap_mode not in (3, "VERTICAL_HANGING_INDENT"):
+        # isort's own default wraps in a grid, not in black's one-per-line style.
+        out["multi-line-output"] = wrap_mode
+    for key in ("line-length", "include-trailing-comma", "use-parentheses", "ensure-newline-before-comments"):
+        out.pop(key, None)  # what profile black sets, and the line length (read below)
     return out
 
 
@@ -122,8 +131,10 @@ def isort_settings(raw: Dict[str, Any]) -> IsortSettings:
                 values[name] = tuple(value)
             elif kind is bool and isinstance(value, bool) or kind is int and isinstance(value, int) and not isinstance(value, bool):
                 values[name] = value
-        elif key in _UNSUPPORTED or key == "unsupported-profile":
-            unsupported.append(key if key != "unsupported-profile" else f"profile = {value!r}")
+        elif key in _UNSUPPORTED or key == "multi-line-output":
+            unsupported.append(key)
+        elif key == "unsupported-profile":
+            unsupported.append(f"profile = {value!r}")
     return IsortSettings(**values, unsupported=tuple(sorted(unsupported)))
 
 

@@ -221,3 +221,19 @@ def test_a_comment_line_above_a_removed_import_stays(project):
     after = fix_text(source, path=str(project / "vllm" / "v1" / "c.py"), config=load_config(project))
     assert "# torch is needed for the copy\n" in after
     assert "import torch\n" not in after
+
+
+def test_isort_table_is_read_in_ruff_terms(tmp_path):
+    from pinfix.style import project_style
+
+    def style(text: str):
+        (tmp_path / "pyproject.toml").write_text(text)
+        return project_style(tmp_path / "pyproject.toml").isort
+
+    black = style('[tool.isort]\nprofile = "black"\nknown_first_party = "a, b"\nforce_sort_within_sections = true\n')
+    assert (black.known_first_party, black.force_sort_within_sections, black.unsupported) == (("a", "b"), True, ())
+    plain = style("[tool.isort]\nsections = ['FUTURE', 'STDLIB', 'FIRSTPARTY', 'THIRDPARTY', 'LOCALFOLDER']\n")
+    assert plain.section_order[2] == "first-party"
+    assert plain.unsupported == ("multi-line-output",)  # isort's own grid wrapping
+    ruff_wins = style("[tool.ruff.lint.isort]\nforce-single-line = true\n\n[tool.isort]\nprofile = 'black'\n")
+    assert ruff_wins.force_single_line
