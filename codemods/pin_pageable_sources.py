@@ -5,11 +5,12 @@
 helper is imported where isort would put it; a CPU factory such as
 ``torch.tensor(ids)`` feeding such a copy gets ``pin_memory=<expr>`` (PIN002,
 ``[tool.pinfix] pin-memory-expr``, its import from ``pin-memory-import``).
-Run it with::
+Run it from any project with::
 
-    python -m libcst.tool codemod pin_pageable_sources.PinPageableSourcesCommand PATH
+    python -m libcst.tool codemod --no-format -x pinfix.codemods.pin_pageable_sources.PinPageableSourcesCommand PATH
 
-(with ``codemods`` listed under ``modules`` in ``.libcst.codemod.yaml``).
+(it ships as ``pinfix.codemods``; the statements it changes are laid out by
+:func:`pinfix.layout.relayout`, so LibCST's formatter step is not wanted).
 """
 
 from __future__ import annotations
