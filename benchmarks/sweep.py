@@ -162,17 +162,7 @@ def project_ruff(version: str) -> str:
 
 def project_check(ruff: str, root: Path, files: Sequence[Path]) -> Dict[str, Counter]:
     """The tree's own ``ruff check`` (its configuration, all its rules) on ``files``."""
-    result: Dict[str, Counter] = {}
-    for i in range(0, len(files), 500):
-        part = [str(f) for f in files[i:i + 500]]
-        proc = subprocess.run([ruff, "check", "--no-cache", "--output-format", "json", "--exit-zero", "--", *part],
-                              cwd=root, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise ToolFailure(f"project ruff check failed ({proc.returncode}): {proc.stderr.strip()[:2000]}")
-        for item in json.loads(proc.stdout or "[]"):
-            rel = Path(item["filename"]).resolve().relative_to(root.resolve()).as_posix()
-            result.setdefault(rel, Counter())[(item.get("code"), item["message"])] += 1
-    return result
+    return ruff_json(ruff, root, files, [])
 
 
 def unformatted(ruff: str, root: Path, files: Sequence[Path]) -> Set[str]:
@@ -254,23 +244,24 @@ def ruff_binary() -> str:
     return str(beside) if beside.exists() else (shutil.which("ruff") or "ruff")
 
 
-def ruff_diagnostics(root: Path, files: Sequence[Path], isolated: bool) -> Dict[str, Counter]:
-    """Relative path -> Counter of (code, message) for ``files`` (all passed explicitly)."""
+def ruff_json(ruff: str, root: Path, files: Sequence[Path], options: Sequence[str]) -> Dict[str, Counter]:
+    """Relative path -> Counter of (code, message) from ``ruff check OPTIONS FILES`` (run in ``root``)."""
     result: Dict[str, Counter] = {}
-    chunk = 500
-    for i in range(0, len(files), chunk):
-        part = [str(f) for f in files[i:i + chunk]]
-        cmd = [ruff_binary(), "check", "--select", "F,I", "--no-cache",
-               "--output-format", "json", "--exit-zero"]
-        if isolated:
-            cmd.append("--isolated")
-        proc = subprocess.run(cmd + ["--"] + part, cwd=root, capture_output=True, text=True, check=False)
+    for i in range(0, len(files), 500):
+        part = [str(f) for f in files[i:i + 500]]
+        cmd = [ruff, "check", *options, "--no-cache", "--output-format", "json", "--exit-zero", "--", *part]
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise ToolFailure(f"ruff failed ({proc.returncode}): {proc.stderr.strip()[:2000]}")
         for item in json.loads(proc.stdout or "[]"):
             rel = Path(item["filename"]).resolve().relative_to(root.resolve()).as_posix()
             result.setdefault(rel, Counter())[(item.get("code"), item["message"])] += 1
     return result
+
+
+def ruff_diagnostics(root: Path, files: Sequence[Path], isolated: bool) -> Dict[str, Counter]:
+    """Relative path -> Counter of (code, message) for ``files`` (all passed explicitly)."""
+    return ruff_json(ruff_binary(), root, files, ["--select", "F,I"] + (["--isolated"] if isolated else []))
 
 
 def ruff_mode(root: Path, probe: Path) -> bool:

@@ -248,8 +248,9 @@ class _Printer:
             modes[gid] = FLAT
         remaining = self.width - col
         strict = all_lines
+        # (level, mode, item, overflow): overflow (text may pass the width, lines go on)
+        # inside FitsExpanded content.
         start_mode = EXPANDED if strict else FLAT
-        # (level, mode, item, overflow): overflow inside FitsExpanded content.
         todo: List[Tuple[int, str, object, bool]] = [(level, start_mode, it, False) for it in reversed(items)]
         rest_index = len(rest)
         while True:
@@ -259,18 +260,18 @@ class _Printer:
                 rest_index -= 1
                 lvl, md, it = rest[rest_index]
                 todo.append((lvl, EXPANDED if strict else md, it, False))
-            lvl, md, it, all_lines = todo.pop()
+            lvl, md, it, overflow = todo.pop()
             if isinstance(it, str):
                 remaining -= len(it)
-                if remaining < 0 and not all_lines:
+                if remaining < 0 and not overflow:
                     return False
             elif isinstance(it, Line):
                 if md == FLAT and it.kind != HARD:
                     if it.kind == SOFT_OR_SPACE:
                         remaining -= 1
-                        if remaining < 0 and not all_lines:
+                        if remaining < 0 and not overflow:
                             return False
-                elif all_lines or strict:
+                elif overflow or strict:
                     remaining = self.width - len(self.base) - len(self.unit) * lvl
                 else:
                     return True
@@ -281,22 +282,22 @@ class _Printer:
                     child_mode = EXPANDED if it.expand else md
                     if not isinstance(it, ConditionalGroup) and it.gid is not None:
                         modes[it.gid] = child_mode
-                todo.extend((lvl, child_mode, c, all_lines) for c in reversed(it.items))
+                todo.extend((lvl, child_mode, c, overflow) for c in reversed(it.items))
             elif isinstance(it, IfBreaks):
                 group_mode = md if it.gid is None else modes.get(it.gid, md)
                 if (group_mode == EXPANDED) == it.when_broken:
-                    todo.extend((lvl, md, c, all_lines) for c in reversed(it.items))
+                    todo.extend((lvl, md, c, overflow) for c in reversed(it.items))
             elif isinstance(it, Indent):
                 deeper = it.gid is None or modes.get(it.gid) == EXPANDED
-                todo.extend((lvl + deeper, md, c, all_lines) for c in reversed(it.items))
+                todo.extend((lvl + deeper, md, c, overflow) for c in reversed(it.items))
             elif isinstance(it, FitsExpanded):
                 if md == FLAT and modes.get(it.gid) == FLAT:
-                    todo.append((lvl, md, _END_ALL_LINES, all_lines))
+                    todo.append((lvl, md, _END_ALL_LINES, overflow))
                     todo.extend((lvl, EXPANDED, c, True) for c in reversed(it.items))
                 else:
                     if md == FLAT and it.propagated:
                         return False
-                    todo.extend((lvl, md, c, all_lines) for c in reversed(it.items))
+                    todo.extend((lvl, md, c, overflow) for c in reversed(it.items))
             elif it is _END_ALL_LINES:
                 if remaining < 0:
                     return False
