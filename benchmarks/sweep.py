@@ -367,6 +367,32 @@ def fix_statement_lines(tree: ast.AST, lines: Sequence[bytes]) -> Set[int]:
     return out
 
 
+def _statements(tree: ast.AST, lines: Sequence[bytes]) -> List[Tuple[range, bytes]]:
+    return [
+        (span, b"".join(lines[i] for i in span))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.stmt) and not hasattr(node, "body")
+        for span in [range(node.lineno - 1, node.end_lineno or node.lineno)]
+    ]
+
+
+def _squashed(text: bytes) -> bytes:
+    """The statement without layout: no whitespace, no trailing comma before a bracket."""
+    flat = re.sub(rb"\s+", b"", text)
+    return re.sub(rb",([)\]])", rb"\1", flat)
+
+
+def pin_memory_statement_lines(tree_before: ast.AST, a: Sequence[bytes], tree_after: ast.AST, b: Sequence[bytes]) -> Set[int]:
+    """0-based lines (before the fix) of statements that gained only a ``pin_memory=`` argument
+    (PIN002), whatever their new layout."""
+    gained = {
+        _squashed(_PIN_MEMORY_ARG.sub(b"", text))
+        for _, text in _statements(tree_after, b)
+        if b"pin_memory=" in text
+    }
+    return {i for span, text in _statements(tree_before, a) if _squashed(text) in gained for i in span}
+
+
 def check_hunks(before: bytes, after: bytes, tree_before: ast.AST, tree_after: ast.AST) -> List[str]:
     a = before.splitlines(keepends=True)
     b = after.splitlines(keepends=True)
@@ -386,7 +412,10 @@ def check_hunks(before: bytes, after: bytes, tree_before: ast.AST, tree_after: a
         removed.extend(range(i1, i2))
         added.extend(range(j1, j2))
     problems = []
-    spans_a = import_lines(tree_before) | call_lines(tree_before, True) | fix_statement_lines(tree_before, a)
+    spans_a = (
+        import_lines(tree_before) | call_lines(tree_before, True) | fix_statement_lines(tree_before, a)
+        | pin_memory_statement_lines(tree_before, a, tree_after, b)
+    )
     spans_b = import_lines(tree_after) | call_lines(tree_after, False) | fix_statement_lines(tree_after, b)
     for i in allowed_lines(a, spans_a, removed):
         problems.append(f"removed line {i + 1} is outside the fix: {a[i]!r}")
