@@ -832,6 +832,7 @@ class _Stmt:
     first: int  # 0-based first line
     last: int  # 0-based last line (inclusive)
     text: str
+    is_import: bool = False
 
 
 def _leaf_statements(text: str) -> Optional[List[_Stmt]]:
@@ -859,7 +860,7 @@ def _leaf_statements(text: str) -> Optional[List[_Stmt]]:
             tail = lines[last][s.end_col_offset:]
             if head.strip() or tail.strip():
                 continue  # shares a line (``a; b``) or has a trailing comment
-            out.append(_Stmt(first, last, "\n".join(lines[first : last + 1])))
+            out.append(_Stmt(first, last, "\n".join(lines[first : last + 1]), isinstance(s, (ast.Import, ast.ImportFrom))))
 
     walk(tree.body)
     out.sort(key=lambda st: st.first)
@@ -883,9 +884,15 @@ def relayout(old: str, new: str, line_length: int = 88, **style: object) -> str:
     matcher = difflib.SequenceMatcher(None, [s.text for s in before], [s.text for s in after], autojunk=False)
     replacements: List[Tuple[_Stmt, str]] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "replace" or i2 - i1 != j2 - j1:
+        if tag != "replace":
             continue
-        for o, n in zip(before[i1:i2], after[j1:j2]):
+        olds, news = before[i1:i2], after[j1:j2]
+        if len(olds) != len(news):
+            # The fix adds and removes imports next to the statements it changes.
+            olds, news = [o for o in olds if not o.is_import], [n for n in news if not n.is_import]
+            if len(olds) != len(news):
+                continue
+        for o, n in zip(olds, news):
             laid = _relayout_statement(o.text, n.text, fmt)
             if laid is not None and laid != n.text:
                 replacements.append((n, laid))

@@ -180,3 +180,41 @@ def test_relayout_respects_fmt_off_and_skip(old):
 def test_relayout_never_changes_what_the_code_means_and_takes_bad_input():
     assert relayout("x = (", "x = ((", 88) == "x = (("
     assert relayout("", "", 88) == ""
+
+
+VLLM_SETTINGS = """
+[tool.pinfix]
+helper = "vllm.utils.torch_utils.np_to_pinned_tensor"
+pin-memory-expr = "is_pin_memory_available()"
+pin-memory-import = "vllm.utils.platform_utils.is_pin_memory_available"
+h2d-helper = "vllm.utils.torch_utils.async_tensor_h2d"
+cpu-tensor-names = ["*_cpu", "*_cpu_tensor"]
+"""
+
+RUNNER = '''\
+import numpy as np
+import torch
+
+
+class Runner:
+    def prepare(self, req_indices, ids, n):
+        positions = self.positions[:n] - torch.from_numpy(self.input_batch.num_computed_tokens[req_indices]).to(self.device, torch.int64, non_blocking=True)
+        self.req_id_per_token_buffer[:n].copy_(torch.from_numpy(np.asarray(ids, dtype=np.int32)), non_blocking=True)
+        seq_lens = torch.tensor(ids, dtype=torch.int32, device="cpu").to(self.device, non_blocking=True)
+        return positions, seq_lens
+'''
+
+
+def test_fixes_keep_a_formatted_file_formatted(project):
+    """The issue's case: the h2d rewrite collapsed a wrapped call onto one 126-character line."""
+    from pinfix.api import fix_text
+    from pinfix.config import load_config
+
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n" + VLLM_SETTINGS)
+    source = ruff_format(RUNNER)
+    path = project / "vllm" / "v1" / "runner.py"
+    path.write_text(source)
+    after = fix_text(source, path=str(path), config=load_config(project), unsafe_fixes=True)
+    assert after != source and "async_tensor_h2d(" in after and "np_to_pinned_tensor(" in after
+    assert max(len(line) for line in after.splitlines()) <= 88
+    assert ruff_format(after) == after
