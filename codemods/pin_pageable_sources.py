@@ -199,7 +199,8 @@ class PinPageableSourcesCommand(CodemodCommand):
             if imported_local_name(tree, module, name) is None:
                 needed.append((module, name))
         if needed:
-            isort = project_style(self.config.source, self.config.line_length).isort
+            style = project_style(self.config.source, self.config.line_length)
+            isort = style.isort
             if isort.unsupported:
                 # Not followed: each import is its own statement, which the project's
                 # own `ruff check --fix` can place; the fix says so.
@@ -209,5 +210,5 @@ class PinPageableSourcesCommand(CodemodCommand):
                     f.fix_note = f"{f.fix_note}; {note}" if f.fix_note else note
             sections = Sections(first_party_detector(path, self.config.root, self.config.known_first_party), isort)
             for module, name in needed:
-                tree = add_from_import(tree, module, name, sections=sections, line_length=self.config.line_length)
+                tree = add_from_import(tree, module, name, sections=sections, line_length=style.format.line_length)
         return tree

@@ -40,17 +40,9 @@ import tokenize
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .style import FormatStyle
+
 __all__ = ["FormatStyle", "relayout", "format_statement", "Unsupported"]
-
-
-@dataclass(frozen=True)
-class FormatStyle:
-    """The formatter settings that decide a layout (ruff's names)."""
-
-    line_length: int = 88
-    indent_width: int = 4
-    #: ``skip-magic-trailing-comma``: a trailing comma no longer forces one item per line.
-    skip_magic_trailing_comma: bool = False
 
 
 class Unsupported(Exception):

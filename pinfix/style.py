@@ -16,12 +16,20 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
-from .layout import FormatStyle
-
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
+
+@dataclass(frozen=True)
+class FormatStyle:
+    """The formatter settings that decide a layout (ruff's names)."""
+
+    line_length: int = 88
+    indent_width: int = 4
+    #: ``skip-magic-trailing-comma``: a trailing comma no longer forces one item per line.
+    skip_magic_trailing_comma: bool = False
+
 
 #: isort's default section order (ruff's names).
 DEFAULT_SECTIONS = ("future", "standard-library", "third-party", "first-party", "local-folder")
