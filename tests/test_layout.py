@@ -218,3 +218,20 @@ def test_fixes_keep_a_formatted_file_formatted(project):
     assert after != source and "async_tensor_h2d(" in after and "np_to_pinned_tensor(" in after
     assert max(len(line) for line in after.splitlines()) <= 88
     assert ruff_format(after) == after
+
+
+@pytest.mark.parametrize(
+    "toml,expected",
+    [
+        ("", (77, 4, False)),
+        ("[tool.ruff]\nline-length = 120\nindent-width = 2\n[tool.ruff.format]\nskip-magic-trailing-comma = true\n", (120, 2, True)),
+        ("[tool.black]\nline-length = 100\nskip-magic-trailing-comma = true\n", (100, 4, True)),
+        ("[tool.ruff]\nline-length = 110\n[tool.black]\nline-length = 100\n", (110, 4, False)),
+    ],
+)
+def test_formatter_settings_are_read_from_the_project(tmp_path, toml, expected):
+    from pinfix.style import project_style
+
+    (tmp_path / "pyproject.toml").write_text(toml)
+    fmt = project_style(tmp_path / "pyproject.toml", default_line_length=77).format
+    assert (fmt.line_length, fmt.indent_width, fmt.skip_magic_trailing_comma) == expected
