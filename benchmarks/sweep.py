@@ -28,7 +28,7 @@ package's own sources), the tree is copied to a temporary directory and:
 
 Each vLLM tree is swept in several settings variants (``--variant``): ``default``
 (``pinfix fix``), ``unsafe`` (``--unsafe-fixes``), ``vllm`` (the settings the
-README recommends for vLLM), ``force-single-line`` and ``isort-black`` (the vLLM
+README recommends for vLLM), ``vllm-unsafe`` (both; what CI runs), ``force-single-line`` and ``isort-black`` (the vLLM
 settings plus ``[tool.ruff.lint.isort] force-single-line = true`` or ``[tool.isort]
 profile = "black"`` written into the copy's ``pyproject.toml``). The torch tree
 is swept with ``unsafe`` only.
@@ -109,6 +109,7 @@ VARIANTS = {
         Variant("default"),
         Variant("unsafe", unsafe=True),
         Variant("vllm", pinfix=VLLM_SETTINGS),
+        Variant("vllm-unsafe", unsafe=True, pinfix=VLLM_SETTINGS),
         Variant("force-single-line", pinfix=VLLM_SETTINGS, table=("[tool.ruff.lint.isort]", "force-single-line = true")),
         Variant("isort-black", pinfix=VLLM_SETTINGS, table=("[tool.isort]", 'profile = "black"')),
     )
