@@ -8,7 +8,7 @@ temporary directory and runs, in alternation for several rounds:
 * the same with ``--deep``, when this pinfix has it
 * the same with every shortcut off (``PINFIX_NO_PREFILTER=1``)
 * ``ruff check --select F --no-cache TREE``
-* ``fixit --rules lint_rules.pageable_non_blocking_copy lint TREE`` (our rule only)
+* ``fixit --rules pinfix.lint_rules.pageable_non_blocking_copy lint TREE`` (our rule only)
 * ``grep -rl non_blocking TREE``
 
 For each child it records wall time and peak memory: ``ru_maxrss`` from
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
-RULE = "lint_rules.pageable_non_blocking_copy"
+RULE = "pinfix.lint_rules.pageable_non_blocking_copy"
 NO_PREFILTER_ENV = "PINFIX_NO_PREFILTER"
 DEEP_LABEL = "pinfix check --deep"
 

@@ -18,12 +18,26 @@ package's own sources), the tree is copied to a temporary directory and:
 5. every changed line is an allowed one (see :func:`allowed_lines`): it holds
    ``from_numpy`` or the helper's name, or belongs to an import statement, or
    is a blank line next to one;
-6. a second ``pinfix fix`` changes no byte of any file (idempotence).
+6. a second ``pinfix fix`` changes no byte of any file (idempotence);
+7. the project's own checks stay green (vLLM trees): the ruff version the tree pins
+   (its ``.pre-commit-config.yaml``, installed into a venv of its own) runs
+   ``ruff check`` with the tree's ``[tool.ruff]`` and ``ruff format --check`` before the
+   fix over the whole tree and after it on the changed files: no new diagnostic
+   (multiset of code and message) and no changed file that was formatted before
+   and is not after.
+
+Each vLLM tree is swept in several settings variants (``--variant``): ``default``
+(``pinfix fix``), ``unsafe`` (``--unsafe-fixes``), ``vllm`` (the settings the
+README recommends for vLLM), ``vllm-unsafe`` (both; what CI runs), ``force-single-line`` and ``isort-black`` (the vLLM
+settings plus ``[tool.ruff.lint.isort] force-single-line = true`` or ``[tool.isort]
+profile = "black"`` written into the copy's ``pyproject.toml``). The torch tree
+is swept with ``unsafe`` only.
 
 Per tree it prints files, findings, fixes, errors, changed files and time, and
 exits 1 on any violation (2 when a tree cannot be found or a tool fails).
 
-    python benchmarks/sweep.py                     # all three trees
+    python benchmarks/sweep.py                     # all three trees, every variant
+    python benchmarks/sweep.py --variant vllm      # one variant (repeatable)
     python benchmarks/sweep.py --tree torch        # one of them
     python benchmarks/sweep.py --path SOME/DIR     # any other tree
 """
@@ -67,6 +81,106 @@ SUMMARY_RE = re.compile(
 LEFT_RE = re.compile(r"^pinfix: (?P<left>\d+) findings? left: .+$")
 FIXED_RE = re.compile(r"^pinfix: fixed (?P<path>.+) \(\d+ fix(?:es)?\)$")
 ERROR_RE = re.compile(r"^(?P<path>.+?): error: (?P<reason>\S.*)$")
+
+
+# --- Settings variants ------------------------------------------------------------
+
+#: The settings the README recommends for vLLM.
+VLLM_SETTINGS = """\
+helper = "vllm.utils.torch_utils.np_to_pinned_tensor"
+pin-memory-expr = "is_pin_memory_available()"
+pin-memory-import = "vllm.utils.platform_utils.is_pin_memory_available"
+h2d-helper = "vllm.utils.torch_utils.async_tensor_h2d"
+cpu-tensor-names = ["*_cpu", "*_cpu_tensor"]
+"""
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    unsafe: bool = False
+    #: Lines for the copy's ``[tool.pinfix]``.
+    pinfix: str = ""
+    #: (table header, lines) written into the copy's ``pyproject.toml``.
+    table: Optional[Tuple[str, str]] = None
+
+
+VARIANTS = {
+    v.name: v
+    for v in (
+        Variant("default"),
+        Variant("unsafe", unsafe=True),
+        Variant("vllm", pinfix=VLLM_SETTINGS),
+        Variant("vllm-unsafe", unsafe=True, pinfix=VLLM_SETTINGS),
+        Variant("force-single-line", pinfix=VLLM_SETTINGS, table=("[tool.ruff.lint.isort]", "force-single-line = true")),
+        Variant("isort-black", pinfix=VLLM_SETTINGS, table=("[tool.isort]", 'profile = "black"')),
+    )
+}
+
+
+def add_to_table(pyproject: Path, header: str, lines: str) -> None:
+    """Put ``lines`` into the ``header`` table of ``pyproject`` (made when missing)."""
+    text = pyproject.read_text(encoding="utf-8") if pyproject.exists() else ""
+    if re.search(rf"^{re.escape(header)}\s*$", text, flags=re.M):
+        text = re.sub(rf"^{re.escape(header)}\s*$", lambda m: f"{header}\n{lines}", text, count=1, flags=re.M)
+    else:
+        text += f"\n{header}\n{lines}\n"
+    pyproject.write_text(text, encoding="utf-8")
+
+
+# --- The project's own ruff --------------------------------------------------------
+
+RUFF_VENVS = Path(os.environ.get("PINFIX_SWEEP_RUFF_DIR", "/tmp/pinfix-sweep-ruff"))
+
+
+def pinned_ruff_version(tree: Path) -> Optional[str]:
+    """The ruff version the tree's pre-commit configuration (or lint requirements) pins."""
+    config = tree / ".pre-commit-config.yaml"
+    if config.is_file():
+        text = config.read_text(encoding="utf-8", errors="replace")
+        m = re.search(r"ruff-pre-commit\s*\n\s*rev:\s*(\S+)(?:\s*#\s*frozen:\s*(\S+))?", text)
+        if m:
+            return (m.group(2) or m.group(1)).lstrip("v")
+    for req in sorted(tree.glob("requirements/*.txt")) + [tree / "requirements-lint.txt"]:
+        if req.is_file():
+            m = re.search(r"^ruff==(\S+)", req.read_text(encoding="utf-8", errors="replace"), flags=re.M)
+            if m:
+                return m.group(1)
+    return None
+
+
+def project_ruff(version: str) -> str:
+    """A ruff of ``version`` in a virtual environment of its own (made once, then reused)."""
+    venv = RUFF_VENVS / f"ruff-{version}"
+    binary = venv / "bin" / "ruff"
+    if binary.exists():
+        return str(binary)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"ruff=={version}"],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or not binary.exists():
+        raise ToolFailure(f"cannot install ruff=={version}: {proc.stderr.strip()[-500:]}")
+    return str(binary)
+
+
+def project_check(ruff: str, root: Path, files: Sequence[Path]) -> Dict[str, Counter]:
+    """The tree's own ``ruff check`` (its configuration, all its rules) on ``files``."""
+    return ruff_json(ruff, root, files, [])
+
+
+def unformatted(ruff: str, root: Path, files: Sequence[Path]) -> Set[str]:
+    """Which of ``files`` the tree's own ``ruff format --check`` would reformat."""
+    out: Set[str] = set()
+    for i in range(0, len(files), 500):
+        part = [str(f) for f in files[i:i + 500]]
+        proc = subprocess.run([ruff, "format", "--check", "--no-cache", "--", *part],
+                              cwd=root, capture_output=True, text=True, check=False)
+        if proc.returncode not in (0, 1):
+            raise ToolFailure(f"project ruff format failed ({proc.returncode}): {proc.stderr.strip()[:2000]}")
+        for line in proc.stdout.splitlines():
+            if line.startswith("Would reformat: "):
+                out.add(Path(root / line[len("Would reformat: "):]).resolve().relative_to(root.resolve()).as_posix())
+    return out
 
 
 # --- Finding the trees ------------------------------------------------------
@@ -133,23 +247,24 @@ def ruff_binary() -> str:
     return str(beside) if beside.exists() else (shutil.which("ruff") or "ruff")
 
 
-def ruff_diagnostics(root: Path, files: Sequence[Path], isolated: bool) -> Dict[str, Counter]:
-    """Relative path -> Counter of (code, message) for ``files`` (all passed explicitly)."""
+def ruff_json(ruff: str, root: Path, files: Sequence[Path], options: Sequence[str]) -> Dict[str, Counter]:
+    """Relative path -> Counter of (code, message) from ``ruff check OPTIONS FILES`` (run in ``root``)."""
     result: Dict[str, Counter] = {}
-    chunk = 500
-    for i in range(0, len(files), chunk):
-        part = [str(f) for f in files[i:i + chunk]]
-        cmd = [ruff_binary(), "check", "--select", "F,I", "--no-cache",
-               "--output-format", "json", "--exit-zero"]
-        if isolated:
-            cmd.append("--isolated")
-        proc = subprocess.run(cmd + ["--"] + part, cwd=root, capture_output=True, text=True, check=False)
+    for i in range(0, len(files), 500):
+        part = [str(f) for f in files[i:i + 500]]
+        cmd = [ruff, "check", *options, "--no-cache", "--output-format", "json", "--exit-zero", "--", *part]
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise ToolFailure(f"ruff failed ({proc.returncode}): {proc.stderr.strip()[:2000]}")
         for item in json.loads(proc.stdout or "[]"):
             rel = Path(item["filename"]).resolve().relative_to(root.resolve()).as_posix()
             result.setdefault(rel, Counter())[(item.get("code"), item["message"])] += 1
     return result
+
+
+def ruff_diagnostics(root: Path, files: Sequence[Path], isolated: bool) -> Dict[str, Counter]:
+    """Relative path -> Counter of (code, message) for ``files`` (all passed explicitly)."""
+    return ruff_json(ruff_binary(), root, files, ["--select", "F,I"] + (["--isolated"] if isolated else []))
 
 
 def ruff_mode(root: Path, probe: Path) -> bool:
@@ -240,6 +355,47 @@ def call_lines(tree: ast.AST, before: bool) -> Set[int]:
     return lines
 
 
+_FIX_MARKERS = (SOURCE_NAME, HELPER_NAME, b"pin_memory", b"non_blocking", b"async_tensor_h2d")
+
+
+def fix_statement_lines(tree: ast.AST, lines: Sequence[bytes]) -> Set[int]:
+    """0-based lines of the simple statements that hold a fixed call: the fix lays
+    them out anew as the project's formatter would (pinfix.layout)."""
+    out: Set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not hasattr(node, "body"):
+            span = range(node.lineno - 1, node.end_lineno or node.lineno)
+            if any(m in lines[i] for i in span for m in _FIX_MARKERS):
+                out.update(span)
+    return out
+
+
+def _statements(tree: ast.AST, lines: Sequence[bytes]) -> List[Tuple[range, bytes]]:
+    return [
+        (span, b"".join(lines[i] for i in span))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.stmt) and not hasattr(node, "body")
+        for span in [range(node.lineno - 1, node.end_lineno or node.lineno)]
+    ]
+
+
+def _squashed(text: bytes) -> bytes:
+    """The statement without layout: no whitespace, no trailing comma before a bracket."""
+    flat = re.sub(rb"\s+", b"", text)
+    return re.sub(rb",([)\]])", rb"\1", flat)
+
+
+def pin_memory_statement_lines(tree_before: ast.AST, a: Sequence[bytes], tree_after: ast.AST, b: Sequence[bytes]) -> Set[int]:
+    """0-based lines (before the fix) of statements that gained only a ``pin_memory=`` argument
+    (PIN002), whatever their new layout."""
+    gained = {
+        _squashed(_PIN_MEMORY_ARG.sub(b"", text))
+        for _, text in _statements(tree_after, b)
+        if b"pin_memory=" in text
+    }
+    return {i for span, text in _statements(tree_before, a) if _squashed(text) in gained for i in span}
+
+
 def check_hunks(before: bytes, after: bytes, tree_before: ast.AST, tree_after: ast.AST) -> List[str]:
     a = before.splitlines(keepends=True)
     b = after.splitlines(keepends=True)
@@ -259,9 +415,14 @@ def check_hunks(before: bytes, after: bytes, tree_before: ast.AST, tree_after: a
         removed.extend(range(i1, i2))
         added.extend(range(j1, j2))
     problems = []
-    for i in allowed_lines(a, import_lines(tree_before) | call_lines(tree_before, True), removed):
+    spans_a = (
+        import_lines(tree_before) | call_lines(tree_before, True) | fix_statement_lines(tree_before, a)
+        | pin_memory_statement_lines(tree_before, a, tree_after, b)
+    )
+    spans_b = import_lines(tree_after) | call_lines(tree_after, False) | fix_statement_lines(tree_after, b)
+    for i in allowed_lines(a, spans_a, removed):
         problems.append(f"removed line {i + 1} is outside the fix: {a[i]!r}")
-    for j in allowed_lines(b, import_lines(tree_after) | call_lines(tree_after, False), added):
+    for j in allowed_lines(b, spans_b, added):
         problems.append(f"added line {j + 1} is outside the fix: {b[j]!r}")
     return problems
 
@@ -281,6 +442,11 @@ class TreeResult:
     seconds: float = 0.0
     second_seconds: float = 0.0
     ruff_isolated: bool = False
+    variant: str = "unsafe"
+    #: The tree's own ruff: its version, new diagnostics and newly unformatted files (None: not run).
+    project_ruff: Optional[str] = None
+    new_project_diagnostics: Optional[int] = None
+    new_unformatted: Optional[int] = None
     error_reasons: Counter = field(default_factory=Counter)
     violations: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
@@ -296,8 +462,8 @@ def pinfix_command() -> List[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "pinfix"]
 
 
-def run_pinfix(tree: Path, jobs: Optional[int]) -> Tuple[subprocess.CompletedProcess, float]:
-    cmd = pinfix_command() + ["fix", "--unsafe-fixes", "--no-progress", "--verbose"]
+def run_pinfix(tree: Path, jobs: Optional[int], unsafe: bool = True) -> Tuple[subprocess.CompletedProcess, float]:
+    cmd = pinfix_command() + ["fix", "--no-progress", "--verbose"] + (["--unsafe-fixes"] if unsafe else [])
     if jobs:
         cmd += ["-j", str(jobs)]
     start = time.perf_counter()
@@ -338,15 +504,26 @@ def parse_stderr(tree: Path, stderr: str, result: TreeResult, label: str) -> Tup
     return summary, left, errored
 
 
-def sweep_tree(name: str, source: Path, jobs: Optional[int], keep: bool, max_show: int) -> TreeResult:
-    result = TreeResult(name)
+def sweep_tree(
+    name: str, source: Path, jobs: Optional[int], keep: bool, max_show: int,
+    variant: Variant = VARIANTS["unsafe"], own_checks: bool = False,
+) -> TreeResult:
+    global H2D_HELPER
+    result = TreeResult(name, variant=variant.name)
     workdir = Path(tempfile.mkdtemp(prefix=f"pinfix-sweep-{name}-"))
     tree = workdir / "tree"
+    saved_h2d = H2D_HELPER
     try:
         copy_tree(source, tree)
-        if H2D_HELPER is not None:
-            with open(tree / "pyproject.toml", "a", encoding="utf-8") as f:
-                f.write(f'\n[tool.pinfix]\nh2d-helper = "{H2D_HELPER}"\n')
+        pinfix_lines = variant.pinfix
+        if H2D_HELPER is not None and "h2d-helper" not in pinfix_lines:
+            pinfix_lines += f'h2d-helper = "{H2D_HELPER}"\n'
+        m = re.search(r'h2d-helper = "([^"]+)"', pinfix_lines)
+        H2D_HELPER = m.group(1) if m else H2D_HELPER
+        if pinfix_lines:
+            add_to_table(tree / "pyproject.toml", "[tool.pinfix]", pinfix_lines.rstrip("\n"))
+        if variant.table is not None:
+            add_to_table(tree / "pyproject.toml", *variant.table)
         before_hashes = snapshot(tree)
 
         sys.path.insert(0, str(REPO))
@@ -359,8 +536,18 @@ def sweep_tree(name: str, source: Path, jobs: Optional[int], keep: bool, max_sho
         if result.ruff_isolated:
             result.notes.append("the tree's ruff config is unusable with this ruff; ran ruff --isolated")
         ruff_before = ruff_diagnostics(tree, py_files, result.ruff_isolated)
+        own_ruff = None
+        if own_checks:
+            version = pinned_ruff_version(tree)
+            if version is None:
+                result.notes.append("no pinned ruff version found: the tree's own checks were not run")
+            else:
+                own_ruff = project_ruff(version)
+                result.project_ruff = version
+                own_before = project_check(own_ruff, tree, py_files)
+                unformatted_before = unformatted(own_ruff, tree, py_files)
 
-        proc, result.seconds = run_pinfix(tree, jobs)
+        proc, result.seconds = run_pinfix(tree, jobs, unsafe=variant.unsafe)
         summary, left, errored = parse_stderr(tree, proc.stderr, result, "first run")
         if summary:
             result.files = int(summary.group("files"))
@@ -398,7 +585,23 @@ def sweep_tree(name: str, source: Path, jobs: Optional[int], keep: bool, max_sho
                 f"{rel}: {v}" for v in check_changed_file(tree, source, rel, ruff_before, ruff_after)
             )
 
-        proc2, result.second_seconds = run_pinfix(tree, jobs)
+        if own_ruff is not None:
+            changed_paths = [tree / p for p in changed if p.endswith(".py")]
+            own_after = project_check(own_ruff, tree, changed_paths) if changed_paths else {}
+            new_total = 0
+            for rel in changed:
+                new = own_after.get(rel, Counter()) - own_before.get(rel, Counter())
+                new_total += sum(new.values())
+                for (code, message), n in sorted(new.items(), key=str):
+                    result.violations.append(f"{rel}: new diagnostic of the tree's ruff {version}: {code} {message!r} (x{n})")
+            result.new_project_diagnostics = new_total
+            now_unformatted = unformatted(own_ruff, tree, changed_paths) if changed_paths else set()
+            newly = sorted(now_unformatted - unformatted_before)
+            result.new_unformatted = len(newly)
+            for rel in newly:
+                result.violations.append(f"{rel}: ruff {version} format --check would now reformat it")
+
+        proc2, result.second_seconds = run_pinfix(tree, jobs, unsafe=variant.unsafe)
         summary2, _, _ = parse_stderr(tree, proc2.stderr, result, "second run")
         if summary2 and int(summary2.group("changed")) != 0:
             result.violations.append(f"second run: summary says {summary2.group('changed')} files changed")
@@ -409,6 +612,7 @@ def sweep_tree(name: str, source: Path, jobs: Optional[int], keep: bool, max_sho
     except ToolFailure as e:
         result.violations.append(str(e))
     finally:
+        H2D_HELPER = saved_h2d
         if keep:
             result.notes.append(f"copy kept at {tree}")
         else:
@@ -454,6 +658,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--sdist-dir", type=Path, default=DEFAULT_SDIST_DIR, help="where sdists are unpacked/fetched")
     parser.add_argument("--jobs", "-j", type=int, default=None, help="pinfix --jobs (default: pinfix's)")
     parser.add_argument("--h2d-helper", default=None, help="sweep with [tool.pinfix] h2d-helper set to this")
+    parser.add_argument("--variant", action="append", choices=sorted(VARIANTS),
+                        help="settings variant for the vLLM trees (repeatable; default: all); torch: unsafe only")
+    parser.add_argument("--no-own-checks", action="store_true",
+                        help="skip the tree's own pinned ruff check / format --check")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copies")
     parser.add_argument("--max-show", type=int, default=20, help="violations shown per tree")
     args = parser.parse_args(argv)
@@ -468,10 +676,17 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"sweep: {name}: {path} is not a directory", file=sys.stderr)
             return 2
 
-    results = []
+    chosen = [VARIANTS[v] for v in (args.variant or VARIANTS)]
+    runs = []
     for name, path in targets:
-        print(f"== {name} ({path})", flush=True)
-        r = sweep_tree(name, path, args.jobs, args.keep, args.max_show)
+        if name == "torch":
+            runs.append((name, path, VARIANTS["unsafe"], False))
+        else:
+            runs.extend((name, path, v, not args.no_own_checks) for v in chosen)
+    results = []
+    for name, path, variant, own in runs:
+        print(f"== {name} [{variant.name}] ({path})", flush=True)
+        r = sweep_tree(name, path, args.jobs, args.keep, args.max_show, variant, own)
         results.append(r)
         print(
             f"   files {r.files} (parsed {r.parsed}), findings {r.findings}, fixes {r.fixes}, "
@@ -488,11 +703,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         if len(r.violations) > args.max_show:
             print(f"   ... and {len(r.violations) - args.max_show} more violations")
 
-    print("\n| tree | files | findings | fixes | errors | changed | time (s) | violations |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    def shown(value: Optional[int]) -> str:
+        return "n/a" if value is None else str(value)
+
+    print("\n| tree | variant | files | findings | fixes | errors | changed | time (s) | own ruff | "
+          "new ruff diagnostics | files to reformat | violations |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
     for r in results:
-        print(f"| {r.name} | {r.files} | {r.findings} | {r.fixes} | {r.errors} | {r.changed} | "
-              f"{r.seconds:.1f} | {len(r.violations)} |")
+        print(f"| {r.name} | {r.variant} | {r.files} | {r.findings} | {r.fixes} | {r.errors} | {r.changed} | "
+              f"{r.seconds:.1f} | {r.project_ruff or 'n/a'} | {shown(r.new_project_diagnostics)} | "
+              f"{shown(r.new_unformatted)} | {len(r.violations)} |")
     return 1 if any(r.violations for r in results) else 0
 
 

@@ -63,7 +63,7 @@ def report_findings(rule: LintRule, node: cst.Module, code: str) -> None:
             rule.report(node, f"{finding.code} {finding.message}", position=position)
 
 
-def fixit_rule(rule: Type[Rule]) -> Type[LintRule]:
+def fixit_rule(rule: Type[Rule], module: str) -> Type[LintRule]:
     """A Fixit rule class for one of pinfix's rules: its docs, its cases (those
     that need no settings), its findings."""
 
@@ -81,7 +81,7 @@ def fixit_rule(rule: Type[Rule]) -> Type[LintRule]:
         (LintRule,),
         {
             "__doc__": rule.__doc__,
-            "__module__": f"lint_rules.{rule.__module__.rsplit('.', 1)[-1]}",
+            "__module__": module,
             "VALID": valid(rule.VALID),
             "INVALID": invalid(rule.INVALID),
             "__init__": __init__,

@@ -7,6 +7,6 @@ from pinfix.rules.pin002 import PageableCpuSource as _Rule
 
 from ._report import fixit_rule
 
-PageableCpuSource = fixit_rule(_Rule)
+PageableCpuSource = fixit_rule(_Rule, __name__)
 
 __all__ = ["PageableCpuSource"]

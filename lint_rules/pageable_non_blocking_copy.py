@@ -7,6 +7,6 @@ from pinfix.rules.pin001 import PageableNonBlockingCopy as _Rule
 
 from ._report import fixit_rule
 
-PageableNonBlockingCopy = fixit_rule(_Rule)
+PageableNonBlockingCopy = fixit_rule(_Rule, __name__)
 
 __all__ = ["PageableNonBlockingCopy"]

@@ -7,6 +7,6 @@ from pinfix.rules.pin004 import UnknownPinnedness as _Rule
 
 from ._report import fixit_rule
 
-UnknownPinnedness = fixit_rule(_Rule)
+UnknownPinnedness = fixit_rule(_Rule, __name__)
 
 __all__ = ["UnknownPinnedness"]

@@ -7,6 +7,6 @@ from pinfix.rules.pin003 import UnsynchronizedHostRead as _Rule
 
 from ._report import fixit_rule
 
-UnsynchronizedHostRead = fixit_rule(_Rule)
+UnsynchronizedHostRead = fixit_rule(_Rule, __name__)
 
 __all__ = ["UnsynchronizedHostRead"]

@@ -16,6 +16,7 @@ but the most recently used settings; ``pinfix clean`` removes the lot.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -42,7 +43,9 @@ def _code_fingerprint() -> str:
     """Hash of pinfix's analysis sources: a changed rule never reuses old results."""
     digest = hashlib.sha256(__version__.encode())
     here = Path(__file__).resolve().parent
-    for directory in (here, here.parent / "codemods"):
+    # The codemod ships as pinfix.codemods, from codemods/ at the top of a checkout.
+    codemods = importlib.util.find_spec("pinfix.codemods")
+    for directory in (here, *(Path(p) for p in (codemods.submodule_search_locations or []) if codemods)):
         for source in sorted(directory.glob("*.py")):
             try:
                 digest.update(source.name.encode() + source.read_bytes())

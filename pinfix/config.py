@@ -783,4 +783,13 @@ def settings_of(config: Config) -> "Settings":
         known_first_party=tuple(config.known_first_party),
         line_length=config.line_length,
         root=config.root,
+        style_file=_style_file(config),
     )
+
+
+def _style_file(config: Config) -> Optional[Path]:
+    """The ``pyproject.toml`` holding the project's formatter and isort settings."""
+    candidate = config.root / "pyproject.toml"
+    if candidate.is_file():
+        return candidate
+    return config.source if config.source is not None and config.source.name == "pyproject.toml" else None

@@ -139,6 +139,10 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
         if result is not None:
             applied = set(result.applied)
             new_bytes = result.data
+            if result.note:
+                for i in applied:
+                    f = findings[i]
+                    f.fix_note = f"{f.fix_note}; {result.note}" if f.fix_note else result.note
     for i, f in enumerate(findings):
         report.diagnostics.append(Diagnostic(**f.shared_fields(), path=path, fixed=i in applied))
     if new_bytes == data:

@@ -1,31 +1,44 @@
-"""Add ``from <module> import <name>`` where isort (ruff's ``I001``) would put it.
+"""Add ``from <module> import <name>`` where isort (ruff's ``I001``) would put it,
+and remove the imports a fix left unused.
 
 LibCST's ``AddImportsVisitor`` merges names at the end of a statement and puts
 new statements after the last import, which breaks isort order in files such as
 vLLM's. A file that passed ``ruff check --select I`` before the fix must still
-pass after it, so this module follows ruff's default isort settings: sections
-future / stdlib / third-party / first-party / local; within a section, plain
-``import x`` statements before ``from x import y``, modules compared
-case-insensitively in natural order; imported members ordered by type
-(CONSTANTS, Classes, functions) then name.
+pass after it, with the project's own isort settings (:class:`IsortSettings`,
+read by :mod:`pinfix.style`): sections future / standard library / third party /
+first party / local folder (``section-order``, ``no-sections``,
+``known-first-party``, ``known-third-party``, ``known-local-folder``); within a
+section, plain ``import x`` statements before ``from x import y`` (unless
+``force-sort-within-sections``), modules compared case-insensitively in natural
+order (``case-sensitive``); imported members ordered by type (CONSTANTS,
+Classes, functions; ``order-by-type``) then name; ``from M import x as y`` kept
+apart from ``from M import a`` unless ``combine-as-imports``; one name per
+statement with ``force-single-line``; the layout of a merged statement as ruff
+writes it (``split-on-trailing-comma``, ``force-wrap-aliases``).
+
+Every entry point takes and returns a LibCST module; comments on import lines
+stay where they are (a ``# noqa`` stays on its own name).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from pathlib import Path
-from typing import Callable, FrozenSet, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Collection, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-
-FUTURE, STDLIB, THIRD_PARTY, FIRST_PARTY, LOCAL = range(5)
+from .style import DEFAULT_SECTIONS, IsortSettings
 
 
 def code_of(node: cst.CSTNode) -> str:
     """The source text of ``node``."""
     return cst.Module([]).code_for_node(node)
+
+FUTURE, STDLIB, THIRD_PARTY, FIRST_PARTY, LOCAL = range(5)
+_SECTION_NAMES = dict(zip(DEFAULT_SECTIONS, range(5)))
 
 if sys.version_info >= (3, 10):
     _STDLIB: FrozenSet[str] = frozenset(sys.stdlib_module_names)
@@ -38,42 +51,68 @@ else:  # pragma: no cover - 3.9 has no stdlib_module_names
         | set(sys.builtin_module_names)
     )
 
+_DEFAULT_ISORT = IsortSettings()
+
 
 def _natural(text: str) -> Tuple[object, ...]:
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
 
 
-def module_key(name: str) -> Tuple[object, ...]:
-    return _natural(name.lower())
+def module_key(name: str, isort: IsortSettings = _DEFAULT_ISORT) -> Tuple[object, ...]:
+    return _natural(name if isort.case_sensitive else name.lower())
 
 
-def member_key(name: str) -> Tuple[object, ...]:
-    if name.isupper() and len(name) > 1:
+def member_key(name: str, isort: IsortSettings = _DEFAULT_ISORT) -> Tuple[object, ...]:
+    if not isort.order_by_type:
+        kind = 0
+    elif name.isupper() and len(name) > 1:
         kind = 0  # CONSTANT
     elif name[:1].isupper():
         kind = 1  # Class
     else:
         kind = 2  # function or variable
-    return (kind, _natural(name.lower()), name)
+    return (kind, _natural(name if isort.case_sensitive else name.lower()), name)
+
+
+def _matches(module: str, known: Collection[str]) -> bool:
+    return any(module == k or module.startswith(k + ".") for k in known)
 
 
 class Sections:
-    """Which isort section a module belongs to, as ruff decides it by default."""
+    """Which isort section a module belongs to, as ruff decides it with the project's settings."""
 
-    def __init__(self, first_party: Callable[[str], bool]):
+    def __init__(self, first_party: Callable[[str], bool], isort: IsortSettings = _DEFAULT_ISORT):
         self._first_party = first_party
+        self.isort = isort
+        order = [_SECTION_NAMES[s] for s in isort.section_order if s in _SECTION_NAMES]
+        # A built-in section left out of section-order goes last (custom sections are not supported).
+        self._rank = {section: i for i, section in enumerate(order + [s for s in range(5) if s not in order])}
 
-    def of(self, module: str, relative: bool = False) -> int:
+    def kind(self, module: str, relative: bool = False) -> int:
+        """FUTURE, STDLIB, THIRD_PARTY, FIRST_PARTY or LOCAL."""
         if relative:
             return LOCAL
         top = module.split(".", 1)[0]
         if top == "__future__":
             return FUTURE
-        if self._first_party(top):
+        if _matches(module, self.isort.known_local_folder):
+            return LOCAL
+        if _matches(module, self.isort.known_first_party):
             return FIRST_PARTY
+        if _matches(module, self.isort.known_third_party):
+            return THIRD_PARTY
         if top in _STDLIB:
             return STDLIB
+        if self._first_party(top):
+            return FIRST_PARTY
         return THIRD_PARTY
+
+    def of(self, module: str, relative: bool = False) -> int:
+        """The rank of the module's section (one section for all with ``no-sections``)."""
+        kind = self.kind(module, relative)
+        if self.isort.no_sections:
+            return 0 if kind == FUTURE else 1
+        return self._rank[kind]
 
 
 def first_party_detector(file_path: Optional[Path], root: Path, known: Sequence[str]) -> Callable[[str], bool]:
@@ -107,19 +146,28 @@ def _import_statement(stmt: cst.BaseStatement) -> Optional[Sequence[cst.BaseSmal
     return None
 
 
-def _statement_module(stmt: cst.SimpleStatementLine) -> Tuple[str, bool, int]:
-    """(module name, relative?, kind) of an import line; kind 0 ``import x``, 1 ``from x import``."""
+def _alias_name(alias: cst.ImportAlias) -> str:
+    return code_of(alias.name)
+
+
+def _statement_module(stmt: cst.SimpleStatementLine) -> Tuple[str, bool, int, str]:
+    """(module name, relative?, kind, first member) of an import line; kind 0 ``import x``, 1 ``from x import``."""
     first = stmt.body[0]
     if isinstance(first, cst.Import):
-        return code_of(first.names[0].name), False, 0
+        return code_of(first.names[0].name), False, 0, ""
     assert isinstance(first, cst.ImportFrom)
     name = code_of(first.module) if first.module is not None else ""
-    return name, bool(first.relative), 1
+    member = "*" if isinstance(first.names, cst.ImportStar) else _alias_name(first.names[0])
+    return name, bool(first.relative), 1, member
 
 
-def _statement_key(stmt: cst.SimpleStatementLine, sections: Sections) -> Tuple[int, int, Tuple[object, ...]]:
-    name, relative, kind = _statement_module(stmt)
-    return (sections.of(name, relative=relative), kind, module_key(name))
+def _statement_key(stmt: cst.SimpleStatementLine, sections: Sections) -> Tuple[object, ...]:
+    name, relative, kind, member = _statement_module(stmt)
+    isort = sections.isort
+    members = member_key(member, isort) if member else ()
+    if isort.force_sort_within_sections:
+        return (sections.of(name, relative=relative), module_key(name, isort), kind, members)
+    return (sections.of(name, relative=relative), kind, module_key(name, isort), members)
 
 
 def _is_docstring(stmt: cst.BaseStatement) -> bool:
@@ -161,49 +209,95 @@ def imported_local_name(module: cst.Module, from_module: str, name: str) -> Opti
     return None
 
 
-def _merge_name(node: cst.ImportFrom, name: str, line_length: int, line_prefix: str) -> cst.ImportFrom:
+# --- Merging a name into an existing statement ---------------------------------------
+
+
+def _has_comment(node: cst.CSTNode) -> bool:
+    found = []
+
+    class _Find(cst.CSTVisitor):
+        def visit_Comment(self, _node: cst.Comment) -> None:
+            found.append(True)
+
+    node.visit(_Find())
+    return bool(found)
+
+
+def _without_comment(ws: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
+    if isinstance(ws, cst.ParenthesizedWhitespace):
+        return ws.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=())
+    return ws
+
+
+def _alias_text(alias: cst.ImportAlias) -> str:
+    return code_of(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+
+
+def _magic_trailing_comma(node: cst.ImportFrom) -> bool:
+    names = node.names
+    return node.lpar is not None and isinstance(names, Sequence) and isinstance(names[-1].comma, cst.Comma)
+
+
+def _laid_out(from_module: str, aliases: Sequence[cst.ImportAlias], isort: IsortSettings, line_length: int,
+              prefix: str, keep_vertical: bool) -> cst.ImportFrom:
+    """The statement as ruff writes it: on one line when it fits, else one name
+    per line in parentheses with a trailing comma."""
+    names = [_alias_text(a) for a in aliases]
+    flat = f"from {from_module} import {', '.join(names)}"
+    wrap_aliases = isort.force_wrap_aliases and isort.combine_as_imports and len(names) > 1 and any(
+        a.asname is not None for a in aliases
+    )
+    vertical = wrap_aliases or len(prefix + flat) > line_length or (keep_vertical and isort.split_on_trailing_comma)
+    text = f"from {from_module} import (\n" + "".join(f"    {n},\n" for n in names) + ")" if vertical else flat
+    node = cst.parse_statement(text + "\n")
+    assert isinstance(node, cst.SimpleStatementLine)
+    return node.body[0]  # type: ignore[return-value]
+
+
+def _merge_name(node: cst.ImportFrom, name: str, isort: IsortSettings, line_length: int, line_prefix: str) -> cst.ImportFrom:
     aliases = list(node.names)  # type: ignore[arg-type]
     if any(code_of(a.name) == name and a.asname is None for a in aliases):
         return node
     index = len(aliases)
     for i, alias in enumerate(aliases):
-        if member_key(code_of(alias.name)) > member_key(name):
+        if member_key(code_of(alias.name), isort) > member_key(name, isort):
             index = i
             break
-    if node.lpar is not None and len(aliases) > 1:
+    new = cst.ImportAlias(name=cst.Name(name))
+    if not _has_comment(node):
+        # No comment to keep: write the statement as ruff would.
+        merged_aliases = [*aliases[:index], new, *aliases[index:]]
+        module_name = code_of(node.module) if node.module is not None else ""
+        return _laid_out(module_name, merged_aliases, isort, line_length, line_prefix, _magic_trailing_comma(node))
+    # Comments stay on the names they follow: the new name gets a separator
+    # like its neighbours' (without their comments).
+    if len(aliases) > 1:
         separator = aliases[0].comma
     elif node.lpar is not None:
         separator = cst.Comma(whitespace_after=node.lpar.whitespace_after)
     else:
-        separator = aliases[0].comma if len(aliases) > 1 else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     if not isinstance(separator, cst.Comma):
         separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    new = cst.ImportAlias(name=cst.Name(name))
+    separator = separator.with_changes(whitespace_after=_without_comment(separator.whitespace_after))
     if index == len(aliases):
-        new = new.with_changes(comma=aliases[-1].comma)
-        aliases[-1] = aliases[-1].with_changes(comma=separator.deep_clone())
+        last = aliases[-1]
+        last_comma = last.comma
+        if isinstance(last_comma, cst.Comma):
+            # `b,  # comment` then `)`: b keeps its comma and comment and gets the
+            # separator's line break; the new name takes over the closing layout.
+            closing = last_comma.whitespace_after
+            kept = separator.whitespace_after
+            if isinstance(closing, cst.ParenthesizedWhitespace) and isinstance(kept, cst.ParenthesizedWhitespace):
+                kept = kept.with_changes(first_line=closing.first_line, empty_lines=closing.empty_lines)
+            aliases[-1] = last.with_changes(comma=last_comma.with_changes(whitespace_after=kept))
+            new = new.with_changes(comma=cst.Comma(whitespace_after=_without_comment(closing)))
+        else:
+            aliases[-1] = last.with_changes(comma=separator)
     else:
-        new = new.with_changes(comma=separator.deep_clone())
+        new = new.with_changes(comma=separator)
     aliases.insert(index, new)
-    merged = node.with_changes(names=aliases)
-    if node.lpar is None and len(line_prefix + code_of(merged)) > line_length:
-        merged = _wrapped(merged)
-    return merged
-
-
-def _wrapped(node: cst.ImportFrom) -> cst.ImportFrom:
-    """The vertical, parenthesised layout isort and ruff use past the line length."""
-    indent = cst.ParenthesizedWhitespace(
-        first_line=cst.TrailingWhitespace(), empty_lines=(), indent=True, last_line=cst.SimpleWhitespace("    ")
-    )
-    closing = cst.ParenthesizedWhitespace(
-        first_line=cst.TrailingWhitespace(), empty_lines=(), indent=True, last_line=cst.SimpleWhitespace("")
-    )
-    names = [a.with_changes(comma=cst.Comma(whitespace_after=indent)) for a in node.names]  # type: ignore[union-attr]
-    names[-1] = names[-1].with_changes(comma=cst.Comma(whitespace_after=closing))
-    return node.with_changes(
-        names=names, lpar=cst.LeftParen(whitespace_after=indent), rpar=cst.RightParen()
-    )
+    return node.with_changes(names=aliases)
 
 
 def add_from_import(
@@ -215,23 +309,24 @@ def add_from_import(
     line_length: int = 88,
 ) -> cst.Module:
     """``module`` with ``name`` importable from ``from_module``, isort-placed."""
-    found = find_from_import(module, from_module)
-    if found is not None:
-        i, j = found
-        stmt = module.body[i]
-        assert isinstance(stmt, cst.SimpleStatementLine)
-        small = stmt.body[j]
-        assert isinstance(small, cst.ImportFrom)
-        prefix = "".join(code_of(s) + "; " for s in stmt.body[:j])
-        merged = _merge_name(small, name, line_length, prefix)
-        body = list(stmt.body)
-        body[j] = merged
-        return module.with_changes(body=[*module.body[:i], stmt.with_changes(body=body), *module.body[i + 1 :]])
-
+    isort = sections.isort
+    if not isort.force_single_line:
+        for i, j, small in _from_imports(module, from_module):
+            aliases = list(small.names)  # type: ignore[arg-type]
+            if not isort.combine_as_imports and any(a.asname is not None for a in aliases):
+                continue  # ruff keeps `from M import x as y` a statement of its own
+            stmt = module.body[i]
+            assert isinstance(stmt, cst.SimpleStatementLine)
+            prefix = "".join(code_of(s) + "; " for s in stmt.body[:j])
+            body = list(stmt.body)
+            body[j] = _merge_name(small, name, isort, line_length, prefix)
+            new_stmt = stmt.with_changes(body=body)
+            return module.with_changes(body=[*module.body[:i], new_stmt, *module.body[i + 1 :]])
     new = cst.parse_statement(f"from {from_module} import {name}\n")
     assert isinstance(new, cst.SimpleStatementLine)
     if len(code_of(new).rstrip("\n")) > line_length:
-        new = new.with_changes(body=[_wrapped(new.body[0])])  # type: ignore[arg-type]
+        laid = _laid_out(from_module, list(new.body[0].names), isort, line_length, "", False)  # type: ignore[union-attr]
+        new = new.with_changes(body=[laid])
     return _insert_statement(module, new, sections)
 
 
@@ -284,7 +379,8 @@ def _insert_statement(module: cst.Module, new: cst.SimpleStatementLine, sections
         nxt = body[start] if start < len(body) else None
         new = new.with_changes(leading_lines=_blank_lines(1) if start > 0 else [])
         if nxt is not None:
-            want = 2 if isinstance(nxt, (cst.FunctionDef, cst.ClassDef)) else 1
+            after = sections.isort.lines_after_imports
+            want = after if after >= 0 else (2 if isinstance(nxt, (cst.FunctionDef, cst.ClassDef)) else 1)
             kept = _strip_leading_blanks(nxt.leading_lines)
             body[start] = nxt.with_changes(leading_lines=_blank_lines(want) + kept)
         body.insert(start, new)
@@ -313,66 +409,116 @@ def _insert_statement(module: cst.Module, new: cst.SimpleStatementLine, sections
     return module.with_changes(body=body)
 
 
-def _binds(alias: cst.ImportAlias, statement: "cst.Import | cst.ImportFrom") -> str:
-    """The local name an import alias binds (``import a.b`` binds ``a``)."""
-    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-        return alias.asname.name.value
+# --- Removing what a fix left unused -------------------------------------------------------
+
+
+def used_names(code: str) -> Set[str]:
+    """Names the module reads outside its import statements (also inside string
+    annotations and ``__all__``, as pyflakes counts them)."""
+    tree = ast.parse(code)
+    used: Set[str] = set()
+
+    def strings(node: Optional[ast.AST]) -> None:
+        if node is None:
+            return
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                try:
+                    used.update(n.id for n in ast.walk(ast.parse(sub.value, mode="eval")) if isinstance(n, ast.Name))
+                except (SyntaxError, ValueError, RecursionError):
+                    pass
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            used.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+                if arg is not None:
+                    strings(arg.annotation)
+            strings(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            strings(node.annotation)
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            strings(node.value)
+    return used
+
+
+def _binding(alias: cst.ImportAlias, is_from: bool) -> str:
+    if alias.asname is not None:
+        return code_of(alias.asname.name)
     name = code_of(alias.name)
-    return name.split(".", 1)[0] if isinstance(statement, cst.Import) else name
+    return name if is_from else name.split(".", 1)[0]
 
 
-def remove_import(module: cst.Module, local: str) -> cst.Module:
-    """``module`` without the top-level import that binds ``local``: the name alone,
-    or the whole statement when it binds nothing else. An import line with a
-    comment of its own is kept as written (``# noqa: F401`` keeps a name for a
-    reason); comment lines above a removed statement stay."""
-    body = list(module.body)
-    for i, stmt in enumerate(body):
-        small_statements = _import_statement(stmt)
-        if small_statements is None:
-            continue
-        assert isinstance(stmt, cst.SimpleStatementLine)
-        if stmt.trailing_whitespace.comment is not None:
-            continue
-        kept: List[cst.BaseSmallStatement] = []
-        changed = False
-        for small in small_statements:
-            assert isinstance(small, (cst.Import, cst.ImportFrom))
-            if isinstance(small.names, cst.ImportStar):
-                kept.append(small)
-                continue
-            names = [a for a in small.names if _binds(a, small) != local]
-            if len(names) == len(small.names):
-                kept.append(small)
-                continue
-            changed = True
-            if any(c for a in small.names for c in _alias_comments(a)):
-                return module  # comments among the names: leave the statement as written
-            if names:
-                names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                kept.append(small.with_changes(names=names))
-        if not changed:
-            continue
-        if kept:
-            if len(kept) != len(stmt.body):
-                kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
-            body[i] = stmt.with_changes(body=kept)
-            return module.with_changes(body=body)
-        comments = [line for line in stmt.leading_lines if line.comment is not None]
-        del body[i]
-        if comments and i < len(body):
-            nxt = body[i]
-            body[i] = nxt.with_changes(leading_lines=[*stmt.leading_lines, *nxt.leading_lines])
-        elif comments:
-            return module  # nothing after it to carry the comment: keep the import
-        return module.with_changes(body=body)
-    return module
+class _RemoveImports(cst.CSTTransformer):
+    """Drop the aliases that bind one of ``names``; a statement with a comment is kept whole,
+    and the comment lines above a statement that goes move to the next statement."""
+
+    def __init__(self, names: Collection[str]):
+        super().__init__()
+        self.names = set(names)
+
+    def _keep(self, small: cst.BaseSmallStatement) -> Optional[cst.BaseSmallStatement]:
+        if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+            is_from = isinstance(small, cst.ImportFrom)
+            names = list(small.names)  # type: ignore[arg-type]
+            aliases = [a for a in names if _binding(a, is_from) not in self.names]
+            if not aliases:
+                return None
+            if len(aliases) < len(names):
+                last_comma = names[-1].comma
+                if isinstance(small, cst.ImportFrom) and small.lpar is not None:
+                    aliases[-1] = aliases[-1].with_changes(comma=last_comma)
+                else:
+                    aliases[-1] = aliases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                return small.with_changes(names=aliases)
+        return small
+
+    def _body(self, body: Sequence[cst.BaseStatement]) -> Tuple[List[cst.BaseStatement], List[cst.EmptyLine]]:
+        out: List[cst.BaseStatement] = []
+        pending: List[cst.EmptyLine] = []
+        for stmt in body:
+            if pending:
+                stmt = stmt.with_changes(leading_lines=[*pending, *stmt.leading_lines])
+                pending = []
+            if (
+                isinstance(stmt, cst.SimpleStatementLine)
+                and _import_statement(stmt) is not None
+                and not _has_comment(stmt.with_changes(leading_lines=()))
+            ):
+                smalls = [kept for kept in (self._keep(s) for s in stmt.body) if kept is not None]
+                if not smalls:
+                    if any(line.comment is not None for line in stmt.leading_lines):
+                        pending = list(stmt.leading_lines)
+                    continue
+                if smalls != list(stmt.body):
+                    smalls[-1] = smalls[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+                    stmt = stmt.with_changes(body=smalls)
+            out.append(stmt)
+        return out, pending
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        body, pending = self._body(updated.body)
+        return updated.with_changes(body=body, footer=[*pending, *updated.footer])
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        body, pending = self._body(updated.body)
+        if not body:
+            body = [cst.SimpleStatementLine(body=[cst.Pass()])]
+        return updated.with_changes(body=body, footer=[*pending, *updated.footer])
 
 
-def _alias_comments(alias: cst.ImportAlias) -> List[str]:
-    comma = alias.comma
-    if isinstance(comma, cst.Comma):
-        after = comma.whitespace_after
-        if isinstance(after, cst.ParenthesizedWhitespace) and after.first_line.comment is not None:
-            return [after.first_line.comment.value]
-    return []
+def remove_unused_imports(module: cst.Module, names: Collection[str]) -> cst.Module:
+    """``module`` without the import aliases that bind one of ``names`` when the
+    module no longer uses that name (``import torch``, ``import torch.nn``,
+    ``from torch import from_numpy``). An import line with a comment (``# noqa:
+    F401 keep for side effects``) is never removed; comment lines above a
+    removed import stay, above the next statement."""
+    try:
+        unused = set(names) - used_names(module.code)
+    except (SyntaxError, ValueError, RecursionError):
+        return module
+    if not unused:
+        return module
+    return module.visit(_RemoveImports(unused))

@@ -42,6 +42,8 @@ class Settings:
     line_length: int = 88
     #: The project's root (isort's first-party detection, deep mode's module roots).
     root: Path = field(default_factory=Path.cwd)
+    #: The ``pyproject.toml`` whose formatter and isort settings fixes follow.
+    style_file: Optional[Path] = None
 
     @property
     def helper_module(self) -> str:

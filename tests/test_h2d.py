@@ -306,7 +306,8 @@ def test_not_rewritten_to_the_helper(h2d_project: Path, name: str) -> None:
     if why is not None:
         assert why in finding.message
     after = _fix(h2d_project, name, source, unsafe_fixes=True)
-    assert kept in after
+    # (a statement the fix made too long is laid out as ruff would: compare without layout)
+    assert "".join(kept.split()) in "".join(after.split())
     assert "async_tensor_h2d(" not in after.replace("def async_tensor_h2d(", "")
 
 

@@ -16,7 +16,7 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("data", ("pinfix", "pinfix.effects", "pinfix.settings", "pinfix.edits", "pinfix.findings")),
     ("engine", ("pinfix.semantic", "pinfix.prefilter")),
     ("rules", ("pinfix.rules",)),
-    ("fixes", ("pinfix.fixes", "pinfix.imports", "pinfix.layout")),
+    ("fixes", ("pinfix.fixes", "pinfix.imports", "pinfix.layout", "pinfix.style")),
     (
         "shell",
         (
@@ -30,7 +30,6 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
             "pinfix.config",
             "pinfix.output",
             "pinfix.api",
-            "pinfix.ruledocs",
             "pinfix.settings_table",
         ),
     ),

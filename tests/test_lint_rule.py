@@ -2,7 +2,7 @@
 
 from fixit.testing import add_lint_rule_tests_to_module
 
-from lint_rules import (
+from pinfix.lint_rules import (
     PageableCpuSource,
     PageableNonBlockingCopy,
     UnknownPinnedness,

@@ -42,7 +42,9 @@ from vllm.utils.platform_utils import is_pin_memory_available
 
 def f(token_indices: list, device: torch.device) -> torch.Tensor:
     init_logger()
-    return torch.tensor(token_indices, dtype=torch.int32, pin_memory=is_pin_memory_available()).to(device, non_blocking=True)
+    return torch.tensor(
+        token_indices, dtype=torch.int32, pin_memory=is_pin_memory_available()
+    ).to(device, non_blocking=True)
 ''',
     ),
     "bound_arange_merged_import": (
@@ -94,7 +96,8 @@ def f(n: int, dev: torch.device) -> torch.Tensor:
     is_pin_memory_available()
     buf = torch.zeros(
         n,
-        dtype=torch.int32, pin_memory=is_pin_memory_available(),
+        dtype=torch.int32,
+        pin_memory=is_pin_memory_available(),
     )
     return buf[: n // 2].to(dev, non_blocking=True)
 ''',
@@ -129,7 +132,7 @@ def f(n: int, dev: torch.device) -> torch.Tensor:
 CASES["multiline_no_trailing_comma"] = (
     CASES["already_imported_multiline_trailing_comma"][0].replace("dtype=torch.int32,\n    )", "dtype=torch.int32\n    )"),
     CASES["already_imported_multiline_trailing_comma"][1].replace(
-        "dtype=torch.int32, pin_memory=is_pin_memory_available(),\n    )",
+        "dtype=torch.int32,\n        pin_memory=is_pin_memory_available(),\n    )",
         "dtype=torch.int32, pin_memory=is_pin_memory_available()\n    )",
     ),
 )

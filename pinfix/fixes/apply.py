@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import List, Optional, Sequence, Set, Tuple
 
@@ -43,6 +43,8 @@ class Applied:
     skipped: List[Tuple[int, str]] = field(default_factory=list)
     #: 1-based lines of the original text the result may differ on.
     touched: Set[int] = field(default_factory=set)
+    #: What the applied fixes should also say (an isort setting not followed).
+    note: Optional[str] = None
 
 
 def apply_fixes(src: SourceText, fixes: Sequence[Optional[Fix]], settings: Settings, path: Optional[Path] = None) -> Applied:
@@ -68,15 +70,17 @@ def apply_fixes(src: SourceText, fixes: Sequence[Optional[Fix]], settings: Setti
         assert fix is not None
         needed += [i for i in fix.imports if i not in needed]
         drops += [d for d in fix.drops if d not in drops]
+    note = None
     if needed or drops:
-        text = _imports(text, needed, drops, settings, path)
+        text, note = _imports(text, needed, drops, settings, path)
+    text = _laid_out(src.text, text, settings)
     new_src = SourceText(text, src.path, src.encoding)
     try:
         ast.parse(text)
     except SyntaxError as e:  # a bug of ours: never write it
         raise FixError(f"the fixed file would not parse ({e.msg} at line {e.lineno}); file left unchanged") from None
     data = encode_like(src, new_src)
-    return Applied(text, data, chosen, skipped, touched | _changed_lines(src.text, text))
+    return Applied(text, data, chosen, skipped, touched | _changed_lines(src.text, text), note)
 
 
 def splice(text: str, edits: Sequence[Edit]) -> str:
@@ -104,11 +108,14 @@ def _lines_of(src: SourceText, edit: Edit) -> range:
     return range(first, last + 1)
 
 
-def _imports(text: str, needed: Sequence[Tuple[str, str]], drops: Sequence[str], settings: Settings, path: Optional[Path]) -> str:
-    """``text`` with ``needed`` imported and ``drops`` no longer imported where the text no longer uses them."""
+def _imports(text: str, needed: Sequence[Tuple[str, str]], drops: Sequence[str], settings: Settings, path: Optional[Path]) -> Tuple[str, Optional[str]]:
+    """``text`` with ``needed`` imported where the project's isort settings put it,
+    and ``drops`` no longer imported where the text no longer uses them; and a
+    note when an isort setting could not be followed."""
     import libcst as cst
 
-    from ..imports import Sections, add_from_import, first_party_detector, imported_local_name, remove_import
+    from ..imports import Sections, add_from_import, first_party_detector, imported_local_name, remove_unused_imports, used_names
+    from ..style import project_style
 
     tree = ast.parse(text)
     # LibCST reads only the head of the file that holds the top-level imports
@@ -120,20 +127,26 @@ def _imports(text: str, needed: Sequence[Tuple[str, str]], drops: Sequence[str],
         module = cst.parse_module(head)
     except Exception as e:  # LibCST cannot read what CPython can: leave the imports alone
         raise FixError(f"cannot place the import: {type(e).__name__}") from None
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    strings = " ".join(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    before = module
+    # Removed before the new imports are placed, so sections stay apart; only
+    # names the whole text no longer uses.
+    unused = set(drops) - used_names(text)
+    if unused:
+        module = remove_unused_imports(module, unused)
+    note = None
+    style = project_style(settings.style_file, settings.line_length)
+    isort = style.isort
+    if isort.unsupported:
+        # Not followed: each import its own statement, which the project's own
+        # `ruff check --fix` can place; the fixes say so.
+        isort = replace(isort, force_single_line=True)
+        note = f"import added as its own statement (isort settings not followed: {', '.join(isort.unsupported)})"
     sections = None
     for mod, name in needed:
         if imported_local_name(module, mod, name) is None:
             if sections is None:
-                sections = Sections(first_party_detector(path, settings.root, settings.known_first_party))
-            module = add_from_import(module, mod, name, sections=sections, line_length=settings.line_length)
-    # Removed after the additions: an import block that loses its only statement keeps its place and spacing.
-    words = set(strings.split())
-    before = module
-    for name in drops:
-        if name not in used and name not in words and not any(name == w.split(".")[0] for w in words):
-            module = remove_import(module, name)
+                sections = Sections(first_party_detector(path, settings.root, settings.known_first_party), isort)
+            module = add_from_import(module, mod, name, sections=sections, line_length=style.format.line_length)
     if module is not before and module.body and before.body and module.body[0] is not before.body[0]:
         # A removed first import can leave the next one first in the file, still
         # carrying the blank line that separated its section.
@@ -146,7 +159,16 @@ def _imports(text: str, needed: Sequence[Tuple[str, str]], drops: Sequence[str],
     new = module.code
     if tail and not new.endswith(("\n", "\r")):
         new += module.default_newline
-    return _import_hunks_only(text, new + tail)
+    return _import_hunks_only(text, new + tail), note
+
+
+def _laid_out(old: str, new: str, settings: Settings) -> str:
+    """``new`` with the statements the fixes changed laid out as the project's formatter would."""
+    from ..layout import relayout
+    from ..style import project_style
+
+    fmt = project_style(settings.style_file, settings.line_length).format
+    return relayout(old, new, fmt.line_length, indent_width=fmt.indent_width, skip_magic_trailing_comma=fmt.skip_magic_trailing_comma)
 
 
 #: A statement after the imports is read with them only when it is this short.

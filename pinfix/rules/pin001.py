@@ -170,7 +170,7 @@ class PageableNonBlockingCopy(Rule):
         ),
         Case(
             "from torch import from_numpy\n\ndef f(dst, a):\n    dst.copy_(from_numpy(a), non_blocking=True)\n",
-            fixed="from vllm.utils.torch_utils import np_to_pinned_tensor\n\n"
+            fixed="from vllm.utils.torch_utils import np_to_pinned_tensor\n\n\n"
             "def f(dst, a):\n    dst.copy_(np_to_pinned_tensor(a), non_blocking=True)\n",
         ),
         Case(

@@ -12,11 +12,25 @@ Three ways to arm it:
   otherwise), whose ``.violations`` the test asserts on.  A test using the fixture is not armed a second time.
 
 Violations recorded in ``record`` mode without the fixture are listed in the terminal summary.
+
+Testing without an accelerator (CPU-only CI): ``meta`` tensors can stand in for device tensors,
+and pinnedness can be decided by a predicate instead of ``Tensor.is_pinned()`` (which a CPU-only
+torch cannot answer):
+
+* ``--pinfix-allow-meta`` / ini ``pinfix_allow_meta = true`` / marker ``allow_meta=True``;
+* ``--pinfix-is-pinned=WHAT`` / ini ``pinfix_is_pinned = WHAT`` / marker ``is_pinned=WHAT``, where
+  ``WHAT`` is ``never`` (no CPU tensor counts as pinned), ``always`` (every one does), ``auto``
+  (``Tensor.is_pinned()``, the default) or the dotted name of a predicate
+  ``tensor -> bool`` (``package.module.function`` or ``package.module:function``); the marker
+  also takes the callable itself.
+
+The marker's arguments win over the option, the option over the ini setting.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+import importlib
+from typing import Any, Callable, Dict, Optional
 
 import pytest
 
@@ -35,13 +49,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="check non_blocking CPU<->accelerator copies in every test for pageable or "
         "non-dense CPU memory: raise, warn, or record (listed in the summary).",
     )
+    group.addoption(
+        "--pinfix-allow-meta",
+        action="store_true",
+        default=None,
+        help="let meta tensors stand in for accelerator tensors (CPU-only CI).",
+    )
+    group.addoption(
+        "--pinfix-is-pinned",
+        default=None,
+        metavar="WHAT",
+        help="how a CPU tensor counts as pinned: never, always, auto (Tensor.is_pinned(), the "
+        "default) or the dotted name of a predicate tensor -> bool.",
+    )
+    parser.addini("pinfix_allow_meta", "let meta tensors stand in for accelerator tensors", type="bool", default=False)
+    parser.addini("pinfix_is_pinned", "never, always, auto or the dotted name of a predicate tensor -> bool", default="auto")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(mode='raise'): check this test's non_blocking CPU<->accelerator copies "
-        "for pageable or non-dense CPU memory (mode: raise, warn or record).",
+        f"{MARKER}(mode='raise', allow_meta=False, is_pinned='auto'): check this test's non_blocking "
+        "CPU<->accelerator copies for pageable or non-dense CPU memory (mode: raise, warn or record).",
     )
     config.stash[_RECORDED] = []
 
@@ -58,6 +87,48 @@ def _mode_for(item: pytest.Item) -> Optional[str]:
     return item.config.getoption("--pinfix-copies")
 
 
+_KEYWORDS = {"never": lambda tensor: False, "always": lambda tensor: True}
+
+
+def resolve_is_pinned(what: Any) -> Optional[Callable[[Any], bool]]:
+    """A predicate for ``is_pinned=``: ``None`` (the checker's default) for ``auto``."""
+    if what is None or callable(what):
+        return what
+    text = str(what).strip()
+    if text in ("", "auto"):
+        return None
+    if text in _KEYWORDS:
+        return _KEYWORDS[text]
+    module_name, sep, attribute = text.partition(":") if ":" in text else text.rpartition(".")
+    if not sep or not module_name or not attribute:
+        raise pytest.UsageError(f"pinfix: is_pinned must be never, always, auto or module.function, got {text!r}")
+    try:
+        target = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as e:
+        raise pytest.UsageError(f"pinfix: is_pinned {text!r} cannot be imported: {e}") from None
+    if not callable(target):
+        raise pytest.UsageError(f"pinfix: is_pinned {text!r} is not callable")
+    return target
+
+
+def _check_options(item: pytest.Item) -> Dict[str, Any]:
+    """``allow_meta`` and ``is_pinned`` for this test: marker, then option, then ini."""
+    config = item.config
+    marker = item.get_closest_marker(MARKER)
+    kwargs = marker.kwargs if marker is not None else {}
+    allow_meta = kwargs.get("allow_meta")
+    if allow_meta is None:
+        allow_meta = config.getoption("--pinfix-allow-meta")
+    if allow_meta is None:
+        allow_meta = config.getini("pinfix_allow_meta")
+    is_pinned = kwargs.get("is_pinned")
+    if is_pinned is None:
+        is_pinned = config.getoption("--pinfix-is-pinned")
+    if is_pinned is None:
+        is_pinned = config.getini("pinfix_is_pinned")
+    return {"allow_meta": bool(allow_meta), "is_pinned": resolve_is_pinned(is_pinned)}
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     mode = None if FIXTURE in getattr(item, "fixturenames", ()) else _mode_for(item)
@@ -66,7 +137,7 @@ def pytest_runtest_call(item: pytest.Item):
         return
     from pinfix.runtime.checker import pageable_copy_check
 
-    with pageable_copy_check(mode) as check:
+    with pageable_copy_check(mode, **_check_options(item)) as check:
         yield
     if mode == "record":
         item.config.stash[_RECORDED].extend((item.nodeid, v) for v in check.violations)
@@ -82,7 +153,7 @@ def _pinfix_copies(request: pytest.FixtureRequest):
 
     marked = request.node.get_closest_marker(MARKER)
     mode = _mode_for(request.node) if marked is not None else "record"
-    with pageable_copy_check(mode) as check:
+    with pageable_copy_check(mode, **_check_options(request.node)) as check:
         yield check
 
 

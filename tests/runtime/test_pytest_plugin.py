@@ -137,7 +137,7 @@ def test_fixture_records_for_the_test_to_assert_on(inner):
 
 def test_marker_is_registered(inner):
     result = inner("def test_a():\n    pass\n", "--markers")
-    assert result.has(r"pinfix_copies\(mode='raise'\)")
+    assert result.has(r"pinfix_copies\(mode='raise', allow_meta=False, is_pinned='auto'\)")
 
 
 def test_plugin_module_does_not_import_torch():
@@ -148,3 +148,63 @@ def test_plugin_module_does_not_import_torch():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
+
+
+# --- CPU-only CI: meta tensors stand in for the device, pinnedness by a predicate ---------------
+
+META = (
+    "def test_meta():\n"
+    "    dst = torch.empty(4, dtype=torch.int64, device='meta')\n"
+    "    dst.copy_(torch.arange(4), non_blocking=True)\n"
+)
+
+
+def test_without_allow_meta_a_meta_copy_is_not_flagged(inner):
+    inner(META, "--pinfix-copies=raise").assert_outcomes(passed=1)
+
+
+def test_option_allow_meta_flags_a_pageable_copy_to_meta(inner):
+    result = inner(META, "--pinfix-copies=raise", "--pinfix-allow-meta")
+    result.assert_outcomes(failed=1)
+    assert result.has(r"PageableCopyError.*copy_.*H2D.*meta")
+
+
+@pytest.mark.parametrize("what,outcome", [("never", "failed"), ("always", "passed"), ("auto", "failed")])
+def test_option_is_pinned_keywords(inner, what, outcome):
+    result = inner(META, "--pinfix-copies=raise", "--pinfix-allow-meta", f"--pinfix-is-pinned={what}")
+    result.assert_outcomes(**{outcome: 1})
+
+
+def test_ini_settings(inner, tmp_path):
+    (tmp_path / "pytest.ini").write_text("[pytest]\npinfix_allow_meta = true\npinfix_is_pinned = never\n")
+    inner(META, "--pinfix-copies=raise").assert_outcomes(failed=1)
+    (tmp_path / "pytest.ini").write_text("[pytest]\npinfix_allow_meta = true\npinfix_is_pinned = always\n")
+    inner(META, "--pinfix-copies=raise").assert_outcomes(passed=1)
+
+
+def test_is_pinned_by_dotted_name(inner, tmp_path):
+    (tmp_path / "pinpred.py").write_text("def pinned(tensor):\n    return tensor.numel() == 4\n")
+    inner(META, "--pinfix-copies=raise", "--pinfix-allow-meta", "--pinfix-is-pinned=pinpred.pinned").assert_outcomes(passed=1)
+    inner(META, "--pinfix-copies=raise", "--pinfix-allow-meta", "--pinfix-is-pinned=pinpred:pinned").assert_outcomes(passed=1)
+    result = inner(META, "--pinfix-copies=raise", "--pinfix-is-pinned=pinpred.nothing")
+    assert result.ret != 0 and result.has("cannot be imported")
+
+
+def test_marker_arguments_win_over_the_options(inner):
+    body = (
+        "@pytest.mark.pinfix_copies(allow_meta=True, is_pinned='never')\n" + META
+        + "\n@pytest.mark.pinfix_copies(allow_meta=True, is_pinned=lambda t: True)\n"
+        + META.replace("test_meta", "test_meta_pinned")
+    )
+    result = inner(body, "--pinfix-is-pinned=always")
+    result.assert_outcomes(passed=1, failed=1)
+    assert result.has("FAILED.*test_meta ") or result.has("FAILED.*test_meta$") or result.has("FAILED.*::test_meta\\b")
+
+
+def test_fixture_takes_the_settings(inner):
+    body = (
+        "def test_a(pinfix_copies):\n"
+        "    torch.empty(4, dtype=torch.int64, device='meta').copy_(torch.arange(4), non_blocking=True)\n"
+        "    assert [v.reason for v in pinfix_copies.violations] == ['pageable']\n"
+    )
+    inner(body, "--pinfix-allow-meta").assert_outcomes(passed=1)

@@ -10,7 +10,9 @@ def positions(offsets: np.ndarray, device: torch.device) -> torch.Tensor:
 
 
 def positions_long(offsets: np.ndarray, device: torch.device) -> torch.Tensor:
-    return np_to_pinned_tensor(offsets).to(device=device, dtype=torch.int64, non_blocking=True)
+    return np_to_pinned_tensor(offsets).to(
+        device=device, dtype=torch.int64, non_blocking=True
+    )
 
 
 def positions_positional(offsets: np.ndarray, device: torch.device) -> torch.Tensor:
