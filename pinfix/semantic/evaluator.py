@@ -21,11 +21,19 @@ from .values import Array, Class, Device, DType, Host, Instance, Seq, Value, unk
 
 if TYPE_CHECKING:
     from .module import ModuleContext
+    from .slices import Slice
 
 
 class Evaluator(Flow):
-    def __init__(self, ctx: "ModuleContext", func: FunctionInfo, params: Optional[Dict[str, Value]] = None):
+    def __init__(
+        self,
+        ctx: "ModuleContext",
+        func: FunctionInfo,
+        params: Optional[Dict[str, Value]] = None,
+        relevant: Optional["Slice"] = None,
+    ):
         self.ctx = ctx
+        self.relevant = relevant
         self.module = func.module
         self.src = func.module.src
         self.settings = ctx.settings

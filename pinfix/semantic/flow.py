@@ -12,7 +12,7 @@ more, so no input makes the analysis superlinear.
 from __future__ import annotations
 
 import ast
-from typing import Any, Dict, List, Optional, Sequence, Set
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set
 
 from .calls import Calls
 from .scope import FUNCTION_NODES, target_names
@@ -34,6 +34,9 @@ from .values import (
     same,
     unknown,
 )
+
+if TYPE_CHECKING:
+    from .slices import Slice
 
 #: A loop runs at most this many rounds before it is widened.
 MAX_ROUNDS = 6
@@ -62,12 +65,19 @@ class Flow(Calls):
     loops: List[Loop]
     budget: int
     widened: bool
+    #: Deep mode: the statements whose project questions can matter (``None``: all),
+    #: and whether the statement being run is one of them.
+    relevant: Optional["Slice"] = None
+    deep_on: bool = True
 
     def run_block(self, body: Sequence[ast.AST], state: State) -> None:
+        relevant = self.relevant
         for stmt in body:
             if state.dead:
                 return
             self.budget -= 1
+            if relevant is not None:
+                self.deep_on = stmt in relevant
             handler = _STATEMENTS.get(type(stmt))
             if handler is None:
                 self.exec_opaque(stmt, state)

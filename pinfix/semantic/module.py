@@ -14,7 +14,7 @@ import ast
 import bisect
 import re
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from ..settings import Settings
 from .facts import FunctionFacts, ModuleFacts
@@ -32,9 +32,19 @@ class ModuleContext:
         #: Deep mode's project (:class:`pinfix.semantic.project.Project`), or ``None``.
         self.project = project
         self.results: Dict[int, FunctionFacts] = {}
+        self.bindings: Dict[Tuple[int, str], FunctionFacts] = {}
         self._active: set = set()
         #: Lambdas met on the way, evaluated once the scopes around them are done.
         self.pending: List[FunctionInfo] = []
+        #: Deep mode: the lines that may hold a copy (what a function's slice starts
+        #: from), found in the module's own text, so every evaluation of a function of
+        #: this module asks the same question whoever asks it first.
+        self.lines: FrozenSet[int] = frozenset()
+        #: Deep mode with ``everything``: no slice (every project question asked).
+        self.whole = False
+        if project is not None:
+            data = module.src.data if module.src.data is not None else module.src.text.encode("utf-8")
+            self.lines = frozenset(hot_lines(data, settings.strict))
 
     def later(self, func: FunctionInfo) -> None:
         if id(func.node) not in self.results and all(f is not func for f in self.pending):
@@ -46,7 +56,8 @@ class ModuleContext:
 
     def evaluator(self, func: FunctionInfo, params: Optional[Dict[str, Value]] = None):  # type: ignore[no-untyped-def]
         if self.project is not None:
-            return self.project.evaluator(self, func, params)  # type: ignore[attr-defined]
+            purpose = None if self.whole else ("copies", self.lines)
+            return self.project.evaluator(self, func, params, purpose)  # type: ignore[attr-defined]
         from .evaluator import Evaluator
 
         return Evaluator(self, func, params)
@@ -64,6 +75,22 @@ class ModuleContext:
         finally:
             self._active.discard(id(func.node))
         self.results[id(func.node)] = facts
+        return facts
+
+    def binding(self, scope: FunctionInfo, name: str) -> Optional[FunctionFacts]:
+        """Deep mode: the module body (or a class body) evaluated for what it binds
+        ``name`` to, asking the project only where that can matter (memoised)."""
+        key = (id(scope.node), name)
+        if key in self.bindings:
+            return self.bindings[key]
+        if key in self._active:
+            return None
+        self._active.add(key)
+        try:
+            facts = self.project.evaluator(self, scope, None, ("binds", name)).run()  # type: ignore[attr-defined]
+        finally:
+            self._active.discard(key)
+        self.bindings[key] = facts
         return facts
 
     def closure_of(self, func: FunctionInfo) -> Dict[str, Value]:
@@ -90,7 +117,7 @@ class ModuleContext:
             return None
         if name in module.rebound_globals:
             return unknown("is a module-level name some function rebinds")
-        facts = self.evaluate(module.body)
+        facts = self.evaluate(module.body) if self.project is None or self.whole else self.binding(module.body, name)
         if facts is None:
             return unknown("is a module-level name")
         found = facts.all_values.get(name)
@@ -172,6 +199,7 @@ def analyze_module(
         lines = hot_lines(data, settings.strict)
     facts = ModuleFacts(module)
     chosen = functions_at(module, lines)
+    ctx.whole = everything
     if everything:
         chosen = [module.body, *module.functions.values(), *(c.body_function for c in module.classes.values())]
     for func in chosen:

@@ -33,6 +33,7 @@ from .flow import TRANSPARENT_DECORATORS
 from .module import ModuleContext, functions_at
 from .modules import ModuleIndex, module_name
 from .scope import ClassInfo, FunctionInfo, ModuleInfo
+from .slices import Purpose, Slice, slice_of
 from .source import SourceError, SourceText
 from .state import State
 from .values import (
@@ -52,15 +53,24 @@ from .values import (
     unknown,
 )
 
+#: What a helper's evaluation is for: its returns; an ``__init__``'s: what it stores on ``self``.
+RETURNS: Purpose = ("returns",)
+SELF_STORES: Purpose = ("stores", None)
 #: How many calls, attributes and stores away from the copy deep mode follows.
 DEPTH = 4
 #: The first this many of them evaluate a call with the arguments it gets (further
 #: away, a function is evaluated with its own parameters, unknown).
 CONTEXT_DEPTH = 2
+#: How many of them the questions that search the project's text may be asked in.
+WIDE_DEPTH = 1
 #: How many re-exports (``from .impl import f`` in a package) are followed.
 MAX_HOPS = 4
 #: A name said in more files than this is too common to read every caller of.
-MAX_CALLER_FILES = 40
+MAX_CALLER_FILES = 16
+#: The same for stores of an attribute from outside its class, and subclasses.
+MAX_STORE_FILES = 8
+#: The same for stores of an attribute on objects of classes pinfix cannot see.
+MAX_AGREED_FILES = 4
 #: Directories under a project root that hold no project code.
 _NOT_PROJECT = frozenset({"build", "dist", "node_modules", "site-packages", "venv", "__pycache__"})
 
@@ -93,10 +103,11 @@ class Project:
         self.left = DEPTH
         self.passed: Dict[Tuple[Any, ...], Dict[str, Value]] = {}
         self._callers: Dict[int, Optional[List[FunctionInfo]]] = {}
-        self._files: Optional[Tuple[Tuple[Path, ...], List[Path]]] = None
-        self._texts: Dict[Path, Optional[bytes]] = {}
+        self._files: Optional[Tuple[Tuple[Path, ...], List[Tuple[Path, bytes]]]] = None
+        self._root_texts: Dict[Path, List[Tuple[Path, bytes]]] = {}
         self._greps: Dict[Tuple[bytes, str], Optional[List[Tuple[ModuleInfo, List[int]]]]] = {}
         self._subclasses: Dict[int, List[ClassInfo]] = {}
+        self._slices: Dict[Tuple[int, Purpose], Slice] = {}
 
     # --- modules ---------------------------------------------------------------------------
 
@@ -135,8 +146,22 @@ class Project:
             ctx = self.contexts[id(module)] = ModuleContext(module, self.settings, self)
         return ctx
 
-    def evaluator(self, ctx: ModuleContext, func: FunctionInfo, params: Optional[Dict[str, Value]] = None) -> "DeepEvaluator":
-        return DeepEvaluator(ctx, func, params)
+    def evaluator(
+        self,
+        ctx: ModuleContext,
+        func: FunctionInfo,
+        params: Optional[Dict[str, Value]] = None,
+        purpose: Optional[Purpose] = None,
+    ) -> "DeepEvaluator":
+        """An evaluator of ``func`` that asks the project only where ``purpose``
+        (see :mod:`.slices`) can be reached (``None``: everywhere)."""
+        relevant = None
+        if purpose is not None and not isinstance(func.node, ast.Lambda):
+            key = (id(func.node), purpose)
+            relevant = self._slices.get(key)
+            if relevant is None:
+                relevant = self._slices[key] = slice_of(func, purpose)
+        return DeepEvaluator(ctx, func, params, relevant)
 
     def global_value(self, module: ModuleInfo, name: str) -> Optional[Value]:
         return self.context(module).global_value(module, name)
@@ -232,6 +257,13 @@ class Project:
 
     # --- calls -----------------------------------------------------------------------------
 
+    def wide(self) -> bool:
+        """Whether questions that search the whole project's text (callers, stores
+        from outside the class, subclasses, agreeing stores) may be asked here: only
+        within :data:`WIDE_DEPTH` steps of the copy, as each reads many files and
+        asks more questions in each."""
+        return DEPTH - self.left <= WIDE_DEPTH
+
     def deeper(self) -> "_Deeper":
         return _Deeper(self)
 
@@ -245,7 +277,7 @@ class Project:
         if self.left <= 0:
             return None
         if DEPTH - self.left >= CONTEXT_DEPTH:
-            facts = self.facts(func)
+            facts = self.facts(func, RETURNS)
             if facts is None:
                 return None
             return facts.returns if facts.returns is not None else Value((NoneValue(),))
@@ -258,30 +290,31 @@ class Project:
         self.active.add(key[:3])
         try:
             with self.deeper():
-                facts = self.evaluator(self.context(func.module), func, params).run()
+                facts = self.evaluator(self.context(func.module), func, params, RETURNS).run()
         finally:
             self.active.discard(key[:3])
         result = facts.returns if facts.returns is not None else Value((NoneValue(),))
         self.calls[key] = result
         return result
 
-    def facts(self, func: FunctionInfo) -> Optional[FunctionFacts]:
+    def facts(self, func: FunctionInfo, purpose: Optional[Purpose]) -> Optional[FunctionFacts]:
         """``func`` evaluated with its own parameters (a method's receiver is an object
-        of its class): what it stores, and returns given nothing known; ``None``
-        while it is being evaluated, or too far from the copy."""
+        of its class), asking the project only what ``purpose`` needs: what it
+        stores, and returns given nothing known; ``None`` while it is being
+        evaluated, or too far from the copy."""
         if self.left <= 0:
             return None
-        key = ("own", id(func.node), self.left)
+        key = ("own", id(func.node), purpose, self.left)
         if key in self.own:
             return self.own[key]
-        if key[:2] in self.active:
+        if key[:3] in self.active:
             return None
-        self.active.add(key[:2])
+        self.active.add(key[:3])
         try:
             with self.deeper():
-                found = self.evaluator(self.context(func.module), func).run()
+                found = self.evaluator(self.context(func.module), func, None, purpose).run()
         finally:
-            self.active.discard(key[:2])
+            self.active.discard(key[:3])
         self.own[key] = found
         return found
 
@@ -339,7 +372,7 @@ class Project:
             self.active.add(key[:3])
             try:
                 with self.deeper():
-                    found = self.evaluator(self.context(init.module), init, params).run()
+                    found = self.evaluator(self.context(init.module), init, params, SELF_STORES).run()
             finally:
                 self.active.discard(key[:3])
             self.own[key] = found
@@ -352,17 +385,23 @@ class Project:
 
     # --- callers ---------------------------------------------------------------------------
 
-    def files(self) -> List[Path]:
-        """Every ``.py`` file under the project's roots (listed once)."""
+    def texts(self) -> List[Tuple[Path, bytes]]:
+        """Every ``.py`` file under the project's roots, with its bytes (read once)."""
         roots = tuple(self.index.roots)
         if self._files is None or self._files[0] != roots:
-            found: List[Path] = []
+            found: List[Tuple[Path, bytes]] = []
+            seen = set()
             for root in roots:
-                for directory, subdirs, names in os.walk(root):
-                    subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in _NOT_PROJECT)
-                    found.extend(Path(directory) / n for n in sorted(names) if n.endswith(".py"))
+                known = self._root_texts.get(root)
+                if known is None:
+                    known = self._root_texts[root] = _read_tree(root)
+                for path, data in known:
+                    if path not in seen:
+                        seen.add(path)
+                        found.append((path, data))
             self._files = (roots, found)
         return self._files[1]
+
 
     def callers(self, func: FunctionInfo) -> Optional[List[FunctionInfo]]:
         """The project functions whose text calls ``func`` by its name (``None``: too
@@ -370,40 +409,23 @@ class Project:
         key = id(func.node)
         if key in self._callers:
             return self._callers[key]
-        name = func.cls.name if func.name == "__init__" and func.cls is not None else func.name
-        pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
-        candidates = []
-        for path in self.files():
-            data = self._bytes(path)
-            if data is not None and name.encode() in data and pattern.search(data):
-                candidates.append((path, data))
-                if len(candidates) > MAX_CALLER_FILES:
-                    self._callers[key] = None
-                    return None
+        name = _called_name(func)
+        hits = self.grep(re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\("), name)
+        if hits is None:
+            self._callers[key] = None
+            return None
         found: List[FunctionInfo] = []
-        for path, data in candidates:
-            module = self.load(path)
-            if module is None:
-                continue
-            lines = sorted({data.count(b"\n", 0, m.start()) + 1 for m in pattern.finditer(data)})
+        for module, lines in hits:
             for caller in functions_at(module, lines):
                 if caller.node is not func.node and caller not in found:
                     found.append(caller)
         self._callers[key] = found
         return found
 
-    def _bytes(self, path: Path) -> Optional[bytes]:
-        if path not in self._texts:
-            try:
-                self._texts[path] = path.read_bytes()
-            except OSError:
-                self._texts[path] = None
-        return self._texts[path]
-
     def from_callers(self, func: FunctionInfo, names: Set[str]) -> Dict[str, Value]:
         """What the project's calls of ``func`` pass to the parameters ``names`` (their
         join; a public function may also be called from outside, with anything)."""
-        if self.left <= 0:
+        if self.left <= 0 or not self.wide():
             return {}
         key = ("callers", id(func.node), frozenset(names), self.left)
         if key in self.passed:
@@ -411,9 +433,10 @@ class Project:
         self.passed[key] = {}  # while asked: a caller that is also called from here sees nothing
         callers = self.callers(func)
         out: Dict[str, List[Value]] = {n: [] for n in names}
+        called = ("calls", _called_name(func))
         for caller in callers or ():
             with self.deeper():
-                facts = self.facts(caller)
+                facts = self.facts(caller, called)
             for callee, call, args, receiver in facts.sites if facts is not None else ():
                 if callee.node is not func.node:
                     continue
@@ -433,7 +456,7 @@ class Project:
         self.passed[key] = result
         return result
 
-    def refine(self, ctx: ModuleContext, facts: FunctionFacts) -> FunctionFacts:
+    def refine(self, ctx: ModuleContext, facts: FunctionFacts, purpose: Optional[Purpose] = None) -> FunctionFacts:
         """``facts`` again, with the parameters its copies and stores depend on filled
         from the project's calls of the function, where those say something."""
         func = facts.info
@@ -449,8 +472,10 @@ class Project:
         given = {n: v for n, v in given.items() if v.any(lambda a: not isinstance(a, Unknown))}
         if not given:
             return facts
+        if purpose is None:
+            purpose = None if ctx.whole else ("copies", ctx.lines)
         with self.deeper():
-            refined = self.evaluator(ctx, func, given).run()
+            refined = self.evaluator(ctx, func, given, purpose).run()
         return refined
 
     # --- attributes ------------------------------------------------------------------------
@@ -483,19 +508,21 @@ class Project:
         and methods, its subclasses' methods, and ``obj.attr = ...`` in any function
         where pinfix knows ``obj`` is one of them."""
         values: List[Value] = []
-        body = self.facts(cls.body_function)
+        body = self.context(cls.module).binding(cls.body_function, attr) if self.left > 0 else None
         if body is not None and attr in body.all_values:
             node = next((s for s in cls.node.body if _assigns_name(s, attr)), cls.node)
             step = Step("attribute", node, f"the class attribute `{cls.name}.{attr}`", cls.module.src)
             values.append(mark(body.all_values[attr], step, via=True))
-        family = [cls, *(self.subclasses(cls) if self.left > 1 else ())]
+        family = [cls, *(self.subclasses(cls) if self.wide() else ())]
         seen: Set[int] = set()
         for klass in family:
             for method in klass.methods.values():
                 if attr in method.attribute_stores:
                     seen.add(id(method.node))
                     values.extend(self.stored_by(method, attr, family))
-        if self.left > 1:
+        if self.wide() and not any(t.blocks for v in values for t in v.tensors):
+            # Stores from outside the class: only while they can still change the
+            # verdict (a path that blocks is already known otherwise).
             for func in self.storing(attr):
                 if id(func.node) not in seen:
                     values.extend(self.stored_by(func, attr, family))
@@ -503,10 +530,11 @@ class Project:
 
     def stored_by(self, func: FunctionInfo, attr: str, family: List[ClassInfo]) -> List[Value]:
         """The values ``func`` stores to ``attr`` on an object of one of ``family``."""
-        facts = self.facts(func)
-        if facts is not None and self.left > 1:
+        purpose = ("stores", attr)
+        facts = self.facts(func, purpose)
+        if facts is not None and self.wide():
             with self.deeper():
-                facts = self.refine(self.context(func.module), facts)
+                facts = self.refine(self.context(func.module), facts, purpose)
         if facts is None:
             return [unknown(f"`{family[0].name}.{attr}` is defined in terms of itself")]
         out = []
@@ -517,19 +545,18 @@ class Project:
                 out.append(mark(value, step, via=True))
         return out
 
-    def grep(self, pattern: "re.Pattern[bytes]", word: str) -> Optional[List[Tuple[ModuleInfo, List[int]]]]:
+    def grep(self, pattern: "re.Pattern[bytes]", word: str, limit: int = MAX_CALLER_FILES) -> Optional[List[Tuple[ModuleInfo, List[int]]]]:
         """Project modules whose text matches ``pattern``, with the lines it matches on
-        (``None``: too many files say ``word`` to read them all)."""
-        key = (pattern.pattern, word)
+        (``None``: more than ``limit`` files match, too many to read them all)."""
+        key = (pattern.pattern, word, limit)
         if key in self._greps:
             return self._greps[key]
         hits = []
         needle = word.encode()
-        for path in self.files():
-            data = self._bytes(path)
-            if data is not None and needle in data and pattern.search(data):
+        for path, data in self.texts():
+            if needle in data and pattern.search(data):
                 hits.append((path, data))
-                if len(hits) > MAX_CALLER_FILES:
+                if len(hits) > limit:
                     self._greps[key] = None
                     return None
         out = []
@@ -548,7 +575,7 @@ class Project:
         self._subclasses[key] = []
         found: List[ClassInfo] = []
         pattern = re.compile(rb"class\s+\w+\s*\([^)]*\b" + re.escape(cls.name.encode()) + rb"\b")
-        for module, _ in self.grep(pattern, cls.name) or ():
+        for module, _ in self.grep(pattern, cls.name, MAX_STORE_FILES) or ():
             for klass in module.classes.values():
                 if klass is not cls and any(base is cls for base in self.bases(klass)):
                     found.append(klass)
@@ -556,24 +583,26 @@ class Project:
         self._subclasses[key] = found
         return found
 
-    def storing(self, attr: str) -> List[FunctionInfo]:
+    def storing(self, attr: str, limit: int = MAX_STORE_FILES) -> List[FunctionInfo]:
         """Functions anywhere in the project whose text stores ``.attr`` (``None``-safe)."""
         pattern = re.compile(rb"\.\s*" + re.escape(attr.encode()) + rb"\s*(?:\[[^\]\n]*\]\s*)?=(?!=)")
         out: List[FunctionInfo] = []
-        for module, lines in self.grep(pattern, attr) or ():
+        for module, lines in self.grep(pattern, attr, limit) or ():
             out.extend(f for f in functions_at(module, lines) if f not in out)
         return out
 
     def agreed(self, attr: str) -> Optional[Value]:
         """For an object of a class pinfix cannot see: what the project stores to ``attr``
         on anything, when every store agrees (all pageable, or all pinned)."""
+        if self.left < DEPTH:
+            return None  # only in the copy's own function: it reads other files for a guess
         key = ("agreed", attr, self.left)
         if key in self.attributes:
             return self.attributes[key]
         self.attributes[key] = None
         values: List[Value] = []
-        for func in self.storing(attr):
-            facts = self.facts(func)
+        for func in self.storing(attr, MAX_AGREED_FILES):
+            facts = self.facts(func, ("stores", attr))
             for _, name, value, node in facts.stores if facts is not None else ():
                 if name == attr:
                     step = Step("attribute", node, f"the attribute `{_receiver_text(node, attr)}.{attr}` assigned in `{func.name}`", func.module.src)
@@ -596,6 +625,8 @@ class DeepEvaluator(Evaluator):
         return self.ctx.project  # type: ignore[return-value]
 
     def project_reference(self, qualified: str, node: ast.AST) -> Optional[Value]:
+        if not self.deep_on:
+            return None
         return self.project.resolve(qualified)
 
     def exec_return(self, node: ast.Return, state: State) -> None:
@@ -609,6 +640,8 @@ class DeepEvaluator(Evaluator):
         state.dead = True
 
     def project_call(self, atom: Func, node: ast.Call, args: Arguments, state: State) -> Value:
+        if not self.deep_on:
+            return super().project_call(atom, node, args, state)
         self.escape(args, state)
         self.facts.sites.append((atom.info, node, args, atom.receiver))
         result = self.project.call(atom.info, atom.receiver, args, node)
@@ -621,6 +654,8 @@ class DeepEvaluator(Evaluator):
         """An object of a project class, with the fields the call gives it: a record's
         (dataclass, NamedTuple) from the arguments, any other class's from what its
         ``__init__`` stores on ``self`` given these arguments."""
+        if not self.deep_on:
+            return super().construct(atom, node, args, state)
         self.escape(args, state)
         init = self.project.method(atom.info, "__init__")
         if init is not None:
@@ -634,6 +669,8 @@ class DeepEvaluator(Evaluator):
         found = super().parameter_value(p)
         if found.unknown is None or p.annotation is None:
             return found
+        if self.relevant is not None and not self.relevant.reads_name(p.name):
+            return found
         annotation = p.annotation
         if isinstance(annotation, ast.Subscript) and _last_name(annotation.value) == "Optional":
             annotation = annotation.slice
@@ -642,6 +679,8 @@ class DeepEvaluator(Evaluator):
 
     def object_method(self, atom: Any, method: str, node: ast.Call, args: Arguments, state: State) -> Value:
         assert isinstance(node.func, ast.Attribute)
+        if not self.deep_on:
+            return super().object_method(atom, method, node, args, state)
         self.escape(args, state)
         if isinstance(atom, Instance) and method == "register_buffer" and args.positional:
             return super().object_method(atom, method, node, args, state)
@@ -660,13 +699,15 @@ class DeepEvaluator(Evaluator):
 
     def attribute_of(self, atom: Any, node: ast.Attribute, state: State) -> Value:
         found = super().attribute_of(atom, node, state)
-        if isinstance(atom, Unknown) and found.unknown is not None and node.attr not in ("device", "dtype", "shape"):
+        if self.deep_on and isinstance(atom, Unknown) and found.unknown is not None and node.attr not in ("device", "dtype", "shape"):
             agreed = self.project.agreed(node.attr)
             if agreed is not None:
                 return mark(agreed, self.step("read", node, f"read as `{self.short(node, 40)}`"))
         return found
 
     def instance_attribute(self, atom: Instance, attr: str, node: ast.AST) -> Value:
+        if not self.deep_on:
+            return super().instance_attribute(atom, attr, node)
         method = self.project.method(atom.cls, attr)
         if method is not None:
             if method.kind == "property":
@@ -681,11 +722,33 @@ class DeepEvaluator(Evaluator):
         return mark(found, self.step("read", node, f"read as `{self.short(node, 40)}`"))
 
     def class_attribute(self, atom: Class, attr: str, node: ast.AST) -> Value:
+        if not self.deep_on:
+            return super().class_attribute(atom, attr, node)
         method = self.project.method(atom.info, attr)
         if method is not None:
             return Value((Func(method),))
         found = self.project.attribute(atom.info, attr)
         return found if found is not None else unknown(f"pinfix cannot see every assignment to `{self.short(node)}`", node)
+
+
+def _read_tree(root: Path) -> List[Tuple[Path, bytes]]:
+    """The ``.py`` files below ``root`` with their bytes, in a stable order."""
+    found: List[Tuple[Path, bytes]] = []
+    for directory, subdirs, names in os.walk(root):
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in _NOT_PROJECT)
+        for name in sorted(names):
+            if name.endswith(".py"):
+                path = Path(directory) / name
+                try:
+                    found.append((path, path.read_bytes()))
+                except OSError:
+                    continue  # unreadable: what it says stays unknown
+    return found
+
+
+def _called_name(func: FunctionInfo) -> str:
+    """The name a call of ``func`` says (a class's for ``__init__``)."""
+    return func.cls.name if func.name == "__init__" and func.cls is not None else func.name
 
 
 def _only_binding(module: ModuleInfo, name: str) -> bool:

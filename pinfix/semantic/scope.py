@@ -226,6 +226,8 @@ class FunctionInfo:
         """One walk of the function's own scope: the names it binds, declares
         ``global``/``nonlocal``, its statements, whether it yields."""
         bound: Set[str] = {p.name for p in self.params}
+        outside: Set[str] = set(bound)  # bound other than as a comprehension's variable
+        stored: List[ast.Name] = []
         globals_: Set[str] = set()
         nonlocals: Set[str] = set()
         comprehensions: List[ast.AST] = []
@@ -237,11 +239,13 @@ class FunctionInfo:
             if kind is ast.Name:
                 if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
                     bound.add(node.id)  # type: ignore[attr-defined]
+                    stored.append(node)  # type: ignore[arg-type]
                 continue
             if isinstance(node, ast.stmt):
                 statements += 1
             if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
                 bound.add(node.name)  # type: ignore[attr-defined]
+                outside.add(node.name)  # type: ignore[attr-defined]
             elif kind in (ast.Import, ast.ImportFrom):
                 for alias in node.names:  # type: ignore[attr-defined]
                     if alias.name != "*":
@@ -259,11 +263,12 @@ class FunctionInfo:
             elif kind in COMPREHENSIONS:
                 comprehensions.append(node)
         # Comprehension variables are the comprehension's own (walrus targets are ours: Store above).
-        for comp in comprehensions:
-            for gen in comp.generators:  # type: ignore[attr-defined]
-                for name in target_names(gen.target):
-                    if not _bound_outside(self, name, comp):
-                        bound.discard(name)
+        if comprehensions:
+            inside = {id(n) for comp in comprehensions for gen in comp.generators for n in iter_nodes(gen.target)}  # type: ignore[attr-defined]
+            outside.update(n.id for n in stored if id(n) not in inside)
+            for comp in comprehensions:
+                for gen in comp.generators:  # type: ignore[attr-defined]
+                    bound.difference_update(n for n in target_names(gen.target) if n not in outside)
         self._locals = frozenset(bound - globals_ - nonlocals)
         self._declared = (frozenset(globals_), frozenset(nonlocals))
         self._statements = statements
@@ -310,23 +315,6 @@ class FunctionInfo:
             self._scan()
         assert self._declared is not None
         return self._declared[0]
-
-
-def _bound_outside(func: FunctionInfo, name: str, comp: ast.AST) -> bool:
-    """Whether ``name`` (a comprehension variable) is also bound in ``func`` outside comprehensions."""
-    if any(p.name == name for p in func.params):
-        return True
-    inside: Set[int] = set()
-    for node in func.own_nodes():
-        if isinstance(node, COMPREHENSIONS):
-            for gen in node.generators:
-                inside.update(id(n) for n in iter_nodes(gen.target))
-    for node in func.own_nodes():
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store) and id(node) not in inside:
-            return True
-        if isinstance(node, (*FUNCTION_NODES, ast.ClassDef)) and node.name == name:
-            return True
-    return False
 
 
 class ClassInfo:
