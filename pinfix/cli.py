@@ -16,7 +16,7 @@ from typing import Iterable, List, Optional, Sequence, TextIO, Tuple
 from . import __version__
 from .config import Config, ConfigError, load_config
 from .engine import Diagnostic, FileReport, Mode, run
-from .output import FORMATS, render
+from .output import FORMATS, TolerantStream, render, write_bytes
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 #: Show a progress bar (on a terminal) only for runs this long.
@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--show-unknown", action="store_true", default=None, help="with --deep: also note copies whose source memory is unknown (PIN004)"
+    )
+    common.add_argument(
+        "--follow-symlinks", action="store_true", help="take linked files in walks, and let fix write through symbolic links"
     )
 
     sub.add_parser("check", parents=[common], help="report findings")
@@ -114,13 +117,20 @@ def _summary(command: str, reports: Sequence[FileReport], mode: Mode, err: TextI
     err.write(f"{head}; {verb} {changed} files, {fixed} fixes" + (f", {errors} errors" if errors else "") + "\n")
     if left:
         why = Counter(
-            "unsafe fix (use --unsafe-fixes)" if d.fix_safety == "unsafe" else "no fix available"
-            for d in left
+            f"write refused ({r.refused})" if i in r.unwritten else _left_because(d)
+            for r in reports
+            for i, d in enumerate(r.diagnostics)
+            if _fails(d)
         )
         err.write(f"pinfix: {len(left)} findings left: " + ", ".join(f"{n} {k}" for k, n in why.items()) + "\n")
 
 
+def _left_because(d: Diagnostic) -> str:
+    return "unsafe fix (use --unsafe-fixes)" if d.fix_safety == "unsafe" else "no fix available"
+
+
 def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    out, err = TolerantStream(out), TolerantStream(err)  # type: ignore[assignment]  # odd file names never crash
     try:
         args = _parser().parse_args(argv)
     except SystemExit as e:  # argparse has printed the usage message
@@ -138,9 +148,13 @@ def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO
 
     from .files import walk
 
-    mode = Mode(fix=args.command == "fix", diff_only=bool(getattr(args, "diff", False)))
+    mode = Mode(
+        fix=args.command == "fix", diff_only=bool(getattr(args, "diff", False)), follow_symlinks=args.follow_symlinks
+    )
     errors: List[Tuple[Path, str]] = []
-    files: Iterable[Path] = walk(args.paths, errors, exclude=config.exclude, root=config.root)
+    files: Iterable[Path] = walk(
+        args.paths, errors, exclude=config.exclude, root=config.root, follow_symlinks=args.follow_symlinks
+    )
     progress = None
     if not args.no_progress and err.isatty():
         files = list(files)  # a bar needs its total; otherwise files stream into the pool
@@ -173,7 +187,7 @@ def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO
         # stdout is the patch; everything else goes to stderr.
         for r in reports:
             if r.diff:
-                out.write(r.diff)
+                write_bytes(out, r.diff)
     render(args.output_format, reports, err if mode.diff_only else out, err)
     if args.output_format == "text":
         _summary(args.command, reports, mode, err)

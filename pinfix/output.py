@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Dict, List, Sequence, TextIO
+from typing import Any, Dict, List, Sequence, TextIO
 
 from . import __version__
 from .engine import Diagnostic, FileReport
@@ -31,11 +31,52 @@ def _errors(reports: Sequence[FileReport]) -> List[FileReport]:
     return [r for r in reports if r.error is not None]
 
 
+def shown(path: str) -> str:
+    """A path for text output: bytes that are not UTF-8 in a file name (which
+    Python holds as lone surrogates) as ``\\xNN`` escapes; JSON and SARIF
+    escape them on their own."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+class TolerantStream:
+    """A text stream that writes what its encoding cannot hold as backslash
+    escapes instead of raising ``UnicodeEncodeError``."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except UnicodeEncodeError:
+            encoding = getattr(self._stream, "encoding", None) or "utf-8"
+            return self._stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def write_bytes(stream: TextIO, data: bytes) -> None:
+    """``data`` as they are (a diff in a file's own encoding) to a text stream's
+    binary buffer; a stream without one (in-process callers) gets them decoded."""
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:
+        stream.write(data.decode("utf-8", "surrogateescape"))
+        return
+    stream.flush()
+    buffer.write(data)
+    buffer.flush()
+
+
 def _text(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
     for d in _open(reports):
-        out.write(f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}\n")
+        out.write(f"{shown(d.path)}:{d.line}:{d.column}: {d.code} {d.message}\n")
     for r in _errors(reports):
-        err.write(f"{r.path}: error: {r.error}\n")
+        err.write(f"{shown(r.path)}: error: {r.error}\n")
 
 
 def _github_escape(text: str, prop: bool = False) -> str:
@@ -48,11 +89,11 @@ def _github_escape(text: str, prop: bool = False) -> str:
 def _github(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
     for d in _open(reports):
         out.write(
-            f"::{_GITHUB.get(d.severity, 'error')} file={_github_escape(d.path, True)},line={d.line},col={d.column},"
+            f"::{_GITHUB.get(d.severity, 'error')} file={_github_escape(shown(d.path), True)},line={d.line},col={d.column},"
             f"endLine={d.end_line},endColumn={d.end_column},title={d.code}::{_github_escape(d.message)}\n"
         )
     for r in _errors(reports):
-        out.write(f"::error file={_github_escape(r.path, True)},title=pinfix::{_github_escape(r.error or '')}\n")
+        out.write(f"::error file={_github_escape(shown(r.path), True)},title=pinfix::{_github_escape(r.error or '')}\n")
 
 
 def _json(reports: Sequence[FileReport], out: TextIO, err: TextIO) -> None:
