@@ -43,7 +43,7 @@ from typing import (
 
 from .config import Config
 from .findings import FindingFields
-from .prefilter import candidate_source, gc_paused, may_contain_finding
+from .prefilter import STATEMENT_LISTS, candidate_source, gc_paused, may_contain_finding
 
 if TYPE_CHECKING:
     from .cache import ResultCache
@@ -365,22 +365,34 @@ def _is_blank(line: bytes) -> bool:
     return not line.strip(b" \t\r\n")
 
 
+def _import_lines(tree: ast.Module) -> Set[int]:
+    """The lines of every ``import`` statement, at any depth: only statements
+    are walked, never into expressions (a huge literal costs nothing)."""
+    lines: Set[int] = set()
+    stack: List[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+        else:
+            for name in STATEMENT_LISTS:
+                stack.extend(getattr(node, name, ()))
+    return lines
+
+
 def fix_lines(data: bytes, edited: Iterable[Tuple[int, int]]) -> Set[int]:
     """The lines of ``data`` a fix may change: those of the edited calls
     (first and last line, inclusive), every import statement (an import is
     added, merged or removed), the blank lines around imports (isort's section
     breaks), and, in a module without imports before its code, the place after
     the docstring (or before the first statement) where the first goes."""
-    from .writing import START_OF_FILE, line_offsets
+    from .writing import START_OF_FILE
 
     allowed: Set[int] = set()
     for first, last in edited:
         allowed.update(range(first, last + 1))
     tree = ast.parse(data)
-    imports: Set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            imports.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    imports = _import_lines(tree)
     body = tree.body
     start = 1 if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) else 0
     if start < len(body) and not isinstance(body[start], (ast.Import, ast.ImportFrom)):
@@ -388,21 +400,15 @@ def fix_lines(data: bytes, edited: Iterable[Tuple[int, int]]) -> Set[int]:
         decorators = getattr(first, "decorator_list", None) or []
         line = min([first.lineno, *(d.lineno for d in decorators)])
         imports.add(line - 1 if line > 1 else START_OF_FILE)
-    offsets = line_offsets(data)
-    lines = [data[offsets[k] : offsets[k + 1]] for k in range(len(offsets) - 1)]
     allowed |= imports
-    # Runs of blank lines whose nearest non-blank neighbour is an import line.
-    k = 0
-    while k < len(lines):
-        if not _is_blank(lines[k]):
-            k += 1
-            continue
-        end = k
-        while end < len(lines) and _is_blank(lines[end]):
-            end += 1
-        if k in imports or (end + 1) in imports or (k == 0 and START_OF_FILE in imports):
-            allowed.update(range(k + 1, end + 1))
-        k = end
+    # Blank lines next to an import line, and next to those (1-based; line 0 is the start).
+    lines = data.splitlines()
+    for k in sorted(imports):
+        for step in (-1, 1):
+            j = k + step
+            while 1 <= j <= len(lines) and j not in allowed and _is_blank(lines[j - 1]):
+                allowed.add(j)
+                j += step
     return allowed
 
 

@@ -10,11 +10,12 @@ or SIGINT) sees the old file or the new one.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import AbstractSet, List, Optional, Tuple, Union
+from typing import AbstractSet, Iterator, List, Optional, Tuple, Union
 
 #: ``allowed_old_lines`` may hold this: text may be inserted before line 1.
 START_OF_FILE = 0
@@ -83,12 +84,7 @@ def line_offsets(data: bytes) -> List[int]:
     or ``\\n`` only, as CPython's tokenizer counts them (``bytes.splitlines``
     splits on exactly these; ``str.splitlines`` also on ``\\x0b``, ``\\x0c``,
     ``\\x1c``..., which are no line ends for Python)."""
-    offsets = [0]
-    at = 0
-    for line in data.splitlines(keepends=True):
-        at += len(line)
-        offsets.append(at)
-    return offsets
+    return [0, *itertools.accumulate(map(len, data.splitlines(keepends=True)))]
 
 
 def _starts_line(data: bytes, at: int, text: bytes) -> bool:
@@ -100,6 +96,12 @@ def _starts_line(data: bytes, at: int, text: bytes) -> bool:
     if before == b"\n":
         return True
     return before == b"\r" and not text.startswith(b"\n")
+
+
+def _keeps_end(data: bytes, end: int, text: bytes) -> bool:
+    """Whether ``text``, ending at ``end`` in ``data``, keeps its own line end
+    (a lone ``\r`` followed by a ``\n`` would become one ``\r\n``)."""
+    return not (text.endswith(b"\r") and data[end : end + 1] == b"\n")
 
 
 def _show(line: bytes, limit: int = 60) -> str:
@@ -127,6 +129,17 @@ def _first_difference(old_lines: List[bytes], new: bytes, at: int) -> Tuple[int,
     return len(old_lines) - 1, old_lines[-1], b""
 
 
+def _kept_runs(n: int, allowed: AbstractSet[int]) -> Iterator[Tuple[int, int]]:
+    """``(i, j)`` for each run of lines ``i+1 .. j`` (1-based) of ``n`` that are not allowed."""
+    start = 0
+    for line in sorted(k for k in allowed if 1 <= k <= n):
+        if line - 1 > start:
+            yield start, line - 1
+        start = line
+    if n > start:
+        yield start, n
+
+
 def unintended_change(old: bytes, new: bytes, allowed_old_lines: AbstractSet[int]) -> Optional[str]:
     """Why ``new`` is not ``old`` with only the allowed lines changed, or ``None``.
 
@@ -140,20 +153,13 @@ def unintended_change(old: bytes, new: bytes, allowed_old_lines: AbstractSet[int
     offsets = line_offsets(old)
     n = len(offsets) - 1
     pos = 0
-    i = 0
-    while i < n:
-        if i + 1 in allowed_old_lines:
-            i += 1
-            continue
-        j = i
-        while j < n and j + 1 not in allowed_old_lines:
-            j += 1
+    for i, j in _kept_runs(n, allowed_old_lines):
         # Lines i+1 .. j (1-based) must stay exactly as they are.
         segment = old[offsets[i] : offsets[j]]
         anchored_start = i == 0 and START_OF_FILE not in allowed_old_lines
         anchored_end = j == n
         if anchored_start:
-            found = 0 if new.startswith(segment) else -1
+            found = 0 if new.startswith(segment) and _keeps_end(new, len(segment), segment) else -1
             if found == 0 and anchored_end and len(new) != len(segment):
                 found = -1
         elif anchored_end:
@@ -162,7 +168,9 @@ def unintended_change(old: bytes, new: bytes, allowed_old_lines: AbstractSet[int
                 found = -1
         else:
             found = new.find(segment, pos)
-            while found >= 0 and not _starts_line(new, found, segment):
+            while found >= 0 and not (
+                _starts_line(new, found, segment) and _keeps_end(new, found + len(segment), segment)
+            ):
                 found = new.find(segment, found + 1)
         if found < 0:
             lines = segment.splitlines(keepends=True)
@@ -175,7 +183,6 @@ def unintended_change(old: bytes, new: bytes, allowed_old_lines: AbstractSet[int
             k, before, after = _first_difference(lines, new, where)
             return f"line {i + 1 + k} would become {_show(after)} (was {_show(before)})"
         pos = found + len(segment)
-        i = j
     ending = _line_end(old)
     if ending != _line_end(new):
         return f"the file's last line end would become {_show(_line_end(new))} (was {_show(ending)})"

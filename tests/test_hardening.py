@@ -455,8 +455,9 @@ def test_unintended_change_counts_lines_as_python_does() -> None:
     assert unintended_change(old, b"a\rb\r\nC\nd", {3}) is None
     assert unintended_change(old, b"a\rb\r\nc \x0b\x0c\x1c \xe2\x80\xa8 c\nD", {2}) == "line 4 would become 'D' (was 'd')"
     assert unintended_change(b"x\r", b"y", {1}) == "the file's last line end would become '' (was '\\r')"
-    # A \r left before a line that starts with \n would merge the two into one \r\n.
+    # A \r and a \n brought together make one \r\n: the line before changed its end.
     assert unintended_change(b"a\n\nb\n", b"a\r\nb\n", {1}) is not None
+    assert unintended_change(b"a\rb\nc\n", b"a\r\nB\nc\n", {2}) == "line 1 would become 'a\\r\\n' (was 'a\\r')"
 
 
 ROUND_TRIP_LOSSES = {
