@@ -138,21 +138,19 @@ def _syntax_message(e: SyntaxError, data: bytes) -> str:
     return f"syntax error: {msg}"
 
 
-def nesting_depth(tree: ast.AST, limit: int) -> int:
-    """The depth of ``tree``'s deepest node, exact up to ``limit`` (beyond it,
-    some depth over ``limit``). A subtree on one line can be no deeper than it
-    has characters (every level of nesting costs one at least), so only
-    subtrees longer than the room left are walked: real files cost a walk of
-    their statements, not of every expression."""
-    deepest = 0
+def nested_deeper_than(tree: ast.AST, limit: int) -> bool:
+    """Whether some node of ``tree`` lies more than ``limit`` levels down.
+
+    A subtree on one line can be no deeper than it has characters (every
+    level of nesting costs one at least), so only subtrees longer than the
+    room left are walked: real files cost a walk of their statements, not of
+    every expression."""
     stack: List[Tuple[ast.AST, int]] = [(tree, 0)]
     pop, push, children = stack.pop, stack.append, ast.iter_child_nodes
     while stack:
         node, depth = pop()
-        if depth > deepest:
-            deepest = depth
-            if deepest > limit:
-                return deepest
+        if depth > limit:
+            return True
         line = getattr(node, "lineno", None)
         if line is not None and line == getattr(node, "end_lineno", None):
             room = limit - depth - 3  # the leaves below the last character: a context, an operator
@@ -160,7 +158,7 @@ def nesting_depth(tree: ast.AST, limit: int) -> int:
                 continue
         for child in children(node):
             push((child, depth + 1))
-    return deepest
+    return False
 
 
 def screen(data: bytes) -> Optional[str]:
@@ -180,8 +178,7 @@ def screen(data: bytes) -> Optional[str]:
         return "too deeply nested: Python's own parser gives up on it (RecursionError)"
     except MemoryError:
         return "too large for Python's own parser (MemoryError)"
-    depth = nesting_depth(tree, MAX_NESTING)
-    if depth > MAX_NESTING:
+    if nested_deeper_than(tree, MAX_NESTING):
         return f"nested more than {MAX_NESTING} levels deep; pinfix does not analyse such files"
     return None
 

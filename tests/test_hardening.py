@@ -176,6 +176,35 @@ def test_nesting_beyond_what_pinfix_analyses_is_refused_quickly_and_clearly(tmp_
     assert good.read_bytes() == FIXED
 
 
+def _depth(node: "object") -> int:
+    import ast
+
+    return 1 + max((_depth(c) for c in ast.iter_child_nodes(node)), default=-1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda k: "x = " + "-" * k + "1",
+        lambda k: "x = " + "f(" * k + ")" * k,
+        lambda k: "x = a" + ".b" * k,
+        lambda k: "x = " + "lambda: " * k + "1",
+        lambda k: "x = " + "not " * k + "y",
+        lambda k: "x = (a" + "\n.b()" * k + ")",  # over many lines
+        lambda k: "def f():\n" + "".join(" " * (i + 1) + "if x:\n" for i in range(k // 3)) + " " * (k // 3 + 1) + "pass",
+    ],
+)
+def test_the_nesting_screen_never_misses_a_deep_tree(make) -> None:  # type: ignore[no-untyped-def]
+    import ast
+
+    from pinfix.engine import nested_deeper_than
+
+    for k in range(30, 80, 7):
+        tree = ast.parse(make(k))
+        for limit in (40, 60, 90):
+            assert nested_deeper_than(tree, limit) == (_depth(tree) > limit), (k, limit, _depth(tree))
+
+
 CRASHING_RUN = """
 import os, signal, sys
 import pinfix.engine as engine
