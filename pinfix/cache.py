@@ -56,7 +56,7 @@ def _real_directory(path: Path) -> Optional[bool]:
         return None
     except OSError:
         return False
-    return True if stat.S_ISDIR(mode) else False
+    return stat.S_ISDIR(mode)
 
 
 class ResultCache:

@@ -128,7 +128,7 @@ def _position_of(data: bytes, offset: int) -> Tuple[int, int]:
 
 def _syntax_message(e: SyntaxError, data: bytes) -> str:
     msg = e.msg or str(e)
-    if msg.startswith("(unicode error)") or msg.startswith("unknown encoding"):
+    if msg.startswith(("(unicode error)", "unknown encoding")):
         return f"cannot decode: {msg.replace('(unicode error) ', '')}"
     if "null bytes" in msg and b"\0" in data:
         line, col = _position_of(data, data.index(b"\0"))
@@ -201,7 +201,7 @@ def on_deep_stack(fn: Callable[..., _T], *args: Any) -> _T:
         _deep.active = True
         try:
             outcome["value"] = fn(*args)
-        except BaseException as e:  # handed back to the caller
+        except BaseException as e:  # noqa: BLE001  # handed back to the caller, raised there
             outcome["error"] = e
 
     previous = threading.stack_size()
@@ -342,7 +342,9 @@ def _recording_command(path: str, config: Config):  # type: ignore[no-untyped-de
     from codemods.pin_pageable_sources import PinPageableSourcesCommand
 
     class Recording(PinPageableSourcesCommand):
-        edited_lines: List[Tuple[int, int]] = []
+        def __init__(self, *args: Any, **kw: Any) -> None:
+            super().__init__(*args, **kw)
+            self.edited_lines: List[Tuple[int, int]] = []
 
         def transform_module_impl(self, tree):  # type: ignore[no-untyped-def]
             out = super().transform_module_impl(tree)
