@@ -22,7 +22,9 @@ Shapes (the issue-14 inputs, at smaller sizes):
 * ``line``: one line of N list items (the 5 MB single line);
 * ``list``: a list literal with one item per line, N lines (the 1M-line literal);
 * ``defs``: N/4 small functions, each with a finding (code-like);
-* ``string``: N lines inside one string literal (the cheap case, for contrast).
+* ``string``: N lines inside one string literal (the cheap case, for contrast);
+* ``sinks``: N nested ``.to(`` calls and a positional ``True`` (no ``non_blocking``):
+  not Python, but the byte pre-filter reads it before any parser does.
 
 Standard library only; progress on stderr, the report on stdout.
 """
@@ -76,6 +78,13 @@ def _string(n: int) -> str:
     return HEAD + 'DOC = """\n' + "".join(f"line {i} of the text\n" for i in range(n)) + '"""\n'
 
 
+def _sinks(n: int) -> str:
+    # Not Python (deeper than 200 brackets), and no finding: the byte
+    # pre-filter reads it before any parser does, and without `non_blocking`
+    # it looks for a positional `True` inside each sink's parentheses.
+    return "import torch\n\nf(" + "a.to(" * n + "x" + ")" * n + ", True)\n"
+
+
 #: shape -> (generator, base size, what the size counts)
 SHAPES: Dict[str, tuple] = {
     "lines": (_lines, 2_500, "statements"),
@@ -83,6 +92,7 @@ SHAPES: Dict[str, tuple] = {
     "list": (_list, 1_000, "lines of items"),
     "defs": (_defs, 1_000, "lines (N/4 functions)"),
     "string": (_string, 100_000, "lines in a string"),
+    "sinks": (_sinks, 1_000, "nested .to( calls"),
 }
 
 
@@ -109,7 +119,8 @@ def stages(data: bytes) -> Dict[str, float]:
     from pinfix.config import Config
     from pinfix.engine import deep_recursion, fix_lines, on_deep_stack, screen
     from pinfix.prefilter import candidate_source, gc_paused, may_contain_finding
-    from pinfix.writing import unified_diff, unintended_change
+    from pinfix.diffs import unified_diff
+    from pinfix.writing import unintended_change
 
     config = Config()
     out: Dict[str, float] = {}
@@ -124,7 +135,8 @@ def stages(data: bytes) -> Dict[str, float]:
         with gc_paused(), deep_recursion():
             timed("bytes", lambda: may_contain_finding(data, config))
             sliced = timed("syntax", lambda: candidate_source(data, config))
-            timed("screen", lambda: screen(data))
+            if sliced is None or timed("screen", lambda: screen(data)) is not None:
+                return  # nothing to analyse, or not Python
             module = timed("parse", lambda: cst.parse_module(sliced))  # type: ignore[arg-type]
             timed("analyse", lambda: analyze(module, None, config, Path("m.py"), source=sliced))  # type: ignore[arg-type]
             whole = timed("parse", lambda: cst.parse_module(data))

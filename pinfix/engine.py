@@ -269,7 +269,7 @@ def _process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileR
         return report
     report.changed = True
     if mode.diff_only:
-        from .writing import unified_diff
+        from .diffs import unified_diff
 
         report.diff = unified_diff(data, new_bytes, path)
         return report

@@ -241,7 +241,7 @@ def test_a_worker_that_crashes_takes_only_its_own_file_down(tmp_path: Path) -> N
 
 
 def test_large_inputs_complete_with_the_right_result(tmp_path: Path) -> None:
-    from pinfix.writing import unified_diff
+    from pinfix.diffs import unified_diff
 
     # The bulk sits where LibCST costs little (inside a string): this tests the
     # pipeline's own steps (read, screen, the byte comparison, the diff) at scale.
@@ -563,7 +563,7 @@ def test_every_diff_applies_with_git_and_patch_to_what_fix_writes(tmp_path: Path
 
 
 def test_unified_diff_marks_a_missing_last_newline_and_keeps_far_edits_apart() -> None:
-    from pinfix.writing import unified_diff
+    from pinfix.diffs import unified_diff
 
     old = b"".join(b"line %d\n" % i for i in range(1000)) + b"last"
     new = old.replace(b"line 2\n", b"line two\n").replace(b"last", b"LAST")
@@ -571,6 +571,84 @@ def test_unified_diff_marks_a_missing_last_newline_and_keeps_far_edits_apart() -
     assert diff.count(b"\n@@ ") == 2
     assert diff.endswith(b"-last\n\\ No newline at end of file\n+LAST\n\\ No newline at end of file\n")
     assert unified_diff(old, old, "f.py") == b""
+
+
+def _apply(old: bytes, diff: bytes) -> bytes:
+    """A strict reading of our unified diffs (as patch does, with no fuzz): the result."""
+    import re
+
+    lines = old.split(b"\n")
+    src = [x + b"\n" for x in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+    out: List[bytes] = []
+    at = 0
+    body = diff.split(b"\n")[2:]
+    k = 0
+    while k < len(body) and body[k]:
+        m = re.match(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@$", body[k])
+        assert m, body[k]
+        start = int(m.group(1)) - (0 if m.group(2) == b"0" else 1)
+        out.extend(src[at:start])
+        at = start
+        k += 1
+        while k < len(body) and body[k][:1] in (b" ", b"-", b"+", b"\\"):
+            mark, text = body[k][:1], body[k][1:] + b"\n"
+            if mark == b"\\":
+                out[-1:] = [out[-1][:-1]] if last_mark != b"-" else out[-1:]
+                if last_mark != b"+":
+                    assert src[at - 1] == last_text[:-1]
+            elif mark in (b" ", b"-"):
+                assert src[at] in (text, text[:-1]), (src[at], text)
+                at += 1
+                if mark == b" ":
+                    out.append(text)
+            else:
+                out.append(text)
+            last_mark, last_text = mark, text
+            k += 1
+    out.extend(src[at:])
+    return b"".join(out)
+
+
+def test_unified_diff_applies_to_give_exactly_the_new_bytes_on_random_edits() -> None:
+    import random
+
+    from pinfix.diffs import unified_diff
+
+    rng = random.Random(14)
+    pool = [b"a\n", b"b\n", b"\n", b"x = 1\r\n", b"\x0cdef f():\n", b"  pass\n", b"c\rd\n", b"e\xe9\n"]
+    for case in range(300):
+        old_lines = [rng.choice(pool) for _ in range(rng.randrange(0, 60))]
+        new_lines = list(old_lines)
+        for _ in range(rng.randrange(1, 6)):
+            at = rng.randrange(0, len(new_lines) + 1)
+            what = rng.randrange(3)
+            if what == 0 or not new_lines[at:]:
+                new_lines.insert(at, rng.choice(pool))
+            elif what == 1:
+                del new_lines[at]
+            else:
+                new_lines[at] = rng.choice(pool)
+        old, new = b"".join(old_lines), b"".join(new_lines)
+        if rng.random() < 0.3:
+            old = old.rstrip(b"\n")
+        if rng.random() < 0.3:
+            new = new.rstrip(b"\n")
+        diff = unified_diff(old, new, "f.py")
+        assert (diff == b"") == (old == new)
+        if diff:
+            assert _apply(old, diff) == new, (case, old, new, diff)
+
+
+def test_unified_diff_of_a_fix_in_every_function() -> None:
+    # Every fourth line changed, many lines repeated: difflib's matcher grows with
+    # the square of the lines here; the anchored matcher visits each line a few times.
+    from pinfix.diffs import unified_diff
+
+    old = b"".join(b"\n\ndef f_%d(a):\n    return old(a)\n" % i for i in range(5000))
+    new = old.replace(b"old(a)", b"new(a)")
+    diff = unified_diff(old, new, "f.py")
+    assert diff.count(b"\n-    return old(a)") == diff.count(b"\n+    return new(a)") == 5000
+    assert _apply(old, diff) == new
 
 
 # --- 10. Output encoding -----------------------------------------------------------------------------------
