@@ -583,6 +583,7 @@ def _apply(old: bytes, diff: bytes) -> bytes:
     at = 0
     body = diff.split(b"\n")[2:]
     k = 0
+    last_mark, last_text = b"", b""
     while k < len(body) and body[k]:
         m = re.match(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@$", body[k])
         assert m, body[k]
