@@ -56,8 +56,9 @@ def _code_fingerprint() -> str:
     here = Path(__file__).resolve().parent
     # The codemod ships as pinfix.codemods, from codemods/ at the top of a checkout.
     codemods = importlib.util.find_spec("pinfix.codemods")
+    # Every module below pinfix/ (the engine's packages semantic/, rules/, fixes/ too).
     for directory in (here, *(Path(p) for p in (codemods.submodule_search_locations or []) if codemods)):
-        for source in sorted(directory.glob("*.py")):
+        for source in sorted(directory.rglob("*.py")):
             try:
                 digest.update(source.name.encode() + source.read_bytes())
             except OSError:

@@ -168,6 +168,7 @@ def on_deep_stack(fn: Callable[..., _T], *args: Any) -> _T:
     if getattr(_deep, "active", False):
         return fn(*args)
     outcome: Dict[str, Any] = {}
+    done = threading.Event()
 
     def target() -> None:
         _deep.active = True
@@ -175,25 +176,29 @@ def on_deep_stack(fn: Callable[..., _T], *args: Any) -> _T:
             outcome["value"] = fn(*args)
         except BaseException as e:  # noqa: BLE001  # handed back to the caller, raised there
             outcome["error"] = e
+        finally:
+            done.set()
 
     previous = threading.stack_size()
     try:
         threading.stack_size(DEEP_STACK_SIZE)
     except (ValueError, RuntimeError):  # a platform that cannot: the default stack
         return fn(*args)
+    thread = threading.Thread(target=target, name="pinfix-deep")
     try:
-        thread = threading.Thread(target=target, name="pinfix-deep")
-        thread.start()
-    except RuntimeError:  # no room for such a stack: the default one
-        return fn(*args)
-    finally:
-        threading.stack_size(previous)
-    try:
+        try:
+            thread.start()
+        except RuntimeError:  # no room for such a stack: the default one
+            return fn(*args)
+        finally:
+            threading.stack_size(previous)
         thread.join()
     except BaseException:
-        # Ctrl-C reaches this (the main) thread only: let the file's work end
-        # (a write lands whole, or its temporary file is removed), then pass it on.
-        thread.join()
+        # Ctrl-C reaches this (the main) thread only, while the thread starts or
+        # works: let the file's work end (a write lands whole, or its temporary
+        # file is removed), then pass the interrupt on.
+        if thread.ident is not None or thread.is_alive():
+            done.wait()
         raise
     if "error" in outcome:
         raise outcome["error"]

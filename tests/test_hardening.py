@@ -747,3 +747,23 @@ def test_file_names_that_are_not_utf8_never_crash_the_output(tmp_path: Path, fmt
     both = proc.stdout + proc.stderr
     assert b"caf\\xe9.py" in both and b"broken\\xff.py" in both
     both.decode("utf-8")  # what is written is valid UTF-8
+
+
+def test_an_interrupt_lets_the_deep_thread_end_its_file_first() -> None:
+    # Ctrl-C reaches the main thread only; the file's work (a write) runs on the deep
+    # thread and must end (land whole, or clean up) before the interrupt goes on.
+    import _thread
+
+    from pinfix.engine import on_deep_stack
+
+    ended = []
+
+    def work() -> None:
+        _thread.interrupt_main()
+        time.sleep(0.3)
+        ended.append(True)
+
+    with pytest.raises(KeyboardInterrupt):
+        on_deep_stack(work)
+        time.sleep(1)  # where the interrupt lands when on_deep_stack did not wait for it
+    assert ended == [True]
