@@ -767,3 +767,32 @@ def test_an_interrupt_lets_the_deep_thread_end_its_file_first() -> None:
         on_deep_stack(work)
         time.sleep(1)  # where the interrupt lands when on_deep_stack did not wait for it
     assert ended == [True]
+
+
+def test_line_opcodes_turn_one_list_of_lines_into_the_other() -> None:
+    # What the fix applier (Applied.touched, the bytes kept per line) and relayout align
+    # with, instead of difflib's matcher, which grows with the square on a fix per function.
+    import random
+
+    from pinfix.diffs import line_opcodes
+
+    rng = random.Random(16)
+    pool = ["a\n", "b\n", "\n", "x = 1\r\n", "    pass\n", "c\r", "é\n"]
+    for _ in range(300):
+        old = [rng.choice(pool) for _ in range(rng.randrange(0, 40))]
+        new = list(old)
+        for _ in range(rng.randrange(0, 6)):
+            at = rng.randrange(0, len(new) + 1)
+            if rng.random() < 0.5 or not new[at:]:
+                new.insert(at, rng.choice(pool))
+            else:
+                del new[at]
+        rebuilt: List[str] = []
+        i = j = 0
+        for tag, i1, i2, j1, j2 in line_opcodes(old, new):
+            assert (i1, j1) == (i, j) and tag in ("equal", "replace", "insert", "delete")
+            if tag == "equal":
+                assert old[i1:i2] == new[j1:j2]
+            rebuilt += new[j1:j2]
+            i, j = i2, j2
+        assert (i, j) == (len(old), len(new)) and rebuilt == new
