@@ -366,7 +366,7 @@ def _fails(d: Diagnostic) -> bool:
 
 def _add_noqa(reports: Sequence[FileReport], err: TextIO, quiet: bool) -> int:
     """Write ``# noqa`` for every open finding; the exit code."""
-    from .output import plural
+    from .output import plural, shown
     from .suppression import NoqaRefused, add_noqa
     from .writing import WriteRefused, replace_file
 
