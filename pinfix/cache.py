@@ -11,6 +11,13 @@ Layout: ``<cache dir>/<version>/<settings>/<2 hex>/<entry>``, with a
 file's path and holds the hash of the bytes it answers for, so an edited file
 replaces its entry. :meth:`ResultCache.prune` removes other versions and all
 but the most recently used settings; ``pinfix clean`` removes the lot.
+
+Safety: only files under the cache's project (``scope``) are cached, so a file
+checked from outside leaves nothing in it. The cache never reads, creates,
+writes or prunes anything through a symbolic link (a committed
+``.pinfix_cache`` link could point anywhere), reads only regular files (an
+entry that is a FIFO would block) of a bounded size, and its ``.gitignore`` is
+written whole and repaired when a full disk (or anything else) left it wrong.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import importlib.util
 import json
 import os
 import shutil
-import tempfile
+import stat
 from dataclasses import asdict, fields
 from functools import lru_cache
 from pathlib import Path
@@ -36,6 +43,10 @@ CACHEDIR_TAG = (
     "# This file is a cache directory tag created by pinfix.\n"
     "# For information about cache directory tags see the CACHEDIR.TAG specification.\n"
 )
+#: What ``.gitignore`` at the cache's top holds: everything in it is ignored.
+IGNORE_ALL = b"*\n"
+#: An entry larger than this is not ours (ours are a few kB).
+MAX_ENTRY = 16 * 1024 * 1024
 
 
 @lru_cache(maxsize=None)
@@ -45,8 +56,9 @@ def _code_fingerprint() -> str:
     here = Path(__file__).resolve().parent
     # The codemod ships as pinfix.codemods, from codemods/ at the top of a checkout.
     codemods = importlib.util.find_spec("pinfix.codemods")
+    # Every module below pinfix/ (the engine's packages semantic/, rules/, fixes/ too).
     for directory in (here, *(Path(p) for p in (codemods.submodule_search_locations or []) if codemods)):
-        for source in sorted(directory.glob("*.py")):
+        for source in sorted(directory.rglob("*.py")):
             try:
                 digest.update(source.name.encode() + source.read_bytes())
             except OSError:
@@ -68,19 +80,35 @@ def _canonical(value: object) -> str:
     return str(sorted(value)) if isinstance(value, (set, frozenset)) else str(value)
 
 
+def _real_directory(path: Path) -> Optional[bool]:
+    """``True``: a directory, not a link; ``None``: nothing there; ``False``: anything else."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return False
+    return stat.S_ISDIR(mode)
+
+
 class ResultCache:
-    def __init__(self, directory: Path, config: Config):
+    def __init__(self, directory: Path, config: Config, scope: Optional[Path] = None):
         self.directory = directory
         self.config = config
         self.salt = _salt(config)
         self._salts: Dict[Config, bytes] = {config: self.salt}
         #: Settings directories this run read or wrote.
         self.used: Dict[str, None] = {}
-        self.usable = True
+        #: Only files under this directory are cached (``None``: any).
+        self.scope = None if scope is None else str(scope).rstrip(os.sep) + os.sep
+        # A link or a file where the cache should be: not ours to use.
+        self.usable = _real_directory(directory) is not False
+        self._tagged = False
 
-    @classmethod
-    def for_config(cls, config: Config) -> "ResultCache":
-        return cls(config.cache_directory(), config)
+    def _covers(self, path: str) -> bool:
+        if self.scope is None or os.path.abspath(path).startswith(self.scope):
+            return True
+        return os.path.realpath(path).startswith(self.scope)
 
     def _salt_for(self, config: Optional[Config]) -> bytes:
         if config is None:
@@ -100,20 +128,33 @@ class ResultCache:
     def get(self, path: str, data: bytes, config: Optional[Config] = None):  # type: ignore[no-untyped-def]
         """The cached report for these bytes at this path, or ``None``."""
         from .engine import Diagnostic, FileReport
+        from .writing import read_regular
 
-        if not self.usable or (config or self.config).deep:
+        if not self.usable or (config or self.config).deep or not self._covers(path):
             return None  # deep findings depend on other files: never cached
         try:
-            raw = json.loads(self._entry(path, data, config).read_text(encoding="utf-8"))
+            entry = self._entry(path, data, config)
+            if any(_real_directory(d) is False for d in (entry.parent.parent.parent, entry.parent.parent, entry.parent)):
+                return None  # a link on the way: not ours
+            raw = json.loads(read_regular(entry, follow_symlinks=False, limit=MAX_ENTRY).decode("utf-8"))
             if raw["sha256"] != hashlib.sha256(data).hexdigest():
                 return None
             return FileReport(path, [Diagnostic(**d) for d in raw["diagnostics"]], parsed=raw["parsed"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
+            return None  # absent, not ours, or not a regular file: a miss
 
     def put(self, path: str, data: bytes, config: Optional[Config] = None, report=None) -> None:  # type: ignore[no-untyped-def]
         """Remember a clean check (no error, nothing changed) of these bytes."""
-        if not self.usable or report is None or report.error is not None or report.changed or (config or self.config).deep:
+        from .writing import atomic_write
+
+        if (
+            not self.usable
+            or report is None
+            or report.error is not None
+            or report.changed
+            or (config or self.config).deep
+            or not self._covers(path)
+        ):
             return
         entry = self._entry(path, data, config)
         payload = json.dumps(
@@ -124,36 +165,59 @@ class ResultCache:
             }
         )
         try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
+            self._make_directory(self.directory)
             self._tag()
-            fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(payload)
-            os.replace(tmp, entry)
+            for directory in (entry.parent.parent.parent, entry.parent.parent, entry.parent):
+                self._make_directory(directory)
+            atomic_write(entry.parent, entry.name, payload.encode("utf-8"))
         except OSError:
-            self.usable = False  # read-only tree, full disk: run without a cache
+            self.usable = False  # read-only tree, full disk, a link in the way: run without a cache
+
+    @staticmethod
+    def _make_directory(directory: Path) -> None:
+        """``directory`` exists, made here if need be, and is no link."""
+        state = _real_directory(directory)
+        if state is None:
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+            except FileExistsError:  # a file or a link made meanwhile: seen below
+                pass
+            state = _real_directory(directory)
+        if state is not True:
+            raise NotADirectoryError(f"{directory} is not a plain directory")
 
     def _tag(self) -> None:
-        # Like ruff's cache: keep it out of version control and of our own walks.
-        ignore = self.directory / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("*\n")
-        tag = self.directory / "CACHEDIR.TAG"
-        if not tag.exists():
-            tag.write_text(CACHEDIR_TAG)
+        """Like ruff's cache: keep it out of version control and of our own
+        walks. Each file written whole or not at all; the ``.gitignore``
+        repaired when a full disk (or anything else) left it empty or different."""
+        if self._tagged:
+            return
+        from .writing import atomic_write, read_regular
+
+        for name, content, limit in ((".gitignore", IGNORE_ALL, 1024), ("CACHEDIR.TAG", CACHEDIR_TAG.encode(), 4096)):
+            try:
+                current: Optional[bytes] = read_regular(self.directory / name, follow_symlinks=False, limit=limit)
+            except OSError:
+                current = None
+            if current != content:
+                atomic_write(self.directory, name, content)
+        self._tagged = True
 
     def prune(self) -> None:
         """Remove other versions' entries, and those of settings this run did
-        not use but the :data:`KEEP_OTHER_SETTINGS` most recently used."""
-        if not self.usable or not self.used:
+        not use but the :data:`KEEP_OTHER_SETTINGS` most recently used; never
+        through a symbolic link."""
+        if not self.usable or not self.used or _real_directory(self.directory) is not True:
             return
         try:
             for version in os.scandir(self.directory):
                 if version.is_dir(follow_symlinks=False) and version.name != __version__:
                     shutil.rmtree(version.path, ignore_errors=True)
             here = self.directory / __version__
+            if _real_directory(here) is not True:
+                return
             for name in self.used:
-                if (here / name).is_dir():
+                if _real_directory(here / name) is True:
                     os.utime(here / name)
             others = [
                 e for e in os.scandir(here) if e.is_dir(follow_symlinks=False) and e.name not in self.used

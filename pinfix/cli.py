@@ -58,6 +58,11 @@ OPTIONS: Tuple[Tuple[Tuple[str, ...], Dict[str, Any], Tuple[str, ...]], ...] = (
     (("--stdin-filename",), dict(metavar="PATH", help="read the source from stdin; PATH names it and picks its settings"), RUN),
     (("--add-noqa",), dict(action="store_true", help="write `# noqa: PINxxx` on a line of each finding (a baseline), then exit 0"), ("check",)),
     (("--diff",), dict(action="store_true", help="print a unified diff, write nothing"), ("fix",)),
+    (
+        ("--follow-symlinks",),
+        dict(action="store_true", help="take linked files inside the tree in walks, and let fix write through symbolic links"),
+        RUN,
+    ),
 )
 #: Positional arguments, per command.
 ARGUMENTS: Dict[str, Tuple[str, Dict[str, Any]]] = {
@@ -235,7 +240,8 @@ def _files(args: argparse.Namespace, project, errors: List[Tuple[Path, str]]) ->
     force = project.base.force_exclude
     if force:
         paths = [p for p in paths if not project.explicitly_excluded(p, is_dir=os.path.isdir(p))]
-    return walk(paths, errors, root=project.base.root, excluded=project.excluded)
+    follow = bool(getattr(args, "follow_symlinks", False))
+    return walk(paths, errors, root=project.base.root, excluded=project.excluded, follow_symlinks=follow)
 
 
 def _show_files(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -305,19 +311,16 @@ def _summary(command: str, reports: Sequence[FileReport], args: argparse.Namespa
         from collections import Counter
 
         why = Counter(
-            "unsafe fix (use --unsafe-fixes)" if d.fix_safety == "unsafe" else "no fix available" for d in left
+            f"write refused ({r.refused})" if i in r.unwritten else _left_because(d)
+            for r in reports
+            for i, d in enumerate(r.diagnostics)
+            if _fails(d)
         )
         err.write(f"pinfix: {plural(len(left), 'finding')} left: " + ", ".join(f"{n} {k}" for k, n in why.items()) + "\n")
 
 
-def _write_bytes(out: TextIO, data: bytes) -> None:
-    buffer: Optional[BinaryIO] = getattr(out, "buffer", None)
-    if buffer is not None:
-        out.flush()
-        buffer.write(data)
-        buffer.flush()
-    else:
-        out.write(data.decode("utf-8", "surrogateescape"))
+def _left_because(d: Diagnostic) -> str:
+    return "unsafe fix (use --unsafe-fixes)" if d.fix_safety == "unsafe" else "no fix available"
 
 
 def _stdin(args: argparse.Namespace, project, mode: Mode, style, fmt: str, out: TextIO, err: TextIO, stdin: BinaryIO) -> int:  # type: ignore[no-untyped-def]
@@ -326,20 +329,20 @@ def _stdin(args: argparse.Namespace, project, mode: Mode, style, fmt: str, out: 
     writes the fixed source (``--diff``: the patch) to stdout, and findings
     to stderr."""
     from .engine import process_source
-    from .output import render
+    from .output import render, write_bytes
 
     label = args.stdin_filename or "-"
     data = stdin.read()
     config = project.config_for(label) if args.stdin_filename else project.base
     if args.stdin_filename and project.base.force_exclude and project.explicitly_excluded(label):
         if mode.fix and not mode.diff_only:
-            _write_bytes(out, data)
+            write_bytes(out, data)
         return EXIT_CLEAN
     report = process_source(label, data, config, Mode(fix=True, diff_only=True) if mode.fix else Mode())
     if mode.fix and mode.diff_only:
-        out.write(report.diff or "")
+        write_bytes(out, report.diff or b"")
     elif mode.fix:
-        _write_bytes(out, report.fixed_source if report.fixed_source is not None else data)
+        write_bytes(out, report.fixed_source if report.fixed_source is not None else data)
     render(fmt, [report], err if mode.fix else out, err, style)
     if not args.quiet and fmt in ("full", "concise", "text"):
         _summary(args.command, [report], args, mode, style, err)
@@ -363,7 +366,7 @@ def _fails(d: Diagnostic) -> bool:
 
 def _add_noqa(reports: Sequence[FileReport], err: TextIO, quiet: bool) -> int:
     """Write ``# noqa`` for every open finding; the exit code."""
-    from .output import plural
+    from .output import plural, shown
     from .suppression import NoqaRefused, add_noqa
     from .writing import WriteRefused, replace_file
 
@@ -378,7 +381,7 @@ def _add_noqa(reports: Sequence[FileReport], err: TextIO, quiet: bool) -> int:
             if count:
                 replace_file(Path(r.path), r.source, new)
         except (NoqaRefused, WriteRefused) as e:
-            err.write(f"{r.path}: error: {e}\n")
+            err.write(f"{shown(r.path)}: error: {e}\n")
             failed = True
             continue
         added += count
@@ -406,6 +409,9 @@ def main(
     err: TextIO = sys.stderr,
     stdin: Optional[BinaryIO] = None,
 ) -> int:
+    from .output import TolerantStream
+
+    out, err = TolerantStream(out), TolerantStream(err)  # type: ignore[assignment]  # odd file names never crash
     try:
         args = parser().parse_args(argv)
     except SystemExit as e:  # argparse has printed the usage message
@@ -429,7 +435,7 @@ def main(
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[BinaryIO]) -> int:
-    from .output import Style, fix_listing, render, statistics, use_color
+    from .output import Style, fix_listing, render, shown, statistics, use_color, write_bytes
 
     if args.jobs is not None and args.jobs < 1:
         err.write("pinfix: --jobs must be at least 1\n")
@@ -448,7 +454,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
         err.write("pinfix: `-` (stdin) cannot be mixed with paths\n")
         return EXIT_ERROR
 
-    mode = Mode(fix=fixing, diff_only=diff)
+    mode = Mode(fix=fixing, diff_only=diff, follow_symlinks=args.follow_symlinks)
     errors: List[Tuple[Path, str]] = []
     files: Iterable[Path] = _files(args, project, errors)
     progress = None
@@ -463,8 +469,12 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
     # cache keyed by one file's bytes cannot see change (deep files skip it).
     if not (args.no_cache or mode.fix or PREFILTER_OFF):
         from .cache import ResultCache
+        from .config import CACHE_DIR_NAME
 
-        cache = ResultCache(_cache_dir(args, base), base)
+        chosen = _cache_dir(args, base)
+        # The project's own cache holds its own files only: a file checked from
+        # outside leaves nothing there. A cache directory given explicitly takes all.
+        cache = ResultCache(chosen, base, scope=base.root if chosen == base.root / CACHE_DIR_NAME else None)
     jobs = args.jobs_used = args.jobs or available_cpus()
     reports: List[FileReport] = []
     try:
@@ -490,13 +500,13 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
     if getattr(args, "add_noqa", False):
         for r in reports:
             if r.error is not None:
-                err.write(f"{r.path}: error: {r.error}\n")
+                err.write(f"{shown(r.path)}: error: {r.error}\n")
         return _add_noqa(reports, err, args.quiet)
     if mode.diff_only:
         # stdout is the patch; everything else goes to stderr.
         for r in reports:
             if r.diff:
-                out.write(r.diff)
+                write_bytes(out, r.diff)
     stream = err if mode.diff_only else out
     if args.statistics:
         statistics(reports, stream, "json" if fmt == "json" else "text", style)
@@ -508,7 +518,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
 
             for r in reports:
                 if r.changed:
-                    err.write(f"pinfix: fixed {r.path} ({plural(r.fixes_applied, 'fix')})\n")
+                    err.write(f"pinfix: fixed {shown(r.path)} ({plural(r.fixes_applied, 'fix')})\n")
         if args.show_fixes:
             fix_listing(reports, err, applied=mode.fix and not mode.diff_only, style=style)
         if fmt in ("full", "concise", "text") or args.statistics:

@@ -1,19 +1,52 @@
-"""Check or fix files: read, pre-filter, parse, analyse, rewrite, write.
+"""Check or fix files: read, pre-filter, parse, analyse, rewrite, check, write.
 
 Only files that pass the text pre-filter (:mod:`pinfix.prefilter`)
 are parsed, and LibCST is imported only then, so a pre-commit call over files
 that cannot hold a finding costs a read and a byte search each.
+
+Files are parsed by CPython's own parser (:meth:`SourceText.parse`): what it
+rejects is reported as CPython reports it, at its line and column, and a file
+nested more than :data:`MAX_NESTING` levels deep is refused before the
+analysis (or LibCST, which places imports) sees it. The analysis and the fix
+run on a thread with a large stack and a raised recursion limit, so any
+nesting CPython accepts is handled. Before a fix is written, every byte
+outside the lines the applier meant to change must be unchanged
+(:func:`pinfix.writing.unintended_change`) and the result must compile. A
+worker process that dies anyway (a native crash, the kernel's out-of-memory
+killer) takes only its own file down: the files it held are retried, the one
+that crashed alone in a process of its own, and reported as an error if it
+crashes again.
 """
 
 from __future__ import annotations
 
-import difflib
+import ast
 import itertools
+import multiprocessing
 import os
+import sys
+import threading
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, FrozenSet, Iterable, Iterator, List, Optional, Union
+from typing import (
+    TYPE_CHECKING,
+    AbstractSet,
+    Any,
+    Callable,
+    Dict,
+    FrozenSet,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Set,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 from .config import NOQA_CODE, Config
 from .findings import FindingFields
@@ -28,6 +61,15 @@ POOL_THRESHOLD = 8
 #: After this many files (a tree walk, not a pre-commit call) one file to
 #: parse starts the pool: its workers then import LibCST while the walk goes on.
 POOL_EARLY_AFTER = 100
+#: Deeper than this (``ast`` nodes from the module down), a file is refused:
+#: the analysis walks and LibCST's parser take time that grows faster than
+#: the depth, and real code stays under 100.
+MAX_NESTING = 1000
+#: The thread that runs the analysis and the fix: their walks (and LibCST's
+#: native parser) recurse once or more per level of nesting. Address space
+#: only; pages are touched only as deep as the recursion goes.
+DEEP_STACK_SIZE = 512 * 1024 * 1024
+DEEP_RECURSION_LIMIT = 100_000
 
 
 @dataclass
@@ -47,11 +89,16 @@ class FileReport:
     parsed: bool = False
     changed: bool = False
     fixes_applied: int = 0
-    diff: Optional[str] = None
+    #: ``fix --diff``: a unified diff in the file's own bytes (its encoding, its line ends).
+    diff: Optional[bytes] = None
     #: The bytes read, kept when there are findings (for output that shows lines).
     source: Optional[bytes] = None
     #: ``fix --diff`` (and stdin): the fixed bytes.
     fixed_source: Optional[bytes] = None
+    #: Why fixes were made but not written, in short ("disk full", "read-only"...),
+    #: and which of ``diagnostics`` they were (by index).
+    refused: Optional[str] = None
+    unwritten: List[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -59,6 +106,8 @@ class Mode:
     fix: bool = False
     #: With ``fix``: compute the diff instead of writing.
     diff_only: bool = False
+    #: With ``fix``: write through symbolic links (to their targets).
+    follow_symlinks: bool = False
 
 
 def worth_reading(data: bytes, config: Config) -> bool:
@@ -66,8 +115,117 @@ def worth_reading(data: bytes, config: Config) -> bool:
     return may_contain_finding(data, config) or (NOQA_CODE in config.rules and DIRECTIVE_BYTES.search(data) is not None)
 
 
+# --- nesting, and a deep stack for the analysis ----------------------------------------
+
+
+def nested_deeper_than(tree: ast.AST, limit: int) -> bool:
+    """Whether some node of ``tree`` lies more than ``limit`` levels down.
+
+    A subtree on one line can be no deeper than it has characters (every
+    level of nesting costs one at least), so only subtrees longer than the
+    room left are walked: real files cost a walk of their statements, not of
+    every expression."""
+    stack: List[Tuple[ast.AST, int]] = [(tree, 0)]
+    pop, push, children = stack.pop, stack.append, ast.iter_child_nodes
+    while stack:
+        node, depth = pop()
+        if depth > limit:
+            return True
+        line = getattr(node, "lineno", None)
+        if line is not None and line == getattr(node, "end_lineno", None):
+            room = limit - depth - 3  # the leaves below the last character: a context, an operator
+            if getattr(node, "end_col_offset", 0) - getattr(node, "col_offset", 0) <= room:
+                continue
+        for child in children(node):
+            push((child, depth + 1))
+    return False
+
+
+def _position_of(data: bytes, offset: int) -> Tuple[int, int]:
+    """1-based line and byte column of ``offset``, lines counted as CPython does."""
+    lines = data[:offset].splitlines(keepends=True)
+    if not lines or lines[-1].endswith((b"\n", b"\r")):
+        return len(lines) + 1, 1
+    return len(lines), len(lines[-1]) + 1
+
+
+def parse_error(message: str, data: bytes) -> str:
+    """The parser's ``message``, at the place CPython means where it gives none
+    (a NUL byte is refused before any line is read)."""
+    if "null bytes" in message and b"\0" in data:
+        line, col = _position_of(data, data.index(b"\0"))
+        return f"syntax error at {line}:{col}: source code string cannot contain null bytes"
+    return message
+
+
+_T = TypeVar("_T")
+_deep = threading.local()
+
+
+def on_deep_stack(fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)`` on a thread with a :data:`DEEP_STACK_SIZE` stack (the
+    calling thread when it is one already); exceptions come back as raised."""
+    if getattr(_deep, "active", False):
+        return fn(*args)
+    outcome: Dict[str, Any] = {}
+    done = threading.Event()
+
+    def target() -> None:
+        _deep.active = True
+        try:
+            outcome["value"] = fn(*args)
+        except BaseException as e:  # noqa: BLE001  # handed back to the caller, raised there
+            outcome["error"] = e
+        finally:
+            done.set()
+
+    previous = threading.stack_size()
+    try:
+        threading.stack_size(DEEP_STACK_SIZE)
+    except (ValueError, RuntimeError):  # a platform that cannot: the default stack
+        return fn(*args)
+    thread = threading.Thread(target=target, name="pinfix-deep")
+    try:
+        try:
+            thread.start()
+        except RuntimeError:  # no room for such a stack: the default one
+            return fn(*args)
+        finally:
+            threading.stack_size(previous)
+        thread.join()
+    except BaseException:
+        # Ctrl-C reaches this (the main) thread only, while the thread starts or
+        # works: let the file's work end (a write lands whole, or its temporary
+        # file is removed), then pass the interrupt on.
+        if thread.ident is not None or thread.is_alive():
+            done.wait()
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+@contextmanager
+def deep_recursion() -> Iterator[None]:
+    """A raised recursion limit, on a :func:`on_deep_stack` thread only."""
+    previous = sys.getrecursionlimit()
+    if getattr(_deep, "active", False):
+        sys.setrecursionlimit(max(previous, DEEP_RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+# --- one file ---------------------------------------------------------------------------
+
+
 def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
     """Analyse (and maybe fix) one file's bytes; never raises for bad input."""
+    return on_deep_stack(_process_source, path, data, config, mode)
+
+
+def _process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
     codes = config.codes_for(path)
     with recording(data) as state:
         report = _process(path, data, config, mode, codes)
@@ -80,7 +238,8 @@ def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileRe
 
 def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: Optional[FrozenSet[str]] = None):  # type: ignore[no-untyped-def]
     """``(source, findings)`` of one file's bytes (those of ``codes``, suppression
-    comments applied), or ``None`` with ``report.error`` saying why."""
+    comments applied), or ``None`` with ``report.error`` saying why: what
+    CPython's parser rejects, or nesting deeper than :data:`MAX_NESTING`."""
     from .config import settings_of
     from .prefilter import PREFILTER_OFF
     from .rules import check_module
@@ -88,10 +247,16 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: O
     from .suppression import SourceDirectives, is_suppressed
 
     try:
+        # With the interpreter's own recursion limit: what CPython cannot parse
+        # then, it cannot import either.
         src = SourceText.from_bytes(data)
-        tree = src.parse()
+        with gc_paused():
+            tree = src.parse()
     except SourceError as e:
-        report.error = str(e)
+        report.error = parse_error(str(e), data)
+        return None
+    if nested_deeper_than(tree, MAX_NESTING):
+        report.error = f"nested more than {MAX_NESTING} levels deep; pinfix does not analyse such files"
         return None
     report.parsed = True
     settings = settings_of(config)
@@ -100,8 +265,9 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: O
         from .semantic.project import project_for
 
         project = project_for(settings)
-    facts = analyze_module(src, tree, settings, Path(path), project, everything=PREFILTER_OFF)
-    findings = [f for f in check_module(facts, settings, Path(path)) if codes is None or f.code in codes]
+    with deep_recursion():
+        facts = analyze_module(src, tree, settings, Path(path), project, everything=PREFILTER_OFF)
+        findings = [f for f in check_module(facts, settings, Path(path)) if codes is None or f.code in codes]
     directives: Optional[SourceDirectives] = None
     kept = []
     for f in findings:
@@ -127,18 +293,21 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
     wanted = [f.fix if mode.fix and f.fix is not None and f.fix.applicability in allowed else None for f in findings]
     applied: set = set()
     new_bytes = data
+    touched: Set[int] = set()
     if any(wanted):
         from .config import settings_of
         from .fixes import FixError, apply_fixes
 
         try:
-            result = apply_fixes(src, wanted, settings_of(config), Path(path))
+            with deep_recursion():
+                result = apply_fixes(src, wanted, settings_of(config), Path(path))
         except FixError as e:
             report.error = str(e)
             result = None
         if result is not None:
             applied = set(result.applied)
             new_bytes = result.data
+            touched = result.touched
             if result.note:
                 for i in applied:
                     f = findings[i]
@@ -149,59 +318,81 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
         for d in report.diagnostics:
             d.fixed = False
         return report
-    report.changed = True
     report.fixes_applied = len(applied)
+    unwritable = _unwritable(data, new_bytes, touched)
+    if unwritable is not None:
+        report.error = f"{unwritable[0]}; file left unchanged"
+        report.refused = unwritable[1]
+        _unfix(report)
+        return report
+    report.changed = True
     if mode.diff_only:
+        from .diffs import unified_diff
+
         report.fixed_source = new_bytes
-        label = path.lstrip("/")  # an absolute path: `a/abs/path`, for `patch -p1` from `/`
-        new_text = new_bytes.decode(src.encoding, errors="replace")
-        if new_text.startswith("\ufeff"):
-            new_text = new_text[1:]
-        report.diff = "".join(
-            difflib.unified_diff(
-                src.text.splitlines(keepends=True),
-                new_text.splitlines(keepends=True),
-                fromfile=f"a/{label}",
-                tofile=f"b/{label}",
-            )
-        )
+        # An absolute path: `a/abs/path`, for `patch -p1` from `/`.
+        report.diff = unified_diff(data, new_bytes, path.lstrip("/"))
         return report
     from .writing import WriteRefused, replace_file
 
     try:
-        replace_file(Path(path), data, new_bytes)
+        replace_file(Path(path), data, new_bytes, follow_symlinks=mode.follow_symlinks)
     except WriteRefused as e:
         report.error = str(e)
+        report.refused = e.reason
         report.changed = False
-        report.fixes_applied = 0
-        for d in report.diagnostics:
-            d.fixed = False
+        _unfix(report)
     return report
 
 
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+def _unfix(report: FileReport) -> None:
+    report.fixes_applied = 0
+    report.unwritten = [i for i, d in enumerate(report.diagnostics) if d.fixed]
+    for d in report.diagnostics:
+        d.fixed = False
+
+
+def _unwritable(old: bytes, new: bytes, touched: AbstractSet[int]) -> Optional[Tuple[str, str]]:
+    """Why the rewrite of ``old`` into ``new`` must not be written, and that in
+    short: bytes changed outside the lines the applier meant to change
+    (``touched``, :attr:`pinfix.fixes.Applied.touched`), or a result Python
+    cannot compile."""
+    from .writing import unintended_change
+
+    problem = unintended_change(old, new, touched)
+    if problem is not None:
+        return f"the fix would also change bytes it does not mean to: {problem}", "unintended change"
+    try:
+        compile(new, "<fixed>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        try:
+            compile(old, "<original>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as original:
+            return f"Python cannot compile it ({type(original).__name__}: {original})", "does not compile"
+        return f"the fixed file would not compile ({type(e).__name__}: {e})", "would not compile"
+    return None
+
+
+# --- reading ----------------------------------------------------------------------------
 
 
 def _read(path: "Path | str") -> "bytes | str":
     """The file's bytes, or why they cannot be had. Plain ``os.read`` (a third
-    of ``Path.read_bytes``'s cost, which matters over a whole tree)."""
+    of ``Path.read_bytes``'s cost, which matters over a whole tree); only a
+    regular file is read (a FIFO would wait for a writer forever)."""
+    from .writing import NotRegularFile, read_regular
+
     try:
-        fd = os.open(path, _READ_FLAGS)
-        try:
-            size = os.fstat(fd).st_size
-            data = os.read(fd, size + 1)
-            if len(data) > size:  # it grew, or its size is not known (a pipe)
-                chunks = [data]
-                while chunks[-1]:
-                    chunks.append(os.read(fd, 1 << 16))
-                data = b"".join(chunks)
-            return data
-        finally:
-            os.close(fd)
+        return read_regular(path)
     except IsADirectoryError:
         return "is a directory"
+    except NotRegularFile:
+        return "not a regular file"
     except OSError as e:
         return f"cannot read: {e.strerror or e}"
+
+
+# --- worker processes -------------------------------------------------------------------
 
 
 def _worker(args) -> FileReport:  # type: ignore[no-untyped-def]
@@ -210,12 +401,6 @@ def _worker(args) -> FileReport:  # type: ignore[no-untyped-def]
     # would only walk the growing heap again and again while they are built.
     with gc_paused():
         return _guarded(path, data, config, mode)
-
-
-def _warm_up() -> None:
-    """Pool initializer: import the engine and the rules while the parent is
-    still walking and reading the tree, not when the first file arrives."""
-    import pinfix.rules  # noqa: F401
 
 
 def _guarded(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
@@ -231,6 +416,152 @@ def available_cpus() -> int:
         return len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):  # macOS, Windows
         return os.cpu_count() or 1
+def die_with_parent(parent: int) -> None:
+    """Make this (worker) process exit when ``parent`` does, however it ends
+    (SIGKILL included): Linux's parent-death signal, and on every platform a
+    watchdog thread that notices being handed to another parent."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            PR_SET_PDEATHSIG = 1
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # it died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        import time
+
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="pinfix-parent-watch", daemon=True).start()
+
+
+#: In a pool worker: the shared slots and this worker's own slot (see :class:`_Pool`).
+_SLOT: Optional[Tuple[Any, int]] = None
+
+
+def _init_worker(parent: int, slots: Any, counter: Any) -> None:
+    """Pool initializer: die with the parent, claim a slot to say which file
+    it works on, and import the engine and the rules while the parent is still
+    walking and reading the tree, not when the first file arrives."""
+    global _SLOT
+    die_with_parent(parent)
+    with counter.get_lock():
+        _SLOT = (slots, counter.value % len(slots))
+        counter.value += 1
+    import pinfix.rules  # noqa: F401
+
+
+def _pool_task(index: int, item: tuple) -> FileReport:
+    assert _SLOT is not None
+    slots, mine = _SLOT
+    slots[mine] = index
+    try:
+        return _worker(item)
+    finally:
+        slots[mine] = -1
+
+
+class _Pool:
+    """A process pool whose workers each note, in shared memory, which item
+    they are working on: when one dies, those are the suspects."""
+
+    def __init__(self, jobs: int):
+        context = multiprocessing.get_context()
+        self.slots = context.Array("q", [-1] * jobs, lock=False)
+        counter = context.Value("i", 0)
+        self.executor = ProcessPoolExecutor(
+            max_workers=jobs, mp_context=context, initializer=_init_worker, initargs=(os.getpid(), self.slots, counter)
+        )
+
+    def submit(self, index: int, item: tuple) -> Future:
+        return self.executor.submit(_pool_task, index, item)
+
+    def busy(self) -> Set[int]:
+        return {i for i in self.slots if i >= 0}
+
+    def shutdown(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _alone(item: tuple, conn: Any, parent: int) -> None:
+    die_with_parent(parent)
+    conn.send(_worker(item))
+    conn.close()
+
+
+def _isolated(items: List[tuple], jobs: int) -> Iterator[FileReport]:
+    """Each item in a process of its own, ``jobs`` at a time; one whose
+    process dies is reported as an error."""
+    context = multiprocessing.get_context()
+    for start in range(0, len(items), jobs):
+        running = []
+        for item in items[start : start + jobs]:
+            receive, send = context.Pipe(duplex=False)
+            process = context.Process(target=_alone, args=(item, send, os.getpid()), daemon=True)
+            process.start()
+            send.close()
+            running.append((item, receive, process))
+        for item, receive, process in running:
+            try:
+                report = receive.recv()
+            except (EOFError, OSError):
+                report = None
+            receive.close()
+            process.join()
+            if report is None:
+                why = _death(process.exitcode)
+                report = FileReport(item[0], error=f"the process analysing it crashed ({why}); file left unchanged")
+            yield report
+
+
+def _death(code: Optional[int]) -> str:
+    if code is not None and code < 0:
+        import signal
+
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+def _collect(pool: _Pool, futures: Dict[Future, int], items: List[tuple], jobs: int) -> Iterator[FileReport]:
+    """The pool's reports; when a worker dies, its suspects are retried alone
+    and the rest in a fresh pool, until every item has its report."""
+    pending = dict(futures)
+    try:
+        while pending:
+            try:
+                for future in as_completed(list(pending)):
+                    report = future.result()
+                    del pending[future]
+                    yield report
+                return
+            except BrokenProcessPool:
+                pass
+            left = {i for f, i in pending.items() if not (f.done() and f.exception() is None)}
+            for f in [f for f, i in pending.items() if i not in left]:  # finished before the crash
+                yield f.result()
+            suspects = pool.busy() & left
+            pool.shutdown()
+            if not suspects:  # it died outside any file: no telling which, so each alone
+                suspects = set(left)
+            yield from _isolated([items[i] for i in sorted(suspects)], jobs)
+            rest = sorted(left - suspects)
+            pending = {}
+            if rest:
+                pool = _Pool(jobs)
+                pending = {pool.submit(i, items[i]): i for i in rest}
+    finally:
+        pool.shutdown()
 
 
 def run(
@@ -245,15 +576,17 @@ def run(
     paths arrive; the files left are analysed in a process pool, started once
     enough of them need it and fed while discovery goes on. ``cache`` (check
     mode only) answers for files analysed before with the same bytes.
-    ``config`` may be a function giving each file's settings."""
+    ``config`` may be a function giving each file's settings. A worker that
+    dies takes only its own file down (see :func:`_collect`)."""
     jobs = jobs or available_cpus()
     config_for = config if callable(config) else (lambda _path: config)
     if mode.fix:
         cache = None
     known = {}
     backlog: List[tuple] = []
-    futures: List[Future] = []
-    pool: Optional[ProcessPoolExecutor] = None
+    items: List[tuple] = []
+    futures: Dict[Future, int] = {}
+    pool: Optional[_Pool] = None
     try:
         for seen, path in enumerate(files, 1):
             data = _read(path)
@@ -275,12 +608,15 @@ def run(
                 known[str(path)] = (data, file_config)
             backlog.append((str(path), data, file_config, mode))
             if pool is None and jobs > 1 and (len(backlog) >= POOL_THRESHOLD or seen >= POOL_EARLY_AFTER):
-                pool = ProcessPoolExecutor(max_workers=jobs, initializer=_warm_up)
+                pool = _Pool(jobs)
             if pool is not None:
-                futures.extend(pool.submit(_worker, item) for item in backlog)
+                for item in backlog:
+                    items.append(item)
+                    futures[pool.submit(len(items) - 1, item)] = len(items) - 1
                 backlog.clear()
         done = (_worker(item) for item in backlog)  # too few to be worth a pool
-        for report in itertools.chain(done, (f.result() for f in as_completed(futures))):
+        pooled = _collect(pool, futures, items, jobs) if pool is not None else iter(())
+        for report in itertools.chain(done, pooled):
             if cache is not None:
                 cache.put(report.path, *known[report.path], report=report)
             yield report
@@ -288,4 +624,4 @@ def run(
                 on_progress(1)
     finally:
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown()

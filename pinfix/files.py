@@ -33,9 +33,7 @@ class _Spec:
     """
 
     def __init__(self, lines: Sequence[str]):
-        import pathspec  # only when a directory is walked: pre-commit passes files
-
-        self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        self.spec = _gitignore_spec(lines)
         parts = [
             re.sub(r"\(\?P<\w+>", "(?:", p.regex.pattern)
             for p in self.spec.patterns
@@ -85,6 +83,25 @@ class _Spec:
 _ANY_DIR = "^(?:.+/)?"
 
 
+def _gitignore_spec(lines: Sequence[str]):  # type: ignore[no-untyped-def]
+    """pathspec's spec of ``lines``; a line it cannot compile (``[z-a].py``, a
+    lone ``!`` or ``\\``) matches nothing, as git treats it, and the others count."""
+    import pathspec  # only when a directory is walked: pre-commit passes files
+
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (ValueError, re.error):
+        pass
+    usable = []
+    for line in lines:
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except (ValueError, re.error):
+            continue
+        usable.append(line)
+    return pathspec.GitIgnoreSpec.from_lines(usable)
+
+
 def _literal_first_dir(regex: str) -> Optional[str]:
     """``vllm`` for ``^vllm/...``: the literal first directory an anchored
     pattern requires; ``None`` when anything but literal text comes first."""
@@ -105,17 +122,25 @@ def _literal_first_dir(regex: str) -> Optional[str]:
     return None
 
 
-def _gitignore(directory: Path, candidate: Optional[Path] = None) -> Optional[_Spec]:
+def _gitignore(directory: Path, problems: List[Tuple[Path, str]], candidate: Optional[Path] = None) -> Optional[_Spec]:
+    """The ``.gitignore`` of ``directory`` (or ``candidate``); one that is no
+    regular file (a FIFO would block the walk forever) is not read, and goes
+    to ``problems``."""
+    from .writing import NotRegularFile, read_regular
+
     candidate = candidate or directory / ".gitignore"
     try:
-        lines = candidate.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = read_regular(candidate).decode("utf-8", errors="replace").splitlines()
+    except NotRegularFile:
+        problems.append((candidate, "not a regular file; not used"))
+        return None
     except OSError:
         return None
     try:
         return _Spec(lines)
     except re.error:  # a pattern pathspec compiles but the union does not
         spec = _Spec([])
-        spec.spec, spec.any = type(spec.spec).from_lines(lines), re.compile("")
+        spec.spec, spec.any = _gitignore_spec(lines), re.compile("")
         spec.test = spec.any.search  # always "maybe": pathspec decides
         return spec
 
@@ -138,6 +163,8 @@ class _Ignores:
         self.chains: Dict[Tuple[str, str], List[Tuple[str, _Spec]]] = {}
         #: ``(absolute path, is a directory) -> excluded?``, from each path's own settings.
         self.excluded = excluded
+        #: ``.gitignore`` files that could not be used, and why.
+        self.problems: List[Tuple[Path, str]] = []
 
     def _chain(self, directory: str, top: str) -> List[Tuple[str, _Spec]]:
         key = (directory, top)
@@ -145,10 +172,10 @@ class _Ignores:
         if chain is None:
             parent = os.path.dirname(directory)
             outer = [] if directory == top or parent == directory else self._chain(parent, top)
-            spec = _gitignore(Path(directory))
+            spec = _gitignore(Path(directory), self.problems)
             chain = outer + [(directory, spec)] if spec is not None else outer
             if directory == top:  # the repository's own excludes, rooted at its top
-                info = _gitignore(Path(top), Path(top) / ".git" / "info" / "exclude")
+                info = _gitignore(Path(top), self.problems, Path(top) / ".git" / "info" / "exclude")
                 chain = [(directory, info)] + chain if info is not None else chain
             self.chains[key] = chain
         return chain
@@ -168,12 +195,13 @@ class _Ignores:
 
 
 def _py_files(
-    top_dir: str, top_real: str, ignores: _Ignores, top: str, errors: List[OSError]
+    top_dir: str, top_real: str, ignores: _Ignores, top: str, errors: List[OSError], follow_symlinks: bool
 ) -> Iterator[Tuple[str, str, str, bool]]:
     """(directory as given, its real path, name, is a symlink) of each
     ``*.py`` entry under ``top_dir``, in ``os.walk``'s order (sorted, each
     directory's files before its subdirectories), never into a symlinked
-    directory or a skipped or ignored one. One ``scandir`` per directory and
+    directory or a skipped or ignored one; a linked file only with
+    ``follow_symlinks`` (its target, in the tree, is walked on its own). One ``scandir`` per directory and
     no call per file: its entries already say what is a directory or a link,
     and a walked directory's real path is its parent's plus its name."""
     stack = [(top_dir, top_real)]
@@ -198,13 +226,17 @@ def _py_files(
                 if not ignores.ignored(os.path.join(absolute, name), is_dir=True, top=top):
                     subdirs.append((os.path.join(dirpath, name), os.path.join(absolute, name)))
             elif name.endswith(".py"):
-                yield dirpath, absolute, name, entry.is_symlink()
+                is_link = entry.is_symlink()
+                if follow_symlinks or not is_link:
+                    yield dirpath, absolute, name, is_link
         stack.extend(reversed(subdirs))
 
 
-def discover(paths: Iterable[str], exclude: Sequence[str] = (), root: Optional[Path] = None) -> Discovery:
+def discover(
+    paths: Iterable[str], exclude: Sequence[str] = (), root: Optional[Path] = None, follow_symlinks: bool = False
+) -> Discovery:
     found = Discovery()
-    found.files.extend(walk(paths, found.errors, exclude, root))
+    found.files.extend(walk(paths, found.errors, exclude, root, follow_symlinks=follow_symlinks))
     return found
 
 
@@ -214,8 +246,11 @@ def walk(
     exclude: Sequence[str] = (),
     root: Optional[Path] = None,
     excluded: Optional[Callable[[str, bool], bool]] = None,
+    follow_symlinks: bool = False,
 ) -> Iterator[Path]:
-    """The files to look at, as they are found; unusable arguments go to ``errors``."""
+    """The files to look at, as they are found; unusable arguments go to
+    ``errors``. A symbolic link to a file is walked only with
+    ``follow_symlinks`` (and never out of the tree); named, it is always taken."""
     root = (root or Path.cwd()).resolve()
     ignores = _Ignores(exclude, root, excluded)
     seen = set()
@@ -244,7 +279,8 @@ def walk(
         # .gitignore files count from the repository's top (or the walked tree's).
         top = str(_git_top(tree) or tree)
         walk_errors: List[OSError] = []
-        for dirpath, absolute, name, is_link in _py_files(str(path), os.path.realpath(path), ignores, top, walk_errors):
+        walked = _py_files(str(path), os.path.realpath(path), ignores, top, walk_errors, follow_symlinks)
+        for dirpath, absolute, name, is_link in walked:
             key = os.path.join(absolute, name)
             if is_link:
                 key = os.path.realpath(key)
@@ -254,3 +290,5 @@ def walk(
                 yield Path(os.path.join(dirpath, name))
         for error in walk_errors:
             errors.append((Path(error.filename or path), f"cannot list directory: {error.strerror or error}"))
+        errors.extend(ignores.problems)
+        ignores.problems.clear()

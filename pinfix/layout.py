@@ -32,7 +32,6 @@ declines, and the statement keeps the edit's layout.
 from __future__ import annotations
 
 import ast
-import difflib
 import io
 import itertools
 import re
@@ -40,6 +39,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .diffs import line_opcodes
 from .style import FormatStyle
 
 __all__ = ["FormatStyle", "relayout", "format_statement", "Unsupported"]
@@ -873,9 +873,8 @@ def relayout(old: str, new: str, line_length: int = 88, **style: object) -> str:
     before, after = _leaf_statements(old), _leaf_statements(new)
     if before is None or after is None:
         return new
-    matcher = difflib.SequenceMatcher(None, [s.text for s in before], [s.text for s in after], autojunk=False)
     replacements: List[Tuple[_Stmt, str]] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in line_opcodes([s.text for s in before], [s.text for s in after]):
         if tag != "replace":
             continue
         olds, news = before[i1:i2], after[j1:j2]

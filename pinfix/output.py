@@ -20,7 +20,7 @@ import textwrap
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .config import OUTPUT_FORMATS, RULES
@@ -28,6 +28,48 @@ from .engine import Diagnostic, FileReport
 
 FORMATS = OUTPUT_FORMATS
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+
+
+def shown(path: str) -> str:
+    """A path for text output: bytes that are not UTF-8 in a file name (which
+    Python holds as lone surrogates) as ``\\xNN`` escapes; JSON and SARIF
+    escape them on their own."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+class TolerantStream:
+    """A text stream that writes what its encoding cannot hold as backslash
+    escapes instead of raising ``UnicodeEncodeError``."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except UnicodeEncodeError:
+            encoding = getattr(self._stream, "encoding", None) or "utf-8"
+            return self._stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def write_bytes(stream: TextIO, data: bytes) -> None:
+    """``data`` as they are (a diff in a file's own encoding, a fixed source)
+    to a text stream's binary buffer; a stream without one (in-process
+    callers) gets them decoded."""
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:
+        stream.write(data.decode("utf-8", "surrogateescape"))
+        return
+    stream.flush()
+    buffer.write(data)
+    buffer.flush()
 
 
 @dataclass
@@ -117,9 +159,10 @@ def _head(d: Diagnostic, style: Style, paint: _Paint) -> Tuple[str, int]:
     """``path:line:col: CODE [*] `` coloured, and its width."""
     color = "cyan" if d.severity == "info" else "red"
     mark = "[*] " if fixable(d, style.unsafe_fixes) else ""
-    plain = f"{d.path}:{d.line}:{d.column}: {d.code} {mark}"
+    path = shown(d.path)
+    plain = f"{path}:{d.line}:{d.column}: {d.code} {mark}"
     text = (
-        f"{paint(d.path, 'bold')}:{d.line}:{d.column}: {paint(d.code, 'bold', color)} "
+        f"{paint(path, 'bold')}:{d.line}:{d.column}: {paint(d.code, 'bold', color)} "
         + (paint("[*]", "cyan") + " " if mark else "")
     )
     return text, len(plain)
@@ -134,7 +177,7 @@ def _concise(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Sty
 
 def _error_lines(reports: Sequence[FileReport], err: TextIO, paint: _Paint) -> None:
     for r in _errors(reports):
-        err.write(f"{paint(r.path, 'bold')}: {paint('error', 'bold', 'red')}: {r.error}\n")
+        err.write(f"{paint(shown(r.path), 'bold')}: {paint('error', 'bold', 'red')}: {r.error}\n")
 
 
 def _full(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style) -> None:
@@ -196,11 +239,11 @@ _GITHUB = {"error": "error", "info": "notice"}
 def _github(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style) -> None:
     for d in _open(reports):
         out.write(
-            f"::{_GITHUB.get(d.severity, 'error')} file={_github_escape(d.path, True)},line={d.line},col={d.column},"
+            f"::{_GITHUB.get(d.severity, 'error')} file={_github_escape(shown(d.path), True)},line={d.line},col={d.column},"
             f"endLine={d.end_line},endColumn={d.end_column},title={d.code}::{_github_escape(d.message)}\n"
         )
     for r in _errors(reports):
-        out.write(f"::error file={_github_escape(r.path, True)},title=pinfix::{_github_escape(r.error or '')}\n")
+        out.write(f"::error file={_github_escape(shown(r.path), True)},title=pinfix::{_github_escape(r.error or '')}\n")
 
 
 def _json(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style) -> None:
@@ -540,7 +583,7 @@ def statistics(reports: Sequence[FileReport], out: TextIO, fmt: str, style: Styl
         mark = paint("[*]", "cyan") if fixes[code] else "   "
         out.write(f"{n:>{width}}  {paint(code, 'bold', 'red')}  {mark} {RULES.get(code, code)}\n")
     for r in _errors(reports):
-        out.write(f"{r.path}: error: {r.error}\n")
+        out.write(f"{shown(r.path)}: error: {r.error}\n")
 
 
 def fix_listing(reports: Sequence[FileReport], out: TextIO, applied: bool, style: Style) -> None:
@@ -556,7 +599,7 @@ def fix_listing(reports: Sequence[FileReport], out: TextIO, applied: bool, style
         return
     out.write(f"{'Fixed' if applied else 'Would fix'} {plural(total, 'finding')}:\n")
     for path in sorted(per_file):
-        out.write(f"- {path}:\n")
+        out.write(f"- {shown(path)}:\n")
         for code, n in sorted(per_file[path].items()):
             out.write(f"    {n} \u00d7 {code} ({RULES.get(code, code)})\n")
 

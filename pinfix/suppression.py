@@ -336,6 +336,8 @@ class Recording:
     data: Optional[bytes] = None
     suppressed: List[Tuple[str, int, int]] = field(default_factory=list)
     directives: Optional[SourceDirectives] = None
+    #: The bytes hold no directive at all (searched once, not once per finding).
+    no_directives: bool = False
 
 
 _RECORDING: ContextVar[Optional[Recording]] = ContextVar("pinfix_recording", default=None)
@@ -362,7 +364,8 @@ def is_suppressed(code: str, line: int, end_line: int, statement: Optional[Tuple
     if state is None or state.data is None:
         return None
     if state.directives is None:
-        if DIRECTIVE_BYTES.search(state.data) is None:
+        if state.no_directives or DIRECTIVE_BYTES.search(state.data) is None:
+            state.no_directives = True
             return False
         state.directives = SourceDirectives.from_bytes(state.data)
     if state.directives.suppressing(code, line, end_line, statement) is None:

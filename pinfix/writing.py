@@ -1,38 +1,280 @@
-"""Replace a file whole, or not at all."""
+"""Replace a file whole, or not at all; and tell a rewrite that changed more
+than it meant to.
+
+Writes never go through a symbolic link unless asked to, never split a file's
+hard links, keep the file's mode bits and (where permitted) its owner and
+group, and land by renaming a flushed temporary file, so a reader (or a crash,
+or SIGINT) sees the old file or the new one.
+"""
 
 from __future__ import annotations
 
+import errno
+import itertools
 import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import AbstractSet, Iterator, List, Optional, Tuple, Union
+
+#: ``allowed_old_lines`` may hold this: text may be inserted before line 1.
+START_OF_FILE = 0
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_BINARY = getattr(os, "O_BINARY", 0)
 
 
 class WriteRefused(Exception):
-    """The file was left as it was; the message says why."""
+    """The file was left as it was; the message says why.
+
+    ``reason`` is the short form the run's summary counts ("disk full",
+    "read-only", ...)."""
+
+    def __init__(self, message: str, reason: str = "cannot write"):
+        super().__init__(message)
+        self.reason = reason
 
 
-def replace_file(path: Path, expected: bytes, new: bytes) -> None:
+class NotRegularFile(OSError):
+    """A FIFO, socket or device where a source file (or a cache entry, or a
+    ``.gitignore``) was expected: never read, so never waited on."""
+
+    def __init__(self, path: "Union[str, os.PathLike[str]]"):
+        super().__init__(errno.EINVAL, "not a regular file", os.fspath(path))
+
+
+def read_regular(path: "Union[str, os.PathLike[str]]", follow_symlinks: bool = True, limit: Optional[int] = None) -> bytes:
+    """The bytes of the regular file at ``path``.
+
+    Opened with ``O_NONBLOCK`` (opening a FIFO for reading would otherwise
+    wait for a writer) and checked with ``fstat`` on the open descriptor, so
+    a FIFO, socket or device raises :class:`NotRegularFile` and is never read.
+    ``follow_symlinks=False`` refuses a link in the last component (``ELOOP``).
+    ``limit``: raise ``EFBIG`` rather than read more than this many bytes.
+    Other failures raise ``OSError``.
+    """
+    flags = os.O_RDONLY | _BINARY | _NONBLOCK | (0 if follow_symlinks else _NOFOLLOW)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
+            raise NotRegularFile(path)
+        size = info.st_size
+        if limit is not None and size > limit:
+            raise OSError(errno.EFBIG, "file too large", os.fspath(path))
+        data = os.read(fd, size + 1)
+        if len(data) > size:  # it grew while we read
+            chunks = [data]
+            while chunks[-1]:
+                chunks.append(os.read(fd, 1 << 16))
+            data = b"".join(chunks)
+        return data
+    finally:
+        os.close(fd)
+
+
+# --- line-exact comparison ------------------------------------------------------------
+
+
+def line_offsets(data: bytes) -> List[int]:
+    """Where each line starts, plus ``len(data)``: lines end at ``\\r\\n``, ``\\r``
+    or ``\\n`` only, as CPython's tokenizer counts them (``bytes.splitlines``
+    splits on exactly these; ``str.splitlines`` also on ``\\x0b``, ``\\x0c``,
+    ``\\x1c``..., which are no line ends for Python)."""
+    return [0, *itertools.accumulate(map(len, data.splitlines(keepends=True)))]
+
+
+def _starts_line(data: bytes, at: int, text: bytes) -> bool:
+    """Whether ``text`` placed at ``at`` in ``data`` would begin a line there
+    (not glued to the line before, nor making one ``\\r\\n`` of a ``\\r`` and a ``\\n``)."""
+    if at == 0:
+        return True
+    before = data[at - 1 : at]
+    if before == b"\n":
+        return True
+    return before == b"\r" and not text.startswith(b"\n")
+
+
+def _keeps_end(data: bytes, end: int, text: bytes) -> bool:
+    """Whether ``text``, ending at ``end`` in ``data``, keeps its own line end
+    (a lone ``\r`` followed by a ``\n`` would become one ``\r\n``)."""
+    return not (text.endswith(b"\r") and data[end : end + 1] == b"\n")
+
+
+def _show(line: bytes, limit: int = 60) -> str:
+    text = repr(line)[1:] if line else "''"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _line_at(data: bytes, line: bytes, start: int) -> int:
+    """Where ``line`` first begins a line of ``data`` at or after ``start``
+    (-1: nowhere): for messages, where a segment was meant to be."""
+    found = data.find(line, start)
+    while found >= 0 and not _starts_line(data, found, line):
+        found = data.find(line, found + 1)
+    return found
+
+
+def _first_difference(old_lines: List[bytes], new: bytes, at: int) -> Tuple[int, bytes, bytes]:
+    """(index in ``old_lines``, old line, new line) of the first line that
+    differs when ``old_lines`` are laid over ``new`` from offset ``at``."""
+    new_lines = new[at:].splitlines(keepends=True)
+    for k, line in enumerate(old_lines):
+        other = new_lines[k] if k < len(new_lines) else b""
+        if other != line:
+            return k, line, other
+    return len(old_lines) - 1, old_lines[-1], b""
+
+
+def _kept_runs(n: int, allowed: AbstractSet[int]) -> Iterator[Tuple[int, int]]:
+    """``(i, j)`` for each run of lines ``i+1 .. j`` (1-based) of ``n`` that are not allowed."""
+    start = 0
+    for line in sorted(k for k in allowed if 1 <= k <= n):
+        if line - 1 > start:
+            yield start, line - 1
+        start = line
+    if n > start:
+        yield start, n
+
+
+def unintended_change(old: bytes, new: bytes, allowed_old_lines: AbstractSet[int]) -> Optional[str]:
+    """Why ``new`` is not ``old`` with only the allowed lines changed, or ``None``.
+
+    ``allowed_old_lines`` holds 1-based line numbers of ``old`` (line ends as
+    in :func:`line_offsets`) that the rewrite may replace, delete or add text
+    next to; :data:`START_OF_FILE` allows text before line 1. Every other line
+    must appear in ``new`` byte for byte, whole (with its own line end), in
+    order, with nothing inserted between two of them. A pure function of bytes
+    and line numbers, whatever made the edits.
+    """
+    offsets = line_offsets(old)
+    n = len(offsets) - 1
+    pos = 0
+    for i, j in _kept_runs(n, allowed_old_lines):
+        # Lines i+1 .. j (1-based) must stay exactly as they are.
+        segment = old[offsets[i] : offsets[j]]
+        anchored_start = i == 0 and START_OF_FILE not in allowed_old_lines
+        anchored_end = j == n
+        if anchored_start:
+            found = 0 if new.startswith(segment) and _keeps_end(new, len(segment), segment) else -1
+            if found == 0 and anchored_end and len(new) != len(segment):
+                found = -1
+        elif anchored_end:
+            found = len(new) - len(segment)
+            if found < pos or not new.endswith(segment) or not _starts_line(new, found, segment):
+                found = -1
+        else:
+            found = new.find(segment, pos)
+            while found >= 0 and not (
+                _starts_line(new, found, segment) and _keeps_end(new, found + len(segment), segment)
+            ):
+                found = new.find(segment, found + 1)
+        if found < 0:
+            lines = segment.splitlines(keepends=True)
+            where = 0 if anchored_start else _line_at(new, lines[0], pos)
+            if where < 0 and anchored_end:  # the last lines of each, one for one
+                tail = new.splitlines(keepends=True)[-len(lines) :]
+                where = len(new) - sum(map(len, tail))
+            elif where < 0:
+                where = pos
+            k, before, after = _first_difference(lines, new, where)
+            return f"line {i + 1 + k} would become {_show(after)} (was {_show(before)})"
+        pos = found + len(segment)
+    ending = _line_end(old)
+    if ending != _line_end(new):
+        return f"the file's last line end would become {_show(_line_end(new))} (was {_show(ending)})"
+    return None
+
+
+def _line_end(data: bytes) -> bytes:
+    for end in (b"\r\n", b"\n", b"\r"):
+        if data.endswith(end):
+            return end
+    return b""
+
+
+# --- where a write may go --------------------------------------------------------------
+
+
+def symlink_in_path(path: "Union[str, os.PathLike[str]]") -> Optional[str]:
+    """The first symbolic link among ``path``'s components as given, or ``None``.
+
+    The components that lead to the current directory (or to one of its
+    ancestors) are trusted: the user stands there. Everything named below
+    that, down to the file itself, is checked with ``lstat``.
+    """
+    given = os.path.abspath(os.fspath(path))
+    cwd = os.getcwd()
+    parts = Path(given).parts
+    current = parts[0]
+    trusted = True
+    for part in parts[1:]:
+        current = os.path.join(current, part)
+        if trusted and (cwd == current or cwd.startswith(current.rstrip(os.sep) + os.sep)):
+            continue  # an ancestor of the working directory (as the user reached it)
+        trusted = False
+        try:
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                return current
+        except OSError:
+            return None  # gone: the write fails on its own, with its own reason
+    return None
+
+
+def _refusal(e: OSError) -> WriteRefused:
+    """A write that failed, with the reason a summary can count."""
+    reasons = {
+        errno.ENOSPC: "disk full",
+        getattr(errno, "EDQUOT", -1): "disk quota exceeded",
+        errno.EROFS: "read-only file system",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+    }
+    reason = reasons.get(e.errno or 0, "cannot write")
+    return WriteRefused(f"cannot write: {e.strerror or e}; not changed", reason)
+
+
+def replace_file(path: Path, expected: bytes, new: bytes, follow_symlinks: bool = False) -> None:
     """Write ``new`` to ``path`` if it still holds ``expected``.
 
     The bytes go to a temporary file in the same directory, are flushed to
-    disk, get the original's mode bits, and are renamed over the original, so a
-    reader (or a crash, or SIGINT) sees either the old file or the new one.
-    A symlink is written through to its target, never replaced by a file.
+    disk, get the original's mode bits and (where permitted) its owner and
+    group, and are renamed over the original. Refused, with
+    :class:`WriteRefused`: a path through a symbolic link (unless
+    ``follow_symlinks``: then the link's target is written, the link kept), a
+    file that is not regular, read-only, has other hard links (replacing it
+    would leave them holding the old text) or no longer holds ``expected``.
     """
+    if not follow_symlinks:
+        link = symlink_in_path(path)
+        if link is not None:
+            where = "is a symbolic link" if os.path.abspath(link) == os.path.abspath(path) else f"is reached through the symbolic link {link}"
+            raise WriteRefused(f"{where}; not changed (use --follow-symlinks to write through links)", "symbolic link")
     target = Path(os.path.realpath(path))
     try:
-        info = target.stat()
+        info = os.stat(target)
+        if not stat.S_ISREG(info.st_mode):
+            raise WriteRefused("not a regular file; not changed", "not a regular file")
         # Root may write anywhere; a file with no write bit is still read-only by intent.
         if not os.access(target, os.W_OK) or not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-            raise WriteRefused("file is read-only; not changed")
-        if target.read_bytes() != expected:
-            raise WriteRefused("file changed while pinfix was working on it; not overwritten")
+            raise WriteRefused("file is read-only; not changed", "read-only")
+        if info.st_nlink > 1:
+            raise WriteRefused(
+                f"file has {info.st_nlink} hard links; replacing it would leave the other names "
+                "with the old text, so it is not changed",
+                "hard links",
+            )
+        if read_regular(target) != expected:
+            raise WriteRefused("file changed while pinfix was working on it; not overwritten", "changed meanwhile")
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".pinfix-tmp")
     except OSError as e:
-        raise WriteRefused(f"cannot write: {e.strerror or e}") from None
+        raise _refusal(e) from None
     try:
         with os.fdopen(fd, "wb") as f:
+            _keep_owner(f.fileno(), info)
             f.write(new)
             f.flush()
             os.fsync(f.fileno())
@@ -44,5 +286,36 @@ def replace_file(path: Path, expected: bytes, new: bytes) -> None:
         except OSError:
             pass
         if isinstance(e, OSError):
-            raise WriteRefused(f"cannot write: {e.strerror or e}") from None
+            raise _refusal(e) from None
         raise
+
+
+def _keep_owner(fd: int, info: os.stat_result) -> None:
+    """The new file gets the old one's owner and group, or as much of them as
+    this user may give (anyone may keep a group they belong to)."""
+    if not hasattr(os, "fchown"):
+        return
+    for uid, gid in ((info.st_uid, info.st_gid), (-1, info.st_gid)):
+        try:
+            os.fchown(fd, uid, gid)
+            return
+        except OSError:
+            continue
+
+
+def atomic_write(directory: Path, name: str, data: bytes) -> None:
+    """``directory/name`` holds ``data`` whole or keeps what it held: written to
+    a temporary file, then renamed (a link named ``name`` is replaced, never
+    written through). Raises ``OSError``."""
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, directory / name)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+

@@ -51,3 +51,23 @@ def test_no_cache_and_unwritable_cache(project: Path, monkeypatch) -> None:
     (project / ".pinfix_cache").write_text("not a directory")
     code, out, err = check(str(project))
     assert code == 1 and "PIN001" in out and "Traceback" not in err
+
+
+def test_the_code_fingerprint_covers_the_engine_packages(monkeypatch) -> None:
+    # A changed rule in pinfix/rules/ (or the analysis in pinfix/semantic/, the applier in
+    # pinfix/fixes/) must miss the cache, as a changed module at the top does.
+    read = []
+    real = Path.read_bytes
+
+    def recording(self: Path) -> bytes:
+        read.append(self.resolve().relative_to(Path(cache_module.__file__).resolve().parent.parent).as_posix())
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", recording)
+    cache_module._code_fingerprint.cache_clear()
+    try:
+        cache_module._code_fingerprint()
+    finally:
+        cache_module._code_fingerprint.cache_clear()
+    for module in ("pinfix/engine.py", "pinfix/rules/pin001.py", "pinfix/semantic/module.py", "pinfix/fixes/apply.py"):
+        assert module in read, module

@@ -36,11 +36,14 @@ def test_walk_matches_os_walk(tmp_path: Path) -> None:
     (tmp_path / ".gitignore").write_text("build/\n")
     os.symlink(tmp_path / "a", tmp_path / "link_dir")  # a symlinked directory is never walked
     os.symlink(tmp_path / "top.py", tmp_path / "alias.py")  # the same file twice: reported once
-    expected = []
+    expected, linked = [], []
     for dirpath, dirnames, filenames in os.walk(tmp_path):
         dirnames[:] = sorted(d for d in dirnames if d not in ("__pycache__", "build"))
-        expected += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py") and f != "top.py"]
+        # A linked file only with --follow-symlinks; otherwise its target is walked itself.
+        expected += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py") and f != "alias.py"]
+        linked += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py") and f != "top.py"]
     errors: list = []
     found = list(walk([str(tmp_path)], errors, root=tmp_path))
     assert errors == [] and found == expected
+    assert list(walk([str(tmp_path)], errors, root=tmp_path, follow_symlinks=True)) == linked
     assert list(itertools.chain(walk([str(tmp_path / "z")], errors, root=tmp_path))) == [tmp_path / "z" / "q.py"]

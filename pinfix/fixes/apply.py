@@ -14,12 +14,12 @@
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import List, Optional, Sequence, Set, Tuple
 
+from ..diffs import line_opcodes
 from ..edits import Edit, Fix
 from ..semantic.source import SourceText
 from ..settings import Settings
@@ -210,8 +210,7 @@ def _import_hunks_only(old: str, new: str) -> str:
     old_region = _import_lines(old)
     new_region = _import_lines(new)
     out: List[str] = []
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in line_opcodes(old_lines, new_lines):
         if tag == "equal":
             out.extend(old_lines[i1:i2])
             continue
@@ -244,7 +243,7 @@ def _changed_lines(old: str, new: str) -> Set[int]:
     old_lines = text_lines(old)
     new_lines = text_lines(new)
     changed: Set[int] = set()
-    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes():
+    for tag, i1, i2, _, _ in line_opcodes(old_lines, new_lines):
         if tag != "equal":
             changed.update(range(i1 + 1, max(i2, i1 + 1) + 1))
     return changed
@@ -276,7 +275,7 @@ def encode_like(old: SourceText, new: SourceText) -> bytes:
         return bom + new.text.encode(encoding)
     new_lines = text_lines(new.text)
     out = [bom]
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in line_opcodes(old_lines, new_lines):
         if tag == "equal":
             out.extend(raw_lines[i1:i2])
         else:
