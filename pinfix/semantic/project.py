@@ -20,10 +20,11 @@ left to the effects table or stays unknown.
 from __future__ import annotations
 
 import ast
+import bisect
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 from ..settings import Settings
 from .calls import Arguments
@@ -33,7 +34,7 @@ from .flow import TRANSPARENT_DECORATORS
 from .module import ModuleContext, functions_at
 from .modules import ModuleIndex, module_name
 from .scope import ClassInfo, FunctionInfo, ModuleInfo
-from .slices import Purpose, Slice, slice_of
+from .slices import Graph, Purpose, Slice
 from .source import SourceError, SourceText
 from .state import State
 from .values import (
@@ -103,11 +104,12 @@ class Project:
         self.left = DEPTH
         self.passed: Dict[Tuple[Any, ...], Dict[str, Value]] = {}
         self._callers: Dict[int, Optional[List[FunctionInfo]]] = {}
-        self._files: Optional[Tuple[Tuple[Path, ...], List[Tuple[Path, bytes]]]] = None
+        self._files: Optional[Tuple[Tuple[Path, ...], _Corpus]] = None
         self._root_texts: Dict[Path, List[Tuple[Path, bytes]]] = {}
         self._greps: Dict[Tuple[bytes, str], Optional[List[Tuple[ModuleInfo, List[int]]]]] = {}
         self._subclasses: Dict[int, List[ClassInfo]] = {}
         self._slices: Dict[Tuple[int, Purpose], Slice] = {}
+        self._graphs: Dict[Tuple[int, bool], Graph] = {}
 
     # --- modules ---------------------------------------------------------------------------
 
@@ -160,7 +162,11 @@ class Project:
             key = (id(func.node), purpose)
             relevant = self._slices.get(key)
             if relevant is None:
-                relevant = self._slices[key] = slice_of(func, purpose)
+                closures = purpose[0] == "copies"
+                graph = self._graphs.get((id(func.node), closures))
+                if graph is None:
+                    graph = self._graphs[(id(func.node), closures)] = Graph(func, closures)
+                relevant = self._slices[key] = graph.slice(purpose)
         return DeepEvaluator(ctx, func, params, relevant)
 
     def global_value(self, module: ModuleInfo, name: str) -> Optional[Value]:
@@ -385,11 +391,12 @@ class Project:
 
     # --- callers ---------------------------------------------------------------------------
 
-    def texts(self) -> List[Tuple[Path, bytes]]:
-        """Every ``.py`` file under the project's roots, with its bytes (read once)."""
+    def corpus(self) -> "_Corpus":
+        """Every ``.py`` file under the project's roots, their bytes read once and
+        joined, so a search jumps from one occurrence of its word to the next."""
         roots = tuple(self.index.roots)
         if self._files is None or self._files[0] != roots:
-            found: List[Tuple[Path, bytes]] = []
+            entries: List[Tuple[Path, bytes]] = []
             seen = set()
             for root in roots:
                 known = self._root_texts.get(root)
@@ -398,8 +405,8 @@ class Project:
                 for path, data in known:
                     if path not in seen:
                         seen.add(path)
-                        found.append((path, data))
-            self._files = (roots, found)
+                        entries.append((path, data))
+            self._files = (roots, _Corpus(entries))
         return self._files[1]
 
 
@@ -552,9 +559,8 @@ class Project:
         if key in self._greps:
             return self._greps[key]
         hits = []
-        needle = word.encode()
-        for path, data in self.texts():
-            if needle in data and pattern.search(data):
+        for path, data in self.corpus().files_saying(word.encode()):
+            if pattern.search(data):
                 hits.append((path, data))
                 if len(hits) > limit:
                     self._greps[key] = None
@@ -729,6 +735,29 @@ class DeepEvaluator(Evaluator):
             return Value((Func(method),))
         found = self.project.attribute(atom.info, attr)
         return found if found is not None else unknown(f"pinfix cannot see every assignment to `{self.short(node)}`", node)
+
+
+class _Corpus:
+    """The project's files joined in one buffer (NUL-separated), with where each starts."""
+
+    def __init__(self, entries: List[Tuple[Path, bytes]]):
+        self.paths = [p for p, _ in entries]
+        self.starts: List[int] = []
+        offset = 0
+        for _, data in entries:
+            self.starts.append(offset)
+            offset += len(data) + 1
+        self.text = b"\0".join(d for _, d in entries)
+
+    def files_saying(self, needle: bytes) -> Iterator[Tuple[Path, bytes]]:
+        """The files whose text holds ``needle``, in order, each once."""
+        text, starts = self.text, self.starts
+        at = text.find(needle)
+        while at >= 0:
+            i = bisect.bisect_right(starts, at) - 1
+            end = starts[i + 1] - 1 if i + 1 < len(starts) else len(text)
+            yield self.paths[i], text[starts[i] : end]
+            at = text.find(needle, end)
 
 
 def _read_tree(root: Path) -> List[Tuple[Path, bytes]]:

@@ -19,7 +19,7 @@ the statements and one worklist over the keys: linear in the function's size.
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from .scope import FunctionInfo
 
@@ -50,127 +50,118 @@ class Slice:
 
 
 class _Unit:
-    __slots__ = ("stmt", "parent", "loads", "receivers", "defines", "rebinds", "seed")
+    __slots__ = ("stmt", "parent", "header", "first", "last", "loads", "receivers", "defines", "rebinds", "stored", "calls", "returns")
 
-    def __init__(self, stmt: ast.AST, parent: Optional["_Unit"]):
+    def __init__(self, stmt: ast.AST, parent: Optional["_Unit"], header: bool):
         self.stmt = stmt
         self.parent = parent
+        #: A compound statement: only its header is this unit's own.
+        self.header = header
+        self.first: int = getattr(stmt, "lineno", 0)
+        self.last: int = _header_end(stmt) if header else getattr(stmt, "end_lineno", self.first)
         self.loads: Set[str] = set()
         #: Names whose objects it stores into (``b`` in ``b.x = v``): what they are
         #: bound to matters, not what else is stored into them.
         self.receivers: Set[str] = set()
         self.defines: Set[str] = set()
         self.rebinds: Set[str] = set()
-        self.seed = False
+        #: ``(receiver name or None, attr)`` for each ``receiver.attr = v`` it holds.
+        self.stored: Set[Tuple[Optional[str], str]] = set()
+        #: The names its calls say (``f`` in ``f(x)`` and ``obj.f(x)``).
+        self.calls: Set[str] = set()
+        #: It returns or yields a value.
+        self.returns = False
+
+
+class Graph:
+    """What each statement of a function reads, binds and stores, indexed once
+    (every slice of the function is then a walk over it)."""
+
+    def __init__(self, func: FunctionInfo, closures: bool):
+        self.func = func
+        #: Nested functions read this one's names when they run (its own copies' question).
+        self.closures = closures
+        self.units: List[_Unit] = []
+        _collect(func.body, None, self.units, closures)
+        self.defined: Dict[str, List[_Unit]] = {}
+        self.rebound: Dict[str, List[_Unit]] = {}
+        for unit in self.units:
+            for key in unit.defines:
+                self.defined.setdefault(key, []).append(unit)
+            for name in unit.rebinds:
+                self.rebound.setdefault(name, []).append(unit)
+
+    def seeds(self, purpose: Purpose) -> List[_Unit]:
+        kind = purpose[0]
+        units = self.units
+        if kind == "copies":
+            lines = purpose[1]
+            assert isinstance(lines, frozenset)
+            nested = self.closures
+            return [u for u in units if (nested and isinstance(u.stmt, _NESTED)) or any(n in lines for n in range(u.first, u.last + 1))]
+        if kind == "returns":
+            return [u for u in units if u.returns]
+        if kind == "stores":
+            attr = purpose[1]
+            if attr is None:
+                me = self.func.self_name
+                return [u for u in units if any(name == me for name, _ in u.stored)] if me else []
+            return [u for u in units if any(a == attr for _, a in u.stored)]
+        if kind == "calls":
+            return [u for u in units if purpose[1] in u.calls]
+        if kind == "binds":
+            return list(self.rebound.get(str(purpose[1]), ()))
+        raise ValueError(f"unknown purpose {purpose!r}")
+
+    def slice(self, purpose: Purpose) -> Slice:
+        """The statements that may matter to ``purpose``: its seeds, and what binds
+        or mutates the keys they read, transitively (one worklist: linear)."""
+        chosen: Set[int] = set()
+        keys: Set[str] = set()
+        receivers: Set[str] = set()
+        work: List[str] = []
+        bound: List[str] = []
+
+        def take(unit: Optional[_Unit]) -> None:
+            while unit is not None and id(unit.stmt) not in chosen:
+                chosen.add(id(unit.stmt))
+                for key in unit.loads:
+                    if key not in keys:
+                        keys.add(key)
+                        work.append(key)
+                for name in unit.receivers:
+                    if name not in receivers:
+                        receivers.add(name)
+                        bound.append(name)
+                unit = unit.parent
+
+        for unit in self.seeds(purpose):
+            take(unit)
+        while work or bound:
+            if bound:
+                for unit in self.rebound.get(bound.pop(), ()):
+                    take(unit)
+                continue
+            key = work.pop()
+            for unit in self.defined.get(key, ()):
+                take(unit)
+            root, dot, _ = key.partition(".")
+            if dot:
+                for unit in self.rebound.get(root, ()):
+                    take(unit)
+        return Slice(frozenset(chosen), frozenset(keys | receivers))
 
 
 def slice_of(func: FunctionInfo, purpose: Purpose) -> Slice:
-    """The statements of ``func`` that may matter to ``purpose``."""
-    seed = _seed_test(func, purpose)
-    units: List[_Unit] = []
-    _collect(func.body, None, units, seed, purpose[0] == "copies")
-    defined: Dict[str, List[_Unit]] = {}
-    rebound: Dict[str, List[_Unit]] = {}
-    for unit in units:
-        for key in unit.defines:
-            defined.setdefault(key, []).append(unit)
-        for name in unit.rebinds:
-            rebound.setdefault(name, []).append(unit)
-    chosen: Set[int] = set()
-    keys: Set[str] = set()
-    work: List[str] = []
-
-    receivers: Set[str] = set()
-    bound: List[str] = []
-
-    def take(unit: Optional[_Unit]) -> None:
-        while unit is not None and id(unit.stmt) not in chosen:
-            chosen.add(id(unit.stmt))
-            for key in unit.loads:
-                if key not in keys:
-                    keys.add(key)
-                    work.append(key)
-            for name in unit.receivers:
-                if name not in receivers:
-                    receivers.add(name)
-                    bound.append(name)
-            unit = unit.parent
-
-    binds = purpose[1] if purpose[0] == "binds" else None
-    for unit in units:
-        if unit.seed or (binds is not None and binds in unit.rebinds):
-            take(unit)
-    while work or bound:
-        if bound:
-            for unit in rebound.get(bound.pop(), ()):
-                take(unit)
-            continue
-        key = work.pop()
-        for unit in defined.get(key, ()):
-            take(unit)
-        root, dot, _ = key.partition(".")
-        if dot:
-            for unit in rebound.get(root, ()):
-                take(unit)
-    return Slice(frozenset(chosen), frozenset(keys | receivers))
+    """The statements of ``func`` that may matter to ``purpose`` (callers that
+    slice one function often keep its :class:`Graph` instead)."""
+    return Graph(func, purpose[0] == "copies").slice(purpose)
 
 
-def _seed_test(func: FunctionInfo, purpose: Purpose) -> Callable[[ast.AST, bool], bool]:
-    """Whether a statement (``header``: only a compound statement's header) seeds the slice."""
-    kind = purpose[0]
-    if kind == "binds":
-        return lambda stmt, header: False  # the statements that bind the name (see slice_of)
-    if kind == "copies":
-        lines = purpose[1]
-        assert isinstance(lines, frozenset)
-
-        def on_lines(stmt: ast.AST, header: bool) -> bool:
-            first = stmt.lineno  # type: ignore[attr-defined]
-            last = _header_end(stmt) if header else getattr(stmt, "end_lineno", first)
-            return any(line in lines for line in range(first, last + 1))
-
-        return on_lines
-    if kind == "returns":
-        return lambda stmt, header: isinstance(stmt, ast.Return) or (not header and _yields(stmt))
-    if kind == "stores":
-        attr = purpose[1]
-        me = func.self_name
-
-        def stores(stmt: ast.AST, header: bool) -> bool:
-            if header:
-                return False
-            for target in _targets(stmt):
-                for node in ast.walk(target):
-                    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-                        if attr is not None and node.attr == attr:
-                            return True
-                        if attr is None and isinstance(node.value, ast.Name) and node.value.id == me:
-                            return True
-            return False
-
-        return stores
-    if kind == "calls":
-        name = purpose[1]
-
-        def calls(stmt: ast.AST, header: bool) -> bool:
-            for node in _own_nodes(stmt, header):
-                if isinstance(node, ast.Call) and _final_name(node.func) == name:
-                    return True
-            return False
-
-        return calls
-    raise ValueError(f"unknown purpose {purpose!r}")
-
-
-def _collect(
-    body: Iterable[ast.AST],
-    parent: Optional[_Unit],
-    out: List[_Unit],
-    seed: Callable[[ast.AST, bool], bool],
-    closures: bool,
-) -> None:
+def _collect(body: Iterable[ast.AST], parent: Optional[_Unit], out: List[_Unit], closures: bool) -> None:
     for stmt in body:
-        unit = _Unit(stmt, parent)
+        header = isinstance(stmt, _COMPOUND) or _is_match(stmt) or _is_trystar(stmt)
+        unit = _Unit(stmt, parent, header)
         out.append(unit)
         if isinstance(stmt, _NESTED):
             # A nested def or class binds its name. For a function's own copies, it
@@ -178,22 +169,20 @@ def _collect(
             # here, and may reach a copy in it): then it is always in the slice.
             unit.defines.add(stmt.name)
             unit.rebinds.add(stmt.name)
-            parts = [stmt] if closures else _def_time_parts(stmt)
-            for part in parts:
+            for part in [stmt] if closures else _def_time_parts(stmt):
                 for node in ast.walk(part):
                     if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                         unit.loads.add(node.id)
-            unit.seed = closures
             continue
-        header = isinstance(stmt, _COMPOUND) or _is_match(stmt) or _is_trystar(stmt)
         for node in _header_parts(stmt) if header else (stmt,):
             _read(node, unit)
         for target in _targets(stmt):
             _define(target, unit)
-        unit.seed = seed(stmt, header)
+        if isinstance(stmt, ast.Return):
+            unit.returns = True
         if header:
             for block in _blocks(stmt):
-                _collect(block, unit, out, seed, closures)
+                _collect(block, unit, out, closures)
 
 
 def _def_time_parts(stmt: ast.AST) -> List[ast.AST]:
@@ -216,10 +205,13 @@ def _read(node: ast.AST, unit: _Unit) -> None:
                 unit.loads.add(f"{n.value.id}.{n.attr}")
         elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in below:
             unit.loads.add(n.id)
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
-            key = _key(n.func.value)
+        elif isinstance(n, ast.Call):
+            unit.calls.add(_final_name(n.func))
+            key = _key(n.func.value) if isinstance(n.func, ast.Attribute) else None
             if key is not None:
                 unit.defines.add(key)  # `x.append(v)`, `self.buf.copy_(t)`
+        elif isinstance(n, (ast.Yield, ast.YieldFrom)):
+            unit.returns = True
         elif isinstance(n, ast.NamedExpr):
             _define(n.target, unit)
 
@@ -234,6 +226,9 @@ def _define(target: ast.AST, unit: _Unit) -> None:
     elif isinstance(target, ast.Starred):
         _define(target.value, unit)
     elif isinstance(target, (ast.Attribute, ast.Subscript)):
+        if isinstance(target, ast.Attribute):
+            receiver = target.value.id if isinstance(target.value, ast.Name) else None
+            unit.stored.add((receiver, target.attr))
         key = _key(target if isinstance(target, ast.Attribute) else target.value)
         if key is not None:
             unit.defines.add(key)
@@ -312,16 +307,6 @@ def _header_end(stmt: ast.AST) -> int:
     return first
 
 
-def _own_nodes(stmt: ast.AST, header: bool) -> Iterable[ast.AST]:
-    if not header:
-        return ast.walk(stmt)
-    return (n for part in _header_parts(stmt) for n in ast.walk(part))
-
-
-def _yields(stmt: ast.AST) -> bool:
-    return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(stmt))
-
-
 def _final_name(node: ast.AST) -> str:
     if isinstance(node, ast.Attribute):
         return node.attr
@@ -330,4 +315,4 @@ def _final_name(node: ast.AST) -> str:
     return ""
 
 
-__all__ = ["Purpose", "Slice", "slice_of"]
+__all__ = ["Graph", "Purpose", "Slice", "slice_of"]
