@@ -99,6 +99,10 @@ class FileReport:
     #: and which of ``diagnostics`` they were (by index).
     refused: Optional[str] = None
     unwritten: List[int] = field(default_factory=list)
+    #: ``--deep``: what the verdict read besides the file (``f:<path>`` of other
+    #: modules, ``g:<pattern>`` of searches of the project's text); ``None``: nothing
+    #: was analysed (the pre-filter answered), so the verdict stands on the file alone.
+    reads: Optional[List[str]] = None
 
 
 @dataclass(frozen=True)
@@ -266,7 +270,12 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: O
 
         project = project_for(settings)
     with deep_recursion():
-        facts = analyze_module(src, tree, settings, Path(path), project, everything=PREFILTER_OFF)
+        if project is not None:
+            with project.recording() as reads:
+                facts = analyze_module(src, tree, settings, Path(path), project, everything=PREFILTER_OFF)
+            report.reads = sorted(reads)
+        else:
+            facts = analyze_module(src, tree, settings, Path(path), project, everything=PREFILTER_OFF)
         findings = [f for f in check_module(facts, settings, Path(path)) if codes is None or f.code in codes]
     directives: Optional[SourceDirectives] = None
     kept = []

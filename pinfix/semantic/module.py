@@ -66,12 +66,18 @@ class ModuleContext:
         """``func`` evaluated with its own parameters (memoised); ``None`` while it is being evaluated."""
         found = self.results.get(id(func.node))
         if found is not None:
+            if self.project is not None:
+                self.project.reused(("evaluate", id(func.node)))  # type: ignore[attr-defined]
             return found
         if id(func.node) in self._active:
             return None
         self._active.add(id(func.node))
         try:
-            facts = self.evaluator(func).run()
+            if self.project is not None:
+                with self.project.recording(("evaluate", id(func.node))):  # type: ignore[attr-defined]
+                    facts = self.evaluator(func).run()
+            else:
+                facts = self.evaluator(func).run()
         finally:
             self._active.discard(id(func.node))
         self.results[id(func.node)] = facts
@@ -82,12 +88,14 @@ class ModuleContext:
         ``name`` to, asking the project only where that can matter (memoised)."""
         key = (id(scope.node), name)
         if key in self.bindings:
+            self.project.reused(("binding",) + key)  # type: ignore[attr-defined]
             return self.bindings[key]
         if key in self._active:
             return None
         self._active.add(key)
         try:
-            facts = self.project.evaluator(self, scope, None, ("binds", name)).run()  # type: ignore[attr-defined]
+            with self.project.recording(("binding",) + key):  # type: ignore[attr-defined]
+                facts = self.project.evaluator(self, scope, None, ("binds", name)).run()  # type: ignore[attr-defined]
         finally:
             self._active.discard(key)
         self.bindings[key] = facts

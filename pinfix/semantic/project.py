@@ -23,8 +23,9 @@ import ast
 import bisect
 import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from ..settings import Settings
 from .calls import Arguments
@@ -110,6 +111,36 @@ class Project:
         self._subclasses: Dict[int, List[ClassInfo]] = {}
         self._slices: Dict[Tuple[int, Purpose], Slice] = {}
         self._graphs: Dict[Tuple[int, bool], Graph] = {}
+        #: What each answer read (``f:<path>`` of a module, ``g:<pattern>`` of a search
+        #: of the project's text), so that a cached verdict knows what to recheck.
+        self._reads: Dict[Tuple[Any, ...], FrozenSet[str]] = {}
+        self._readers: List[Set[str]] = []
+
+    # --- what answers read -----------------------------------------------------------------
+
+    @contextmanager
+    def recording(self, key: Optional[Tuple[Any, ...]] = None) -> Iterator[Set[str]]:
+        """Collect what is read inside (also into the question around it); with
+        ``key``, remember it for that answer, so reusing the answer reads it too."""
+        found: Set[str] = set()
+        self._readers.append(found)
+        try:
+            yield found
+        finally:
+            self._readers.pop()
+            if key is not None:
+                self._reads[key] = frozenset(found)
+            if self._readers:
+                self._readers[-1].update(found)
+
+    def reused(self, key: Tuple[Any, ...]) -> None:
+        """An answer given again: what it read is read again."""
+        if self._readers:
+            self._readers[-1].update(self._reads.get(key, ()))
+
+    def read(self, what: str) -> None:
+        if self._readers:
+            self._readers[-1].add(what)
 
     # --- modules ---------------------------------------------------------------------------
 
@@ -118,6 +149,7 @@ class Project:
         if path is None:
             return ModuleInfo(src, tree)
         resolved = path.resolve()
+        self.read("f:" + str(resolved))
         root = self.index.add_root_of(path)
         known = self.modules.get(resolved)
         if known is not None and known.src.text == src.text:
@@ -128,6 +160,7 @@ class Project:
 
     def load(self, path: Path) -> Optional[ModuleInfo]:
         resolved = path.resolve()
+        self.read("f:" + str(resolved))
         if resolved in self.modules:
             return self.modules[resolved]
         self.modules[resolved] = None
@@ -143,6 +176,8 @@ class Project:
         return info
 
     def context(self, module: ModuleInfo) -> ModuleContext:
+        if module.path is not None:
+            self.read("f:" + str(module.path.resolve()))
         ctx = self.contexts.get(id(module))
         if ctx is None:
             ctx = self.contexts[id(module)] = ModuleContext(module, self.settings, self)
@@ -290,12 +325,13 @@ class Project:
         params = self.parameters(func, receiver, args)
         key = ("call", id(func.node), tuple(sorted((n, v.keys) for n, v in params.items())), self.left)
         if key in self.calls:
+            self.reused(key)
             return self.calls[key]
         if key[:3] in self.active:
             return None
         self.active.add(key[:3])
         try:
-            with self.deeper():
+            with self.deeper(), self.recording(key):
                 facts = self.evaluator(self.context(func.module), func, params, RETURNS).run()
         finally:
             self.active.discard(key[:3])
@@ -312,12 +348,13 @@ class Project:
             return None
         key = ("own", id(func.node), purpose, self.left)
         if key in self.own:
+            self.reused(key)
             return self.own[key]
         if key[:3] in self.active:
             return None
         self.active.add(key[:3])
         try:
-            with self.deeper():
+            with self.deeper(), self.recording(key):
                 found = self.evaluator(self.context(func.module), func, None, purpose).run()
         finally:
             self.active.discard(key[:3])
@@ -372,12 +409,14 @@ class Project:
         params = self.parameters(init, receiver, args)
         key = ("init", id(init.node), tuple(sorted((n, v.keys) for n, v in params.items())), self.left)
         found = self.own.get(key)
-        if found is None:
+        if found is not None:
+            self.reused(key)
+        else:
             if key[:3] in self.active:
                 return []
             self.active.add(key[:3])
             try:
-                with self.deeper():
+                with self.deeper(), self.recording(key):
                     found = self.evaluator(self.context(init.module), init, params, SELF_STORES).run()
             finally:
                 self.active.discard(key[:3])
@@ -415,18 +454,23 @@ class Project:
         many files say the name for pinfix to read them all)."""
         key = id(func.node)
         if key in self._callers:
+            self.reused(("callers-of", key))
             return self._callers[key]
+        with self.recording(("callers-of", key)):
+            found = self._find_callers(func)
+        self._callers[key] = found
+        return found
+
+    def _find_callers(self, func: FunctionInfo) -> Optional[List[FunctionInfo]]:
         name = _called_name(func)
         hits = self.grep(re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\("), name)
         if hits is None:
-            self._callers[key] = None
             return None
         found: List[FunctionInfo] = []
         for module, lines in hits:
             for caller in functions_at(module, lines):
                 if caller.node is not func.node and caller not in found:
                     found.append(caller)
-        self._callers[key] = found
         return found
 
     def from_callers(self, func: FunctionInfo, names: Set[str]) -> Dict[str, Value]:
@@ -436,8 +480,15 @@ class Project:
             return {}
         key = ("callers", id(func.node), frozenset(names), self.left)
         if key in self.passed:
+            self.reused(key)
             return self.passed[key]
         self.passed[key] = {}  # while asked: a caller that is also called from here sees nothing
+        with self.recording(key):
+            result = self._passed(func, names)
+        self.passed[key] = result
+        return result
+
+    def _passed(self, func: FunctionInfo, names: Set[str]) -> Dict[str, Value]:
         callers = self.callers(func)
         out: Dict[str, List[Value]] = {n: [] for n in names}
         called = ("calls", _called_name(func))
@@ -460,7 +511,6 @@ class Project:
             if public or callers is None:
                 values.append(unknown(f"`{name}` may also be given by callers outside the project"))
             result[name] = join(*values)
-        self.passed[key] = result
         return result
 
     def refine(self, ctx: ModuleContext, facts: FunctionFacts, purpose: Optional[Purpose] = None) -> FunctionFacts:
@@ -494,20 +544,26 @@ class Project:
             return unknown(f"`{cls.name}.{attr}` is too far from the copy for pinfix to follow")
         key = ("attribute", id(cls.node), attr, self.left)
         if key in self.attributes:
+            self.reused(key)
             return self.attributes[key]
         if key[:3] in self.active or seen > DEPTH * 4:
             return unknown(f"`{cls.name}.{attr}` is defined in terms of itself")
         self.active.add(key[:3])
         try:
-            found = self.stores(cls, attr)
-            if found is None:
-                for base in self.bases(cls):
-                    found = self.attribute(base, attr, seen + 1)
-                    if found is not None:
-                        break
+            with self.recording(key):
+                found = self._attribute(cls, attr, seen)
         finally:
             self.active.discard(key[:3])
         self.attributes[key] = found
+        return found
+
+    def _attribute(self, cls: ClassInfo, attr: str, seen: int) -> Optional[Value]:
+        found = self.stores(cls, attr)
+        if found is None:
+            for base in self.bases(cls):
+                found = self.attribute(base, attr, seen + 1)
+                if found is not None:
+                    break
         return found
 
     def stores(self, cls: ClassInfo, attr: str) -> Optional[Value]:
@@ -556,29 +612,42 @@ class Project:
         """Project modules whose text matches ``pattern``, with the lines it matches on
         (``None``: more than ``limit`` files match, too many to read them all)."""
         key = (pattern.pattern, word, limit)
+        self.read("g:" + pattern.pattern.decode("latin-1"))
         if key in self._greps:
+            self.reused(("grep",) + key)
             return self._greps[key]
+        with self.recording(("grep",) + key):
+            out = self._grep(pattern, word, limit)
+        self._greps[key] = out
+        return out
+
+    def _grep(self, pattern: "re.Pattern[bytes]", word: str, limit: int) -> Optional[List[Tuple[ModuleInfo, List[int]]]]:
         hits = []
         for path, data in self.corpus().files_saying(word.encode()):
             if pattern.search(data):
                 hits.append((path, data))
                 if len(hits) > limit:
-                    self._greps[key] = None
                     return None
         out = []
         for path, data in hits:
             module = self.load(path)
             if module is not None:
                 out.append((module, sorted({data.count(b"\n", 0, m.start()) + 1 for m in pattern.finditer(data)})))
-        self._greps[key] = out
         return out
 
     def subclasses(self, cls: ClassInfo) -> List[ClassInfo]:
         """The project's classes derived from ``cls`` (through their bases, transitively)."""
         key = id(cls.node)
         if key in self._subclasses:
+            self.reused(("subclasses", key))
             return self._subclasses[key]
         self._subclasses[key] = []
+        with self.recording(("subclasses", key)):
+            found = self._subclasses_of(cls)
+        self._subclasses[key] = found
+        return found
+
+    def _subclasses_of(self, cls: ClassInfo) -> List[ClassInfo]:
         found: List[ClassInfo] = []
         pattern = re.compile(rb"class\s+\w+\s*\([^)]*\b" + re.escape(cls.name.encode()) + rb"\b")
         for module, _ in self.grep(pattern, cls.name, MAX_STORE_FILES) or ():
@@ -586,7 +655,6 @@ class Project:
                 if klass is not cls and any(base is cls for base in self.bases(klass)):
                     found.append(klass)
                     found.extend(k for k in self.subclasses(klass) if k not in found)
-        self._subclasses[key] = found
         return found
 
     def storing(self, attr: str, limit: int = MAX_STORE_FILES) -> List[FunctionInfo]:
@@ -604,8 +672,15 @@ class Project:
             return None  # only in the copy's own function: it reads other files for a guess
         key = ("agreed", attr, self.left)
         if key in self.attributes:
+            self.reused(key)
             return self.attributes[key]
         self.attributes[key] = None
+        with self.recording(key):
+            result = self._agreed(attr)
+        self.attributes[key] = result
+        return result
+
+    def _agreed(self, attr: str) -> Optional[Value]:
         values: List[Value] = []
         for func in self.storing(attr, MAX_AGREED_FILES):
             facts = self.facts(func, ("stores", attr))
@@ -619,7 +694,6 @@ class Project:
             kinds = {_kind(a) for a in joined}
             if len(kinds) == 1 and kinds <= {"blocking", "pinned"}:
                 result = joined
-        self.attributes[key] = result
         return result
 
 
