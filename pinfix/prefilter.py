@@ -23,9 +23,10 @@ from __future__ import annotations
 import gc
 import os
 import re
+from bisect import bisect_left
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import FrozenSet, Iterator, Mapping, Optional, Protocol, Tuple, Type
+from typing import FrozenSet, Iterator, List, Mapping, Optional, Protocol, Tuple, Type
 
 from .effects import (
     ARRAY_METHODS,
@@ -108,13 +109,27 @@ _CPU_ESCAPE = re.compile(rb"\\(?:[xX](?:63|70|75)|1(?:43|60|65)|u00(?:63|70|75)|
 # ``cuda(dev, True)``, ``to(dev, dtype, True)``), so its ``True`` follows a
 # comma and precedes a comma or ``)``, with only whitespace, continuations or
 # comments between.
-_GAP = rb"(?:\s|\\(?:\r\n|\r|\n)|#[^\r\n]*(?:\r\n|\r|\n))*"
-POSITIONAL_TRUE = re.compile(rb"," + _GAP + rb"True" + _GAP + rb"[,)]")
+_CONTINUATION = rb"\\(?:\r\n|\r|\n)"
 _SINK_NAMES = b"|".join(re.escape(n.encode()) for n in sorted(COPY_SINKS))
-_SINK_OPEN = re.compile(rb"\.(?:\s|\\(?:\r\n|\r|\n))*(?:" + _SINK_NAMES + rb")\s*\(")
-_SPECIAL = re.compile(rb"[()'\"#]")
-_TRUE_THEN_CLOSE = re.compile(rb"True(?=" + _GAP + rb"[,)])")
+_SINK_OPEN = re.compile(rb"\.(?:\s|" + _CONTINUATION + rb")*(?:" + _SINK_NAMES + rb")\s*\(")
+# `True`, then whitespace or continuations, then `,`, `)` or a comment: a
+# superset of what may follow a positional flag that reads no comment, so that
+# a long line of `True#` is read once, not once per `True`.
+_TRUE_THEN_CLOSE = re.compile(rb"True(?=(?:\s|" + _CONTINUATION + rb")*[,)#])")
 _BACK_GAP = frozenset(b" \t\x0b\x0c\r\n\\")
+#: Where the one pass over the code stops: parentheses, commas, `True`, comments, strings.
+_EVENT = re.compile(rb"(?P<open>\()|(?P<close>\))|(?P<comma>,)|(?P<true>\bTrue\b)|(?P<comment>#)|(?P<quote>'''|\"\"\"|'|\")")
+_LINE_END = re.compile(rb"[\r\n]")
+#: The rest of a string literal after its opening quote (escapes skipped; a
+#: one-quote string ends at its line).
+_STRING_REST = {
+    b"'": re.compile(rb"(?:[^'\\\r\n]|\\(?:\r\n|[\s\S]))*'"),
+    b'"': re.compile(rb'(?:[^"\\\r\n]|\\(?:\r\n|[\s\S]))*"'),
+    b"'''": re.compile(rb"(?:[^'\\]|\\[\s\S]|'(?!''))*'''"),
+    b'"""': re.compile(rb'(?:[^"\\]|\\[\s\S]|"(?!""))*"""'),
+}
+#: Something other than whitespace or a line continuation.
+_NOT_GAP = re.compile(rb"[^\s\\]|\\(?![\r\n])")
 
 
 @lru_cache(maxsize=16)
@@ -159,7 +174,8 @@ def may_hold_sink(data: bytes, strict: bool = False) -> bool:
 
 
 def _maybe_positional_true(data: bytes) -> bool:
-    """Whether some ``True`` may follow a comma (a superset of POSITIONAL_TRUE's matches)."""
+    """Whether some ``True`` may follow a comma (a cheap superset of what
+    :func:`_positional_true_in_sink` finds)."""
     for mo in _TRUE_THEN_CLOSE.finditer(data):
         i = k = mo.start()
         while k > 0 and data[k - 1] in _BACK_GAP:
@@ -174,53 +190,75 @@ def _maybe_positional_true(data: bytes) -> bool:
     return False
 
 
-def _matching_paren(data: bytes, i: int) -> Optional[int]:
-    """Index of the ``)`` closing the ``(`` just before ``i``, skipping string
-    literals and comments; ``None`` when that cannot be told (the caller then
-    keeps the file)."""
-    depth = 1
-    n = len(data)
-    while True:
-        mo = _SPECIAL.search(data, i)
-        if mo is None:
-            return None
-        c = data[mo.start() : mo.start() + 1]
-        i = mo.end()
-        if c == b"(":
-            depth += 1
-        elif c == b")":
-            depth -= 1
-            if depth == 0:
-                return mo.start()
-        elif c == b"#":
-            nl = data.find(b"\n", i)
-            if nl < 0:
-                return None
-            i = nl + 1
-        else:  # a string literal: skip to its unescaped closing quote
-            quote = c * 3 if data[mo.start() : mo.start() + 3] == c * 3 else c
-            i = mo.start() + len(quote)
-            while True:
-                if i >= n:
-                    return None
-                ch = data[i : i + 1]
-                if ch == b"\\":
-                    i += 2
-                elif data[i : i + len(quote)] == quote:
-                    i += len(quote)
-                    break
-                elif len(quote) == 1 and ch in (b"\n", b"\r"):
-                    return None  # unterminated: we lost track
-                else:
-                    i += 1
-
-
 def _positional_true_in_sink(data: bytes) -> bool:
-    for mo in _SINK_OPEN.finditer(data):
-        end = _matching_paren(data, mo.end())
-        if end is None or POSITIONAL_TRUE.search(data, mo.end() - 1, end + 1) is not None:
-            return True
+    """Whether a positional ``True`` may lie inside the parentheses of a sink's call.
+
+    Each call is read once: a sink spelt inside a call already read needs no
+    reading of its own, since its parentheses lie inside the outer ones."""
+    opens = list(_SINK_OPEN.finditer(data))
+    sink_at = [mo.start() for mo in opens]
+    last_true = data.rfind(b"True")
+    read_to = -1
+    for mo in opens:
+        if mo.start() >= read_to:
+            read_to = _read_call(data, mo.end(), sink_at, last_true)
+            if read_to < 0:
+                return True
     return False
+
+
+_AFTER_COMMA, _AFTER_COMMA_TRUE = 1, 2
+
+
+def _read_call(data: bytes, pos: int, sink_at: List[int], last_true: int) -> int:
+    """Read the call whose ``(`` ends just before ``pos``: the index after its
+    ``)``, or ``-1`` when a positional flag may lie inside it.
+
+    The reading skips string literals and comments; inside it, a ``True``
+    token between a comma and a ``,`` or ``)`` (only whitespace, continuations
+    and comments between) is a positional flag. A sink spelt inside a skipped
+    string or comment may still be code the reading cannot tell (an f-string's
+    replacement field): a ``True`` anywhere after it counts then. Where the
+    reading loses track (a string that never ends, no ``)``), ``-1``."""
+    depth = 1
+    state = mark = 0  # after a comma, or a comma and `True`, which ended at `mark`
+    while True:
+        mo = _EVENT.search(data, pos)
+        if mo is None:
+            return -1
+        at, pos, kind = mo.start(), mo.end(), mo.lastgroup
+        if state and _NOT_GAP.search(data, mark, at) is not None:
+            state = 0
+        if kind == "open":
+            depth += 1
+            state = 0
+        elif kind == "close" or kind == "comma":
+            if state == _AFTER_COMMA_TRUE:
+                return -1
+            state, mark = _AFTER_COMMA, pos
+            if kind == "close":
+                state = 0
+                depth -= 1
+                if depth == 0:
+                    return pos
+        elif kind == "true":
+            state = _AFTER_COMMA_TRUE if state == _AFTER_COMMA else 0
+            mark = pos
+        else:
+            if kind == "comment":
+                end = _LINE_END.search(data, pos)
+                if end is None:
+                    return -1
+                pos = mark = end.start()  # a comment is a gap
+            else:
+                end = _STRING_REST[mo.group()].match(data, pos)
+                if end is None:
+                    return -1
+                pos = end.end()
+                state = 0
+            first = bisect_left(sink_at, at)
+            if first < len(sink_at) and sink_at[first] < pos and last_true > sink_at[first]:
+                return -1  # a sink spelt in what was skipped
 
 
 @contextmanager

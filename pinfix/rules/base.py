@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -47,6 +48,13 @@ class RuleContext:
         self.settings = settings
         self.path = path
         self.cache: Dict[str, Any] = {}
+        self._statements: Optional[StatementIndex] = None
+
+    @property
+    def statements(self) -> "StatementIndex":
+        if self._statements is None:
+            self._statements = StatementIndex(self.facts.module.tree)
+        return self._statements
 
     @property
     def src(self) -> SourceText:
@@ -78,7 +86,7 @@ class RuleContext:
             severity=severity,
             fix=fix,
             node=node,
-            statement=statement_lines(self.facts.module.tree, node),
+            statement=self.statements.lines(node),
         )
 
     def evidence(self, step: Step) -> Evidence:
@@ -96,31 +104,52 @@ class RuleContext:
 _COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef, ast.AsyncFor, ast.AsyncWith, ast.AsyncFunctionDef)
 
 
-def statement_lines(tree: ast.Module, node: Any) -> Optional[Tuple[int, int]]:
-    """The lines of the innermost statement holding ``node`` (a compound
-    statement's header only: its first line up to where its body starts)."""
-    if node is None or not hasattr(node, "lineno"):
-        return None
-    key = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
-    found: Optional[ast.stmt] = None
-    body: List[Any] = list(tree.body)
-    while body:
-        inner: List[Any] = []
-        for stmt in body:
-            if (stmt.lineno, stmt.col_offset) <= key[:2] and (stmt.end_lineno, stmt.end_col_offset) >= key[2:]:
-                found = stmt
-                for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-                    for child in getattr(stmt, name, ()) or ():
-                        inner.extend(getattr(child, "body", []) if not isinstance(child, ast.stmt) else [child])
+class StatementIndex:
+    """The statements of a module, each block's sorted once by where they
+    start, so that finding the one that holds a node costs a binary search
+    per level of nesting."""
+
+    _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+    def __init__(self, tree: ast.Module):
+        self.tree = tree
+        #: id of a statement (or the module) -> the starts and the statements directly inside it.
+        self._inside: Dict[int, Tuple[List[Tuple[int, int]], List[ast.stmt]]] = {}
+
+    def _children(self, owner: Any) -> Tuple[List[Tuple[int, int]], List[ast.stmt]]:
+        got = self._inside.get(id(owner))
+        if got is None:
+            stmts: List[Any] = []
+            for name in self._BLOCKS:
+                for child in getattr(owner, name, ()) or ():
+                    stmts.extend(getattr(child, "body", []) if not isinstance(child, ast.stmt) else [child])
+            # Statements do not overlap, so in this order only the last that
+            # starts before a node can hold it.
+            stmts.sort(key=lambda stmt: (stmt.lineno, stmt.col_offset))
+            got = self._inside[id(owner)] = ([(stmt.lineno, stmt.col_offset) for stmt in stmts], stmts)
+        return got
+
+    def lines(self, node: Any) -> Optional[Tuple[int, int]]:
+        """The lines of the innermost statement holding ``node`` (a compound
+        statement's header only: its first line up to where its body starts)."""
+        if node is None or not hasattr(node, "lineno"):
+            return None
+        start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+        found: Optional[ast.stmt] = None
+        owner: Any = self.tree
+        while True:
+            starts, stmts = self._children(owner)
+            i = bisect_right(starts, start) - 1
+            if i < 0 or (stmts[i].end_lineno, stmts[i].end_col_offset) < end:
                 break
-        body = inner
-    if found is None:
-        return None
-    if isinstance(found, _COMPOUND) or type(found).__name__ in ("Match", "TryStar"):
-        first_body = getattr(found, "body", None)
-        end = first_body[0].lineno - 1 if first_body else found.lineno
-        return found.lineno, max(found.lineno, min(end, node.lineno))
-    return found.lineno, found.end_lineno or found.lineno
+            found = owner = stmts[i]
+        if found is None:
+            return None
+        if isinstance(found, _COMPOUND) or type(found).__name__ in ("Match", "TryStar"):
+            first_body = getattr(found, "body", None)
+            last = first_body[0].lineno - 1 if first_body else found.lineno
+            return found.lineno, max(found.lineno, min(last, node.lineno))
+        return found.lineno, found.end_lineno or found.lineno
 
 
 class Rule:

@@ -150,6 +150,8 @@ def functions_at(module: ModuleInfo, lines: Iterable[int]) -> List[FunctionInfo]
     """The innermost function (or class body, or the module body) whose body holds
     each line; for a line of a def's header (decorators, defaults: evaluated
     where the def stands) also the scope around it."""
+    from heapq import heappop, heappush
+
     scopes = [f for f in module.functions.values()] + [c.body_function for c in module.classes.values()]
     spans = []
     for f in scopes:
@@ -159,22 +161,33 @@ def functions_at(module: ModuleInfo, lines: Iterable[int]) -> List[FunctionInfo]
         body_start = body[0].lineno if isinstance(body, list) and body else getattr(body, "lineno", node.lineno)
         spans.append((first, body_start, getattr(node, "end_lineno", node.lineno), f))
     spans.sort(key=lambda s: (s[0], -s[2]))
+    lines = list(lines)
+
+    def last_holding(intervals: List[Tuple[int, int]]) -> Dict[int, Optional[int]]:
+        """For each line, the last of ``intervals`` (inclusive) that holds it,
+        by index: the one nested deepest. One sweep over the lines in order,
+        with a heap of the intervals begun so far."""
+        begun = sorted(range(len(intervals)), key=lambda i: intervals[i][0])
+        heap: List[int] = []  # indices, negated: the last on top
+        found: Dict[int, Optional[int]] = {}
+        k = 0
+        for line in sorted(set(lines)):
+            while k < len(begun) and intervals[begun[k]][0] <= line:
+                heappush(heap, -begun[k])
+                k += 1
+            while heap and intervals[-heap[0]][1] < line:
+                heappop(heap)  # ended before this line, so before every later one
+            found[line] = -heap[0] if heap else None
+        return found
+
+    best = last_holding([(body_start, end) for _, body_start, end, _ in spans])
+    header = last_holding([(first, min(end, body_start)) for first, body_start, end, _ in spans])
     out: Dict[int, FunctionInfo] = {}
     for line in lines:
-        best: Optional[FunctionInfo] = None
-        header: Optional[FunctionInfo] = None
-        for first, body_start, end, f in spans:
-            if first > line:
-                break
-            if first <= line <= end:
-                if line >= body_start:
-                    best = f  # later starts are nested deeper
-                if line <= body_start:
-                    header = f
-        chosen = best if best is not None else module.body
+        chosen = spans[best[line]][3] if best[line] is not None else module.body
         out[id(chosen.node)] = chosen
-        if header is not None:
-            outer = _scope_of(header, module)
+        if header[line] is not None:
+            outer = _scope_of(spans[header[line]][3], module)  # type: ignore[index]
             out[id(outer.node)] = outer
     return sorted(out.values(), key=lambda f: getattr(f.node, "lineno", 0))
 
