@@ -31,10 +31,11 @@ import stat
 from dataclasses import asdict, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from . import __version__
 from .config import Config
+from .deepcache import DeepVerdicts
 
 #: Settings directories kept besides those of the current run.
 KEEP_OTHER_SETTINGS = 2
@@ -104,6 +105,7 @@ class ResultCache:
         # A link or a file where the cache should be: not ours to use.
         self.usable = _real_directory(directory) is not False
         self._tagged = False
+        self._verdicts: Dict[Path, DeepVerdicts] = {}
 
     def _covers(self, path: str) -> bool:
         if self.scope is None or os.path.abspath(path).startswith(self.scope):
@@ -130,8 +132,9 @@ class ResultCache:
         from .engine import Diagnostic, FileReport
         from .writing import read_regular
 
-        if not self.usable or (config or self.config).deep or not self._covers(path):
-            return None  # deep findings depend on other files: never cached
+        deep = (config or self.config).deep
+        if not self.usable or not self._covers(path):
+            return None
         try:
             entry = self._entry(path, data, config)
             if any(_real_directory(d) is False for d in (entry.parent.parent.parent, entry.parent.parent, entry.parent)):
@@ -139,12 +142,15 @@ class ResultCache:
             raw = json.loads(read_regular(entry, follow_symlinks=False, limit=MAX_ENTRY).decode("utf-8"))
             if raw["sha256"] != hashlib.sha256(data).hexdigest():
                 return None
-            return FileReport(path, [Diagnostic(**d) for d in raw["diagnostics"]], parsed=raw["parsed"])
+            if deep and not (isinstance(raw.get("deep"), dict) and self.verdicts(entry).still_valid(path, raw["deep"])):
+                return None  # something its verdict read has changed
+            return FileReport(path, [Diagnostic(**d) for d in raw["diagnostics"]], parsed=raw["parsed"], reads=raw.get("reads"))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
             return None  # absent, not ours, or not a regular file: a miss
 
-    def put(self, path: str, data: bytes, config: Optional[Config] = None, report=None) -> None:  # type: ignore[no-untyped-def]
-        """Remember a clean check (no error, nothing changed) of these bytes."""
+    def put(self, path: str, data: bytes, config: Optional[Config] = None, report=None, baseline=None) -> None:  # type: ignore[no-untyped-def]
+        """Remember a clean check (no error, nothing changed) of these bytes
+        (``baseline``: a deep dependent's findings before what it read changed)."""
         from .writing import atomic_write
 
         if (
@@ -152,18 +158,21 @@ class ResultCache:
             or report is None
             or report.error is not None
             or report.changed
-            or (config or self.config).deep
             or not self._covers(path)
         ):
             return
         entry = self._entry(path, data, config)
-        payload = json.dumps(
-            {
-                "sha256": hashlib.sha256(data).hexdigest(),
-                "parsed": report.parsed,
-                "diagnostics": [asdict(d) for d in report.diagnostics],
-            }
-        )
+        kept = {
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "parsed": report.parsed,
+            "diagnostics": [asdict(d) for d in report.diagnostics],
+        }
+        if baseline is not None:
+            kept["baseline"] = [list(b) for b in baseline]
+        if (config or self.config).deep:
+            kept["reads"] = report.reads
+            kept["deep"] = self.verdicts(entry).record(path, report.reads)
+        payload = json.dumps(kept)
         try:
             self._make_directory(self.directory)
             self._tag()
@@ -172,6 +181,40 @@ class ResultCache:
             atomic_write(entry.parent, entry.name, payload.encode("utf-8"))
         except OSError:
             self.usable = False  # read-only tree, full disk, a link in the way: run without a cache
+
+    def verdicts(self, entry: Path) -> DeepVerdicts:
+        """The deep verdicts of the settings directory ``entry`` lies in."""
+        directory = entry.parent.parent
+        found = self._verdicts.get(directory)
+        if found is None:
+            found = self._verdicts[directory] = DeepVerdicts(directory)
+        return found
+
+    def previous(self, path: str, config: Optional[Config] = None) -> Optional[List[Tuple[str, int, int, str]]]:
+        """The findings the cache last held for ``path`` (whatever its bytes were then;
+        a dependent's baseline where it has one), as (code, line, column, message);
+        ``None``: none kept."""
+        from .writing import read_regular
+
+        try:
+            raw = json.loads(read_regular(self._entry(path, b"", config), follow_symlinks=False, limit=MAX_ENTRY).decode("utf-8"))
+            if "baseline" in raw:
+                return [(str(c), int(li), int(co), str(m)) for c, li, co, m in raw["baseline"]]
+            return [(d["code"], d["line"], d["column"], d["message"]) for d in raw["diagnostics"]]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
+            return None
+
+    def dependents(self, paths: Iterable[str], config: Config) -> List[Tuple[str, str]]:
+        """``--deep``: files checked before whose verdict read one of ``paths``."""
+        if not self.usable:
+            return []
+        return self.verdicts(self._entry("", b"", config)).dependents(paths)
+
+    def finish(self) -> None:
+        """Keep the index of what this run's deep verdicts read, then prune."""
+        for verdicts in self._verdicts.values():
+            verdicts.save()
+        self.prune()
 
     @staticmethod
     def _make_directory(directory: Path) -> None:

@@ -465,8 +465,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
     from .prefilter import PREFILTER_OFF
 
     cache = None
-    # Shortcuts off means all of them; deep findings depend on other files, which a
-    # cache keyed by one file's bytes cannot see change (deep files skip it).
+    # Shortcuts off means all of them. A deep verdict is kept with what it read
+    # (pinfix/deepcache.py), so it is reused only while none of that changed.
     if not (args.no_cache or mode.fix or PREFILTER_OFF):
         from .cache import ResultCache
         from .config import CACHE_DIR_NAME
@@ -493,7 +493,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
             err.write("pinfix: interrupted\n")
         return 130
     if cache is not None:
-        cache.prune()
+        cache.finish()
     reports += [FileReport(str(p), error=why) for p, why in errors]
     reports.sort(key=lambda r: r.path)
 

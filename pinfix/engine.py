@@ -592,6 +592,8 @@ def run(
     if mode.fix:
         cache = None
     known = {}
+    #: Paths analysed or answered by the cache (deep mode rechecks what depends on them).
+    checked: List[str] = []
     backlog: List[tuple] = []
     items: List[tuple] = []
     futures: Dict[Future, int] = {}
@@ -600,6 +602,8 @@ def run(
         for seen, path in enumerate(files, 1):
             data = _read(path)
             file_config = config_for(path)
+            if cache is not None and not isinstance(data, str) and file_config.deep:
+                checked.append(str(path))
             if isinstance(data, str) or not worth_reading(data, file_config):
                 yield FileReport(str(path), error=data if isinstance(data, str) else None)
                 if on_progress:
@@ -631,6 +635,40 @@ def run(
             yield report
             if on_progress:
                 on_progress(1)
+        if cache is not None and checked:
+            yield from _dependents(checked, config_for, mode, cache)
     finally:
         if pool is not None:
             pool.shutdown()
+
+
+def _relative(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith(os.pardir) else relative
+
+
+def _dependents(checked: List[str], config_for: Callable[[Path], Config], mode: Mode, cache: "ResultCache") -> Iterator[FileReport]:
+    """``--deep`` with a cache: recheck the files checked before whose verdict read
+    one of ``checked`` (a copy in ``b.py`` of what ``a.py`` makes), and report what
+    is new there, naming the file it depends on. A pre-commit call on ``a.py``
+    then sees that removing ``pin_memory`` in ``a.py`` made ``b.py``'s copy block."""
+    for found, origin in cache.dependents(checked, config_for(Path(checked[0]))):
+        path = _relative(found)
+        file_config = config_for(Path(path))
+        data = _read(path)
+        if isinstance(data, str) or not file_config.deep or not worth_reading(data, file_config):
+            continue
+        # What it said before the files it depends on changed (kept until it is checked itself).
+        before = set(cache.previous(path, file_config) or [])
+        report = cache.get(path, data, file_config)
+        if report is None:
+            report = _worker((path, data, file_config, mode))
+            cache.put(path, data, file_config, report=report, baseline=sorted(before))
+        new = [d for d in report.diagnostics if (d.code, d.line, d.column, d.message) not in before]
+        if new or report.error is not None:
+            for d in new:
+                d.message += f" (`{path}` rechecked: its verdict depends on `{origin}`)"
+            report.diagnostics = new
+            report.source = data if new else None
+            yield report

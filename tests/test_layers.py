@@ -27,6 +27,7 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
             "pinfix.files",
             "pinfix.writing",
             "pinfix.cache",
+            "pinfix.deepcache",
             "pinfix.config",
             "pinfix.output",
             "pinfix.api",

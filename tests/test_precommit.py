@@ -151,3 +151,33 @@ def test_one_pinfix_process_per_run(tmp_path: Path, hook_repo: Dict[str, Path]) 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     runs: List[str] = re.findall(r"pinfix: (\d+) files? scanned", proc.stdout)
     assert runs == ["40"], proc.stdout  # require_serial: one batch, not one per CPU
+
+
+PINNED_MAKER = "import torch\n\n\ndef make():\n    return torch.zeros(4, pin_memory=True)\n"
+COPIER = "from pkg.a import make\n\n\ndef send(dev):\n    return make().to(dev, non_blocking=True)\n"
+
+
+def test_deep_hook_rechecks_the_copies_that_depend_on_a_changed_file(tmp_path: Path, hook_repo: Dict[str, Path]) -> None:
+    """Issue 17: `a.py`'s `make()` returns pinned memory and `b.py` copies it with
+    non_blocking; a commit that drops `pin_memory` in `a.py` alone must fail, naming
+    the copy in `b.py` and the file it depends on."""
+    repo = user_repo(
+        tmp_path / "cross",
+        hook_repo,
+        {"pyproject.toml": "[tool.pinfix]\ndeep = true\n", "pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": COPIER},
+    )
+    first = pre_commit(repo, hook_repo, "pinfix", "--all-files")
+    assert first.returncode == 0, first.stdout + first.stderr
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    (repo / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", ""))
+    _git(repo, "add", "pkg/a.py")
+    staged = pre_commit(repo, hook_repo, "pinfix")  # what `git commit` runs: the staged files only
+    assert staged.returncode == 1, staged.stdout + staged.stderr
+    (line,) = [li for li in staged.stdout.splitlines() if ": PIN002 " in li]
+    assert line.startswith("pkg/b.py:5:12: PIN002") and "depends on `pkg/a.py`" in line, staged.stdout
+    # Committing again without a fix still fails; pinning it again passes.
+    assert pre_commit(repo, hook_repo, "pinfix").returncode == 1
+    (repo / "pkg/a.py").write_text(PINNED_MAKER)
+    _git(repo, "add", "pkg/a.py")
+    fixed = pre_commit(repo, hook_repo, "pinfix")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr

@@ -13,7 +13,6 @@ import io
 import tokenize
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
-from weakref import WeakKeyDictionary
 
 from ..edits import SAFE, UNSAFE, Edit, Fix
 from ..effects import Makes
@@ -47,18 +46,7 @@ def what_copies(copy: Copy, src: Any) -> str:
 
 def helper_local_name(module: ModuleInfo, qualified: str) -> Optional[str]:
     """The local name of an existing top-level ``from M import name [as alias]``."""
-    names = _TOP_FROM_IMPORTS.get(module)
-    if names is None:
-        names = _TOP_FROM_IMPORTS[module] = {}
-        for stmt in module.tree.body:
-            if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module is not None:
-                for alias in stmt.names:
-                    names.setdefault(f"{stmt.module}.{alias.name}", alias.asname or alias.name)  # the first one counts
-    return names.get(qualified)
-
-
-#: Per module, once: ``M.name`` -> local name of each top-level ``from M import name [as alias]``.
-_TOP_FROM_IMPORTS: "WeakKeyDictionary[ModuleInfo, Dict[str, str]]" = WeakKeyDictionary()
+    return module.top_from_imports.get(qualified)
 
 
 def binding_line(module: ModuleInfo, func: Optional[FunctionInfo], name: str, qualified: str) -> Optional[int]:

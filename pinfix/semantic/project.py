@@ -834,18 +834,23 @@ class _Corpus:
             at = text.find(needle, end)
 
 
-def _read_tree(root: Path) -> List[Tuple[Path, bytes]]:
-    """The ``.py`` files below ``root`` with their bytes, in a stable order."""
-    found: List[Tuple[Path, bytes]] = []
+def project_files(root: Path) -> Iterator[Path]:
+    """The ``.py`` files below ``root`` that deep mode reads, in a stable order."""
     for directory, subdirs, names in os.walk(root):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in _NOT_PROJECT)
         for name in sorted(names):
             if name.endswith(".py"):
-                path = Path(directory) / name
-                try:
-                    found.append((path, path.read_bytes()))
-                except OSError:
-                    continue  # unreadable: what it says stays unknown
+                yield Path(directory) / name
+
+
+def _read_tree(root: Path) -> List[Tuple[Path, bytes]]:
+    """The ``.py`` files below ``root`` with their bytes."""
+    found: List[Tuple[Path, bytes]] = []
+    for path in project_files(root):
+        try:
+            found.append((path, path.read_bytes()))
+        except OSError:
+            continue  # unreadable: what it says stays unknown
     return found
 
 
@@ -925,4 +930,4 @@ def project_for(settings: Settings) -> Project:
     return found
 
 
-__all__ = ["Project", "DeepEvaluator", "project_for", "display", "mark"]
+__all__ = ["Project", "DeepEvaluator", "project_for", "project_files", "display", "mark"]

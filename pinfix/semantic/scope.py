@@ -378,7 +378,21 @@ class ModuleInfo:
         self.top: Dict[str, Definition] = {}
         self._rebound: Optional[Set[str]] = None
         self._top_bindings: Optional[Dict[str, int]] = None
+        self._from_imports: Optional[Dict[str, str]] = None
         self._index(tree.body, self.body, None, "")
+
+    @property
+    def top_from_imports(self) -> Dict[str, str]:
+        """``M.name`` -> local name of each top-level ``from M import name [as alias]``
+        (the first one written counts)."""
+        if self._from_imports is None:
+            names: Dict[str, str] = {}
+            for stmt in self.tree.body:
+                if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module is not None:
+                    for alias in stmt.names:
+                        names.setdefault(f"{stmt.module}.{alias.name}", alias.asname or alias.name)
+            self._from_imports = names
+        return self._from_imports
 
     @property
     def top_bindings(self) -> Dict[str, int]:

@@ -1,0 +1,253 @@
+"""``--deep`` verdicts in the check cache, kept with what they read.
+
+A deep verdict depends on other files: the modules its answers read and the
+searches of the project's text they made (callers of a function, stores to an
+attribute, subclasses). The engine reports both (``FileReport.reads``:
+``f:<path>``, ``g:<pattern>``). An entry keeps, besides the file's own hash:
+
+- each module read, with its size, modification time and hash: still valid
+  when it is unchanged (stat first, then the hash if the stat differs);
+- each search, with the *listing* of the project's files when it was made
+  (sizes and times of every ``.py`` under the project's root, kept once per
+  distinct listing): still valid when no file changed since then, or none of
+  the changed files' text now matches the search (a file that matched before
+  was read, so it is among the modules above).
+
+The index (``deep-index.json``) says, for each file checked with ``--deep``,
+what it read, so a check of some files can also recheck the copies elsewhere
+whose verdict depends on them (:meth:`DeepVerdicts.dependents`): the
+cross-file regression hook. Everything is written atomically; anything
+unreadable is a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+#: A listing: path -> (size, modification time in ns).
+Listing = Dict[str, Tuple[int, int]]
+
+INDEX_NAME = "deep-index.json"
+LISTINGS_DIR = "listings"
+#: Listings kept (the newest): an entry whose listing is gone is a miss.
+KEEP_LISTINGS = 8
+
+
+def file_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class DeepVerdicts:
+    """Deep entries' validity and the index of what each deep verdict read, for
+    one cache settings directory."""
+
+    def __init__(self, directory: Path):
+        #: ``<cache>/<version>/<settings>``.
+        self.directory = directory
+        self._listings: Dict[str, Tuple[str, Listing]] = {}
+        self._stored: Dict[str, Optional[Listing]] = {}
+        self._stats: Dict[str, Optional[Tuple[int, int]]] = {}
+        self._hashes: Dict[str, Optional[str]] = {}
+        self._texts: Dict[str, Optional[bytes]] = {}
+        self._changed: Dict[Tuple[str, str], Optional[List[str]]] = {}
+        self._index: Optional[Dict[str, Any]] = None
+        self._index_updates: Dict[str, List[str]] = {}
+
+    # --- the project's files -----------------------------------------------------------------
+
+    def listing(self, path: str) -> Tuple[str, str, Listing]:
+        """The root of ``path``'s project, the hash of its listing, the listing."""
+        from .semantic.modules import import_root
+        from .semantic.project import project_files
+
+        root = str(import_root(Path(path).resolve()))
+        known = self._listings.get(root)
+        if known is None:
+            found: Listing = {}
+            for file in project_files(Path(root)):
+                try:
+                    st = os.stat(file)
+                except OSError:
+                    continue
+                found[str(file)] = (st.st_size, st.st_mtime_ns)
+            digest = hashlib.sha256(json.dumps(sorted(found.items())).encode()).hexdigest()[:32]
+            known = self._listings[root] = (digest, found)
+            self._store_listing(digest, found)
+        return root, known[0], known[1]
+
+    def _store_listing(self, digest: str, listing: Listing) -> None:
+        from .writing import atomic_write
+
+        directory = self.directory / LISTINGS_DIR
+        if (directory / digest).is_file():
+            try:
+                os.utime(directory / digest)
+            except OSError:
+                pass
+            return
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            atomic_write(directory, digest, json.dumps(listing).encode())
+            kept = sorted(directory.iterdir(), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+            for stale in kept[KEEP_LISTINGS:]:
+                stale.unlink()
+        except OSError:
+            pass  # a cache is only ever a shortcut
+
+    def _stored_listing(self, digest: str) -> Optional[Listing]:
+        if digest not in self._stored:
+            from .writing import read_regular
+
+            try:
+                raw = json.loads(read_regular(self.directory / LISTINGS_DIR / digest, follow_symlinks=False, limit=1 << 26))
+                self._stored[digest] = {k: (int(v[0]), int(v[1])) for k, v in raw.items()}
+            except (OSError, ValueError, TypeError, IndexError, AttributeError, RecursionError):
+                self._stored[digest] = None
+        return self._stored[digest]
+
+    def _stat(self, path: str) -> Optional[Tuple[int, int]]:
+        if path not in self._stats:
+            try:
+                st = os.stat(path)
+                self._stats[path] = (st.st_size, st.st_mtime_ns)
+            except OSError:
+                self._stats[path] = None
+        return self._stats[path]
+
+    def _text(self, path: str) -> Optional[bytes]:
+        if path not in self._texts:
+            try:
+                with open(path, "rb") as f:
+                    self._texts[path] = f.read()
+            except OSError:
+                self._texts[path] = None
+        return self._texts[path]
+
+    def _hash(self, path: str) -> Optional[str]:
+        if path not in self._hashes:
+            data = self._text(path)
+            self._hashes[path] = None if data is None else file_hash(data)
+        return self._hashes[path]
+
+    def changed_since(self, root: str, digest: str) -> Optional[List[str]]:
+        """Files under ``root`` added, removed or changed since the listing
+        ``digest`` (``None``: that listing is no longer known)."""
+        key = (root, digest)
+        if key not in self._changed:
+            current = self._listings.get(root)
+            if current is None:
+                self._changed[key] = None
+                return None
+            now_digest, now = current
+            if now_digest == digest:
+                self._changed[key] = []
+            else:
+                then = self._stored_listing(digest)
+                if then is None:
+                    self._changed[key] = None
+                else:
+                    self._changed[key] = sorted(p for p in set(then) | set(now) if then.get(p) != now.get(p))
+        return self._changed[key]
+
+    # --- entries -----------------------------------------------------------------------------
+
+    def record(self, path: str, reads: Optional[List[str]]) -> Dict[str, Any]:
+        """What an entry keeps so it can be checked later (see :meth:`still_valid`)."""
+        root, digest, _ = self.listing(path)
+        modules = {}
+        searches = []
+        for what in reads or ():
+            kind, _, name = what.partition(":")
+            if kind == "f":
+                modules[name] = [self._stat(name), self._hash(name)]
+            elif kind == "g":
+                searches.append(name)
+        self._index_updates[os.path.realpath(path)] = list(reads or ())
+        return {"root": root, "listing": digest, "modules": modules, "searches": searches}
+
+    def still_valid(self, path: str, kept: Dict[str, Any]) -> bool:
+        """Whether nothing an entry's verdict read has changed since."""
+        try:
+            self.listing(path)
+            for name, (stamp, digest) in kept["modules"].items():
+                now = self._stat(name)
+                if now is None:
+                    return False
+                if stamp is None or tuple(stamp) != now:
+                    if self._hash(name) != digest:
+                        return False
+            searches = kept["searches"]
+            if searches:
+                changed = self.changed_since(kept["root"], kept["listing"])
+                if changed is None:
+                    return False
+                patterns = [re.compile(s.encode("latin-1")) for s in searches]
+                for file in changed:
+                    data = self._text(file)
+                    if data is not None and any(p.search(data) for p in patterns):
+                        return False
+            return True
+        except (KeyError, TypeError, ValueError, re.error):
+            return False
+
+    # --- the index: who read what ------------------------------------------------------------
+
+    def index(self) -> Dict[str, Any]:
+        if self._index is None:
+            from .writing import read_regular
+
+            try:
+                raw = json.loads(read_regular(self.directory / INDEX_NAME, follow_symlinks=False, limit=1 << 28))
+                self._index = raw if isinstance(raw, dict) else {}
+            except (OSError, ValueError, RecursionError):
+                self._index = {}
+        return self._index
+
+    def dependents(self, paths: Iterable[str]) -> List[Tuple[str, str]]:
+        """Files checked with ``--deep`` before (not among ``paths``) whose verdict
+        read one of ``paths``: ``(dependent, the path it read)``, in order."""
+        given = {os.path.realpath(p): p for p in paths}
+        texts = {p: self._text(p) for p in given}
+        out = []
+        for other, reads in sorted(self.index().items()):
+            if other in given or not isinstance(reads, list):
+                continue
+            origin = None
+            for what in reads:
+                kind, _, name = str(what).partition(":")
+                if kind == "f" and name in given:
+                    origin = given[name]
+                elif kind == "g":
+                    try:
+                        pattern = re.compile(name.encode("latin-1"))
+                    except re.error:
+                        continue
+                    origin = next((given[p] for p, t in texts.items() if t is not None and pattern.search(t)), None)
+                if origin is not None:
+                    break
+            if origin is not None and os.path.isfile(other):
+                out.append((other, origin))
+        return out
+
+    def save(self) -> None:
+        """Write the index with this run's deep verdicts (atomically)."""
+        if not self._index_updates:
+            return
+        from .writing import atomic_write
+
+        merged = dict(self.index())
+        merged.update(self._index_updates)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.directory, INDEX_NAME, json.dumps(merged, sort_keys=True).encode())
+        except OSError:
+            pass  # a cache is only ever a shortcut
+        self._index_updates.clear()
+
+
+__all__ = ["DeepVerdicts", "file_hash"]

@@ -1,0 +1,91 @@
+"""``--deep`` verdicts in the check cache (issue 17): reused while nothing they read
+changed, redone when a module they read or a search of the project's text they made
+would now answer otherwise, and the files depending on a checked file rechecked."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict
+
+PINNED_MAKER = "import torch\n\n\ndef make():\n    return torch.zeros(4, pin_memory=True)\n"
+COPIER = "from pkg.a import make\n\n\ndef send(dev):\n    return make().to(dev, non_blocking=True)\n"
+
+
+def tree(root: Path, files: Dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / "pyproject.toml").write_text("[tool.pinfix]\ndeep = true\n")
+    return root
+
+
+def check(root: Path, *paths: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PINFIX_CACHE_DIR"}
+    return subprocess.run(
+        [sys.executable, "-m", "pinfix", "check", "--no-progress", "--output-format", "json", *paths],
+        cwd=root, env=env, capture_output=True, text=True, timeout=300,
+    )
+
+
+def found(proc: subprocess.CompletedProcess) -> list:
+    return sorted((f["path"], f["line"], f["code"]) for f in json.loads(proc.stdout)["findings"])
+
+
+def entries(root: Path) -> Dict[str, dict]:
+    out = {}
+    for entry in (root / ".pinfix_cache").rglob("*"):
+        if entry.is_file() and len(entry.name) == 64:
+            raw = json.loads(entry.read_text())
+            out[entry.name] = raw
+    return out
+
+
+def test_a_changed_module_the_verdict_read_is_not_answered_from_the_cache(tmp_path: Path) -> None:
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": COPIER})
+    assert found(check(root, "pkg")) == []
+    (kept,) = entries(root).values()
+    assert kept["deep"]["modules"] and any(r.endswith(os.path.join("pkg", "a.py")) for r in kept["deep"]["modules"])
+    (root / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", ""))
+    # b.py's own bytes are unchanged: a cache keyed by them alone would say "clean".
+    assert found(check(root, "pkg/b.py")) == [("pkg/b.py", 5, "PIN002")]
+
+
+def test_an_unchanged_project_reuses_every_deep_verdict(tmp_path: Path) -> None:
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER.replace(", pin_memory=True", ""), "pkg/b.py": COPIER})
+    assert found(check(root, "pkg")) == [("pkg/b.py", 5, "PIN002")]
+    (name, kept), = entries(root).items()
+    # A verdict from the cache says what the entry says: mark the entry and see it come back.
+    kept["diagnostics"][0]["message"] = "from the cache"
+    (path,) = [p for p in (root / ".pinfix_cache").rglob(name)]
+    path.write_text(json.dumps(kept))
+    again = json.loads(check(root, "pkg").stdout)["findings"]
+    assert [f["message"] for f in again] == ["from the cache"]
+
+
+def test_a_new_caller_elsewhere_invalidates_a_verdict_that_searched_for_callers(tmp_path: Path) -> None:
+    sender = "def _send(x, dev):\n    return x.to(dev, non_blocking=True)\n"
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/b.py": sender})
+    assert found(check(root, "pkg/b.py")) == []
+    (kept,) = entries(root).values()
+    assert kept["deep"]["searches"], kept["deep"]
+    caller = "import torch\n\nfrom pkg.b import _send\n\n\ndef go(dev):\n    return _send(torch.arange(3), dev)\n"
+    (root / "pkg/c.py").write_text(caller)
+    assert found(check(root, "pkg/b.py")) == [("pkg/b.py", 2, "PIN002")]
+
+
+def test_checking_a_file_rechecks_its_dependents_and_names_the_origin(tmp_path: Path) -> None:
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": COPIER})
+    assert check(root, "pkg").returncode == 0
+    (root / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", ""))
+    proc = check(root, "pkg/a.py")
+    assert proc.returncode == 1
+    (finding,) = json.loads(proc.stdout)["findings"]
+    assert (finding["path"], finding["line"]) == ("pkg/b.py", 5)
+    assert "depends on `pkg/a.py`" in finding["message"]
+    # Without the cache there is nothing to say which files depend on a.py.
+    quiet = subprocess.run(
+        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--no-progress", "pkg/a.py"], cwd=root, capture_output=True, text=True
+    )
+    assert quiet.returncode == 0, quiet.stdout
