@@ -12,12 +12,12 @@ import ast
 import io
 import tokenize
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from ..edits import SAFE, UNSAFE, Edit, Fix
 from ..effects import Makes
 from ..semantic.facts import Copy, on_cpu, position
-from ..semantic.scope import FunctionInfo, ModuleInfo, iter_nodes
+from ..semantic.scope import FunctionInfo, ModuleInfo, iter_nodes, last_name
 from ..semantic.values import PAGEABLE, PINNED, Step, Tensor, steps
 from .base import Finding, RuleContext
 
@@ -527,7 +527,7 @@ class Judge:
         if isinstance(node, ast.Constant) and isinstance(node.value, (str, int)) and not isinstance(node.value, bool):
             return True
         if isinstance(node, ast.Call):
-            return _last(node.func) == "device"
+            return last_name(node.func) == "device"
         if isinstance(node, ast.Attribute):
             return node.attr == "device" or node.attr.endswith("_device")
         if isinstance(node, ast.Name):
@@ -536,7 +536,7 @@ class Judge:
 
     def plainly_accelerator(self, node: ast.AST) -> bool:
         text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-        if text is None and isinstance(node, ast.Call) and _last(node.func) == "device" and node.args:
+        if text is None and isinstance(node, ast.Call) and last_name(node.func) == "device" and node.args:
             first = node.args[0]
             text = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
         return text is not None and text.split(":", 1)[0].strip() not in ("cpu", "meta")
@@ -671,14 +671,6 @@ def _root(node: ast.AST) -> str:
     while isinstance(node, ast.Attribute):
         node = node.value
     return node.id if isinstance(node, ast.Name) else ""
-
-
-def _last(node: ast.AST) -> str:
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
-    return ""
 
 
 def _bool(node: ast.AST) -> Optional[bool]:

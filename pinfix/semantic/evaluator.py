@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Dict, Optional
 
 from .facts import FunctionFacts
 from .flow import BUDGET_PER_STATEMENT, Flow
-from .scope import FunctionInfo, Param
+from .scope import FunctionInfo, Param, last_name
 from .state import State
 from .values import Array, Class, Device, DType, Host, Instance, Seq, Value, unknown, ANY_DEVICE
 
@@ -105,13 +105,13 @@ def annotation_value(annotation: Optional[ast.expr]) -> Optional[Value]:
             node = ast.parse(node.value, mode="eval").body
         except SyntaxError:
             return None
-    name = _last(node)
+    name = last_name(node)
     if isinstance(node, ast.Subscript):
-        outer = _last(node.value)
+        outer = last_name(node.value)
         if outer in _LISTS:
             inner = node.slice
             items = list(inner.elts) if isinstance(inner, ast.Tuple) else [inner]
-            host = all(_last(i) in _HOST_ITEMS or (isinstance(i, ast.Constant) and i.value is Ellipsis) for i in items)
+            host = all(last_name(i) in _HOST_ITEMS or (isinstance(i, ast.Constant) and i.value is Ellipsis) for i in items)
             elements = Value((Host(),)) if host else unknown("is an item of a parameter")
             return Value((Seq("list" if outer not in ("tuple", "Tuple") else "tuple", None, elements),))
         if outer in ("NDArray",):
@@ -130,9 +130,3 @@ def annotation_value(annotation: Optional[ast.expr]) -> Optional[Value]:
     return None
 
 
-def _last(node: ast.AST) -> str:
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
-    return ""

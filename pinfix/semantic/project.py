@@ -34,7 +34,7 @@ from .facts import FunctionFacts
 from .flow import TRANSPARENT_DECORATORS
 from .module import ModuleContext, functions_at
 from .modules import ModuleIndex, module_name
-from .scope import ClassInfo, FunctionInfo, ModuleInfo
+from .scope import ClassInfo, FunctionInfo, ModuleInfo, last_name
 from .slices import Graph, Purpose, Slice
 from .source import SourceError, SourceText
 from .state import State
@@ -752,7 +752,7 @@ class DeepEvaluator(Evaluator):
         if self.relevant is not None and not self.relevant.reads_name(p.name):
             return found
         annotation = p.annotation
-        if isinstance(annotation, ast.Subscript) and _last_name(annotation.value) == "Optional":
+        if isinstance(annotation, ast.Subscript) and last_name(annotation.value) == "Optional":
             annotation = annotation.slice
         cls = self.project.class_expression(self.module, annotation)
         return Value((Instance(cls),)) if cls is not None else found
@@ -888,10 +888,6 @@ def _kind(atom: Any) -> str:
     if isinstance(atom, Tensor) and atom.device == "cpu" and atom.memory == "pinned":
         return "pinned"
     return "other"
-
-
-def _last_name(node: ast.AST) -> str:
-    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
 
 
 def _literal(node: ast.AST) -> Value:

@@ -116,15 +116,18 @@ def parameters(args: ast.arguments) -> List[Param]:
     return out
 
 
+def last_name(node: ast.AST) -> str:
+    """The last component of a dotted name (``torch.device`` -> ``device``); ``""`` for anything else."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
 def decorator_name(d: ast.expr) -> str:
     """The last dotted component a decorator is spelled with (``functools.lru_cache(8)`` -> ``lru_cache``)."""
-    if isinstance(d, ast.Call):
-        d = d.func
-    if isinstance(d, ast.Attribute):
-        return d.attr
-    if isinstance(d, ast.Name):
-        return d.id
-    return ""
+    return last_name(d.func if isinstance(d, ast.Call) else d)
 
 
 class FunctionInfo:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
-from .scope import FunctionInfo
+from .scope import FunctionInfo, last_name
 
 #: A question a slice answers: ``("copies", lines)``, ``("returns",)``,
 #: ``("stores", attr)`` (``attr`` ``None``: any attribute of the receiver),
@@ -206,7 +206,7 @@ def _read(node: ast.AST, unit: _Unit) -> None:
         elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in below:
             unit.loads.add(n.id)
         elif isinstance(n, ast.Call):
-            unit.calls.add(_final_name(n.func))
+            unit.calls.add(last_name(n.func))
             key = _key(n.func.value) if isinstance(n.func, ast.Attribute) else None
             if key is not None:
                 unit.defines.add(key)  # `x.append(v)`, `self.buf.copy_(t)`
@@ -305,14 +305,6 @@ def _header_end(stmt: ast.AST) -> int:
     if isinstance(body, list) and body:
         return max(first, body[0].lineno - 1)
     return first
-
-
-def _final_name(node: ast.AST) -> str:
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
-    return ""
 
 
 __all__ = ["Graph", "Purpose", "Slice", "slice_of"]
