@@ -463,10 +463,11 @@ class Judge:
         device, device_keyword, dtype = parsed
         source = copy.source_node
         origin = primary.origin
-        direct = inline and origin is not None and origin.node is source and len(tensors) == 1
+        # The copy's receiver is the very call that made the memory (not arithmetic,
+        # an index or a view written inline: those are passed to the helper as they are).
+        direct = inline and origin is not None and origin.node is source and isinstance(source, ast.Call) and len(tensors) == 1
         dropped: List[str] = []
-        if direct:
-            assert origin is not None and isinstance(source, ast.Call)
+        if direct and origin is not None and isinstance(source, ast.Call):
             if origin.qualified == "torch.from_numpy":
                 if len(source.args) != 1 or source.keywords or isinstance(source.args[0], ast.Starred):
                     return None
