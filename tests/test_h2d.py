@@ -247,6 +247,33 @@ def bump(count: int, device):
     return async_tensor_h2d(start + 1, device)
 ''',
     ),
+    # A sum with a non-0-dim CPU tensor is on the CPU whatever the other operand is.
+    "sum_with_unknown_operand": (
+        '''\
+import torch
+
+
+class Table:
+    def rows(self, keys: list, device):
+        keys_t = torch.tensor(keys, dtype=torch.long)
+        base = torch.arange(0, self.width, dtype=torch.long)
+        rows = base.view((1, self.width)) + keys_t.view((len(keys), 1)) * self.width
+        return rows.to(device=device, non_blocking=True)
+''',
+        '''\
+import torch
+
+from vllm.utils.torch_utils import async_tensor_h2d
+
+
+class Table:
+    def rows(self, keys: list, device):
+        keys_t = torch.tensor(keys, dtype=torch.long)
+        base = torch.arange(0, self.width, dtype=torch.long)
+        rows = base.view((1, self.width)) + keys_t.view((len(keys), 1)) * self.width
+        return async_tensor_h2d(rows, device)
+''',
+    ),
 }
 
 # Sinks the h2d fix leaves alone: (source, text the fixed file must contain, fix safety, note part).

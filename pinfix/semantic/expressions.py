@@ -514,6 +514,10 @@ class Expressions:
         chosen = solid[0] if solid else (cpu[0] if cpu and every_cpu else None)
         if chosen is not None:
             out.append(Value((self.computed(node, chosen, qualified, label, what, effect, scalar),)))
+        if any(o.all(lambda a: isinstance(a, Tensor) and a.device == CPU and not a.scalar) for o in operands):
+            # An input that is a CPU tensor on every path and never 0-dim: torch computes
+            # on the CPU (or fails, on a device operand of any shape), so the result is here.
+            return join(*out)
         for t in (t for o in operands for t in o.tensors):
             if t.device == ACCEL:
                 out.append(Value((Tensor(ACCEL, scalar=scalar),)))
