@@ -259,6 +259,39 @@ def test_other_use_is_the_first_one_written() -> None:
         assert "`x` is also used at line 6" in message
 
 
+def test_uses_of_a_rebinding_are_not_uses_of_the_copied_tensor() -> None:
+    # `acc` after the copy holds its result; the list uses come before the tensor exists.
+    code = """\
+    import torch
+
+    def f(chunks, dev):
+        acc = []
+        for c in chunks:
+            acc.append(torch.arange(c))
+        acc = torch.cat(acc)
+        acc = acc.to(dev, non_blocking=True)
+        return acc.sum()
+    """
+    (finding,) = check_text(textwrap.dedent(code), config=H2D)
+    assert finding.fix_safety == "safe" and "also used" not in finding.message
+
+
+@pytest.mark.parametrize(
+    "body, line",
+    [
+        # A rebinding on one branch only: the other path still reads the CPU tensor.
+        ("x = torch.arange(n)\n    y = x.to(dev, non_blocking=True)\n    if n:\n        x = y\n    return x\n", 8),
+        # Read before the binding in the loop around both: the previous round's tensor.
+        ("for k in range(n):\n        if k:\n            print(x)\n        x = torch.arange(k)\n"
+         "        y = x.to(dev, non_blocking=True)\n", 6),
+    ],
+)
+def test_uses_the_binding_may_reach_keep_the_fix_unsafe(body: str, line: int) -> None:
+    code = "import torch\n\ndef f(n, dev):\n    " + body
+    (finding,) = check_text(code, config=H2D)
+    assert finding.fix_safety == "unsafe" and f"`x` is also used at line {line}" in finding.message
+
+
 # --- issue 14 items that live in the analysis ----------------------------------------------------
 
 

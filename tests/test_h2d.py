@@ -274,6 +274,36 @@ class Table:
         return async_tensor_h2d(rows, device)
 ''',
     ),
+    # The name rebound to the copy's result: later uses are of the result, and
+    # the list's uses come before the tensor exists.
+    "rebound_to_the_result": (
+        '''\
+import torch
+
+
+def gather(chunks, device):
+    pieces = []
+    for c in chunks:
+        pieces.append(torch.arange(c))
+    pieces = torch.cat(pieces)
+    pieces = pieces.to(device, non_blocking=True)
+    return pieces.sum()
+''',
+        '''\
+import torch
+
+from vllm.utils.torch_utils import async_tensor_h2d
+
+
+def gather(chunks, device):
+    pieces = []
+    for c in chunks:
+        pieces.append(torch.arange(c))
+    pieces = torch.cat(pieces)
+    pieces = async_tensor_h2d(pieces, device)
+    return pieces.sum()
+''',
+    ),
 }
 
 # Sinks the h2d fix leaves alone: (source, text the fixed file must contain, fix safety, note part).

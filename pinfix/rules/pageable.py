@@ -331,7 +331,7 @@ class Judge:
         if name is None:
             return None
         binding = route.bindings[0].node
-        others = [n for n in self.ctx.facts.uses(self.func, name) if n is not copy.source_node and n is not binding and isinstance(n.ctx, ast.Load) and not _holds(copy.call, n)]
+        others = [n for n in self.ctx.facts.reached_uses(self.func, binding, name) if n is not copy.source_node and n is not binding and isinstance(n.ctx, ast.Load) and not _holds(copy.call, n)]
         if others:
             return (
                 f"`{name}` is also used at line {others[0].lineno}; "
@@ -402,7 +402,7 @@ class Judge:
             name = step.message.split("`")[1] if "`" in step.message else None
             if name is None or "." in name:
                 continue
-            later = [n for n in self.ctx.facts.uses(self.func, name) if position(n) > end and not _holds(copy.call, n)]
+            later = [n for n in self.ctx.facts.reached_uses(self.func, step.node, name) if position(n) > end and not _holds(copy.call, n)]
             if later:
                 return (
                     f"`{name}` is used again at line {later[0].lineno}; once pinned the copy no longer "
@@ -610,7 +610,7 @@ class Judge:
             name = step.message.split("`")[1] if "`" in step.message else None
             if name is None or "." in name:
                 continue
-            for use in self.ctx.facts.uses(self.func, name):
+            for use in self.ctx.facts.reached_uses(self.func, step.node, name):
                 if not isinstance(use.ctx, ast.Load) or _holds(copy.call, use):
                     continue
                 if any(_holds(_statement_value(b, self.func), use) for b in route.bindings):
