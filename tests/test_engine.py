@@ -292,6 +292,33 @@ def test_uses_the_binding_may_reach_keep_the_fix_unsafe(body: str, line: int) ->
     assert finding.fix_safety == "unsafe" and f"`x` is also used at line {line}" in finding.message
 
 
+@pytest.mark.parametrize("deep", [False, True])
+def test_name_imported_under_global_in_a_function_resolves(deep: bool) -> None:
+    code = """\
+    import torch
+
+    def load():
+        global as_host
+        from torch import from_numpy as as_host
+
+    def f(arr, dev):
+        return as_host(arr).to(dev, non_blocking=True)
+    """
+    assert found(code, Config().with_overrides(deep=deep)) == [(8, "PIN001")]
+
+
+@pytest.mark.parametrize(
+    "other",
+    ["as_host = None\n", "def other():\n    global as_host\n    from numpy import asarray as as_host\n"],
+)
+def test_name_bound_differently_under_global_stays_unknown(other: str) -> None:
+    code = (
+        "import torch\n\n" + other + "\ndef load():\n    global as_host\n    from torch import from_numpy as as_host\n\n"
+        "def f(arr, dev):\n    return as_host(arr).to(dev, non_blocking=True)\n"
+    )
+    assert [f.code for f in check_text(code, config=Config().with_overrides(show_unknown=True))] == ["PIN004"]
+
+
 # --- issue 14 items that live in the analysis ----------------------------------------------------
 
 

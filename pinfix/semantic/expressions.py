@@ -158,6 +158,10 @@ class Expressions:
             return self.by_name(found, name, node)
         found = self.closure.get(name)
         where = "the enclosing function's"
+        if found is None and name in self.module.rebound_globals:
+            imported = self.module.global_import(name)
+            if imported is not None:
+                return self.by_name(Value((Ref(imported),)), name, node)
         if found is None:
             found = self.globals(name)
             where = "the module-level"
