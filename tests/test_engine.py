@@ -319,6 +319,15 @@ def test_name_bound_differently_under_global_stays_unknown(other: str) -> None:
     assert [f.code for f in check_text(code, config=Config().with_overrides(show_unknown=True))] == ["PIN004"]
 
 
+@pytest.mark.parametrize(
+    "read, column",
+    [("print(out)", 11), ("return int(out)", 16), ("return out.tolist()", 12), ("if out[0] > 0:\n        pass", 8)],
+)
+def test_host_read_is_reported_at_the_name_read(read: str, column: int) -> None:
+    code = "import torch\n\ndef f(t):\n    out = t.to(torch.device('cpu'), non_blocking=True)\n    " + read + "\n"
+    assert [(f.code, f.line, f.column) for f in check_text(code)] == [("PIN003", 5, column)]
+
+
 # --- issue 14 items that live in the analysis ----------------------------------------------------
 
 
