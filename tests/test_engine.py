@@ -328,6 +328,81 @@ def test_host_read_is_reported_at_the_name_read(read: str, column: int) -> None:
     assert [(f.code, f.line, f.column) for f in check_text(code)] == [("PIN003", 5, column)]
 
 
+SHOW_UNKNOWN = Config().with_overrides(show_unknown=True)
+
+
+def test_contiguous_of_a_gapped_view_is_a_fresh_tensor_quoted_once() -> None:
+    code = """\
+    import torch
+
+    def f(k, dev):
+        return torch.ones(3, k, pin_memory=True)[:, :1].contiguous().to(dev, non_blocking=True)
+    """
+    (message,) = messages(code)
+    assert "``" not in message
+    assert "`.contiguous()` (line 4) is a fresh pageable CPU tensor" in message
+
+
+def test_unknown_note_gives_the_root_reason_once_and_the_chain_as_evidence() -> None:
+    code = """\
+    import torch
+
+    def f(vals, dev):
+        a = build(vals)
+        b = torch.repeat_interleave(a, 2)
+        c = torch.argsort(b)
+        return c.to(dev, non_blocking=True)
+    """
+    (note,) = check_text(textwrap.dedent(code), config=SHOW_UNKNOWN)
+    assert note.message.count("cannot see what") == 1 and "what `build()` returns" in note.message
+    assert [e.line for e in note.evidence] == [4, 5, 6, 7]
+    assert "torch.repeat_interleave" in note.evidence[1].message and "torch.argsort" in note.evidence[2].message
+
+
+def test_unknown_note_names_the_parameter_an_item_comes_from() -> None:
+    code = """\
+    import torch
+
+    def f(chunks: list[torch.Tensor], dev):
+        return chunks[0].to(dev, non_blocking=True)
+    """
+    (note,) = check_text(textwrap.dedent(code), config=SHOW_UNKNOWN)
+    assert "(`chunks[0]` is an item of the parameter `chunks`)" in note.message
+
+
+def test_several_origins_are_each_named_with_their_lines_and_remedies() -> None:
+    code = """\
+    import torch
+
+    def f(a, n, dev):
+        x = torch.from_numpy(a)
+        if n:
+            x = torch.cat((x, torch.zeros(n)))
+        return x.to(dev, non_blocking=True)
+    """
+    (message,) = messages(code)
+    assert "`x` holds pageable memory from 2 origins: `torch.from_numpy(...)` (line 4), `torch.cat(...)` (line 6)" in message
+    assert "for `torch.from_numpy(...)` (line 4), make the source pinned with `np_to_pinned_tensor(...)`" in message
+    assert "for `torch.cat(...)` (line 6), stage it through a persistent pinned buffer" in message
+
+
+def test_several_factories_share_one_remedy_and_one_fix() -> None:
+    code = """\
+    import torch
+
+    def f(ids, n, dev):
+        x = torch.tensor(ids)
+        if n:
+            x = torch.zeros(n)
+        return x.to(dev, non_blocking=True)
+    """
+    (finding,) = check_text(textwrap.dedent(code))
+    assert "2 origins: `torch.tensor(...)` (line 4), `torch.zeros(...)` (line 6)" in finding.message
+    assert finding.message.count("allocate it pinned") == 1
+    fixed = fix_text(textwrap.dedent(code), unsafe_fixes=True)
+    assert "torch.tensor(ids, pin_memory=True)" in fixed and "torch.zeros(n, pin_memory=True)" in fixed
+
+
 # --- issue 14 items that live in the analysis ----------------------------------------------------
 
 

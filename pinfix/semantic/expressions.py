@@ -26,6 +26,7 @@ from .values import (
     DENSE,
     EMPTY,
     GAPPED,
+    ITEM_OF_PARAMETER,
     PAGEABLE,
     PINNED,
     Array,
@@ -155,6 +156,8 @@ class Expressions:
             found = state.get(name)
             if found is None or not found:
                 return unknown(f"`{name}` is not bound on every way here", node)
+            if any(isinstance(a, Seq) and a.elements.unknown is not None and a.elements.unknown.why == ITEM_OF_PARAMETER for a in found):
+                found = found.map(lambda a: self.items_of_parameter(a, name) if isinstance(a, Seq) else None)
             return self.by_name(found, name, node)
         found = self.closure.get(name)
         where = "the enclosing function's"
@@ -174,6 +177,15 @@ class Expressions:
             step = self.step("read", node, f"{where} name `{name}`")
             found = found.map(lambda a: Value((a.evolve(route=(step, a.route), via=a.via or step),)) if isinstance(a, Tensor) else None)
         return self.by_name(found, name, node)
+
+    def items_of_parameter(self, seq: Seq, name: str) -> Optional[Value]:
+        """A sequence parameter's items, named after it (``list[torch.Tensor]``: its
+        annotation says nothing of their memory)."""
+        if not any(p.name == name for p in self.func.params):
+            return None
+        named = Unknown(f"is an item of the parameter `{name}`")
+        elements = seq.elements.map(lambda a: Value((named,)) if isinstance(a, Unknown) and a.why == ITEM_OF_PARAMETER else None)
+        return Value((Seq(seq.kind, seq.items, elements, seq.site),))
 
     def by_name(self, value: Value, name: str, node: ast.AST) -> Value:
         """``[tool.pinfix] cpu-tensor-names``: a name the project's convention puts on the CPU."""
