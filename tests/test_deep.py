@@ -481,7 +481,7 @@ def test_origin_in_the_same_file_gets_an_unsafe_pin_memory_fix(tmp_path):
         ("def f(host, dev):\n    return host.to(dev, non_blocking=True)\n", "`host` is a parameter"),
         ("def f(items, dev):\n    for t in items:\n        t.to(dev, non_blocking=True)\n", "`t` is bound in a way"),
         ("def f(other, dev):\n    lst = []\n    lst += other\n    return torch.cat(lst).to(dev, non_blocking=True)\n",
-         "cannot see what `torch.cat()` returns"),
+         "`other` is a parameter"),  # the root reason; `torch.cat()` of it is evidence
         ("def f(obj, dev):\n    return obj.make().to(dev, non_blocking=True)\n", "`obj` is a parameter"),
     ],
 )

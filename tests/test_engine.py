@@ -259,6 +259,133 @@ def test_other_use_is_the_first_one_written() -> None:
         assert "`x` is also used at line 6" in message
 
 
+@pytest.mark.parametrize(
+    "body, line",
+    [
+        # A rebinding on one branch only: the other path still reads the CPU tensor.
+        ("x = torch.arange(n)\n    y = x.to(dev, non_blocking=True)\n    if n:\n        x = y\n    return x\n", 8),
+        # Read before the binding in the loop around both: the previous round's tensor.
+        ("for k in range(n):\n        if k:\n            print(x)\n        x = torch.arange(k)\n"
+         "        y = x.to(dev, non_blocking=True)\n", 6),
+    ],
+)
+def test_uses_the_binding_may_reach_keep_the_fix_unsafe(body: str, line: int) -> None:
+    code = "import torch\n\ndef f(n, dev):\n    " + body
+    (finding,) = check_text(code, config=H2D)
+    assert finding.fix_safety == "unsafe" and f"`x` is also used at line {line}" in finding.message
+
+
+@pytest.mark.parametrize("deep", [False, True])
+def test_name_imported_under_global_in_a_function_resolves(deep: bool) -> None:
+    code = """\
+    import torch
+
+    def load():
+        global as_host
+        from torch import from_numpy as as_host
+
+    def f(arr, dev):
+        return as_host(arr).to(dev, non_blocking=True)
+    """
+    assert found(code, Config().with_overrides(deep=deep)) == [(8, "PIN001")]
+
+
+@pytest.mark.parametrize(
+    "other",
+    ["as_host = None\n", "def other():\n    global as_host\n    from numpy import asarray as as_host\n"],
+)
+def test_name_bound_differently_under_global_stays_unknown(other: str) -> None:
+    code = (
+        "import torch\n\n" + other + "\ndef load():\n    global as_host\n    from torch import from_numpy as as_host\n\n"
+        "def f(arr, dev):\n    return as_host(arr).to(dev, non_blocking=True)\n"
+    )
+    assert [f.code for f in check_text(code, config=Config().with_overrides(show_unknown=True))] == ["PIN004"]
+
+
+@pytest.mark.parametrize(
+    "read, column",
+    [("print(out)", 11), ("return int(out)", 16), ("return out.tolist()", 12), ("if out[0] > 0:\n        pass", 8)],
+)
+def test_host_read_is_reported_at_the_name_read(read: str, column: int) -> None:
+    code = "import torch\n\ndef f(t):\n    out = t.to(torch.device('cpu'), non_blocking=True)\n    " + read + "\n"
+    assert [(f.code, f.line, f.column) for f in check_text(code)] == [("PIN003", 5, column)]
+
+
+SHOW_UNKNOWN = Config().with_overrides(show_unknown=True)
+
+
+def test_contiguous_of_a_gapped_view_is_a_fresh_tensor_quoted_once() -> None:
+    code = """\
+    import torch
+
+    def f(k, dev):
+        return torch.ones(3, k, pin_memory=True)[:, :1].contiguous().to(dev, non_blocking=True)
+    """
+    (message,) = messages(code)
+    assert "``" not in message
+    assert "`.contiguous()` (line 4) is a fresh pageable CPU tensor" in message
+
+
+def test_unknown_note_gives_the_root_reason_once_and_the_chain_as_evidence() -> None:
+    code = """\
+    import torch
+
+    def f(vals, dev):
+        a = build(vals)
+        b = torch.repeat_interleave(a, 2)
+        c = torch.argsort(b)
+        return c.to(dev, non_blocking=True)
+    """
+    (note,) = check_text(textwrap.dedent(code), config=SHOW_UNKNOWN)
+    assert note.message.count("cannot see what") == 1 and "what `build()` returns" in note.message
+    assert [e.line for e in note.evidence] == [4, 5, 6, 7]
+    assert "torch.repeat_interleave" in note.evidence[1].message and "torch.argsort" in note.evidence[2].message
+
+
+def test_unknown_note_names_the_parameter_an_item_comes_from() -> None:
+    code = """\
+    import torch
+
+    def f(chunks: list[torch.Tensor], dev):
+        return chunks[0].to(dev, non_blocking=True)
+    """
+    (note,) = check_text(textwrap.dedent(code), config=SHOW_UNKNOWN)
+    assert "(`chunks[0]` is an item of the parameter `chunks`)" in note.message
+
+
+def test_several_origins_are_each_named_with_their_lines_and_remedies() -> None:
+    code = """\
+    import torch
+
+    def f(a, n, dev):
+        x = torch.from_numpy(a)
+        if n:
+            x = torch.cat((x, torch.zeros(n)))
+        return x.to(dev, non_blocking=True)
+    """
+    (message,) = messages(code)
+    assert "`x` holds pageable memory from 2 origins: `torch.from_numpy(...)` (line 4), `torch.cat(...)` (line 6)" in message
+    assert "for `torch.from_numpy(...)` (line 4), make the source pinned with `np_to_pinned_tensor(...)`" in message
+    assert "for `torch.cat(...)` (line 6), stage it through a persistent pinned buffer" in message
+
+
+def test_several_factories_share_one_remedy_and_one_fix() -> None:
+    code = """\
+    import torch
+
+    def f(ids, n, dev):
+        x = torch.tensor(ids)
+        if n:
+            x = torch.zeros(n)
+        return x.to(dev, non_blocking=True)
+    """
+    (finding,) = check_text(textwrap.dedent(code))
+    assert "2 origins: `torch.tensor(...)` (line 4), `torch.zeros(...)` (line 6)" in finding.message
+    assert finding.message.count("allocate it pinned") == 1
+    fixed = fix_text(textwrap.dedent(code), unsafe_fixes=True)
+    assert "torch.tensor(ids, pin_memory=True)" in fixed and "torch.zeros(n, pin_memory=True)" in fixed
+
+
 # --- issue 14 items that live in the analysis ----------------------------------------------------
 
 

@@ -226,6 +226,84 @@ def f(a, device):
     return out
 ''',
     ),
+    # A computed source that is not a call (arithmetic): rewritten as a traced tensor.
+    "computed_arithmetic_source": (
+        '''\
+import torch
+
+
+def bump(count: int, device):
+    start = torch.arange(count)
+    return (start + 1).to(device, non_blocking=True)
+''',
+        '''\
+import torch
+
+from vllm.utils.torch_utils import async_tensor_h2d
+
+
+def bump(count: int, device):
+    start = torch.arange(count)
+    return async_tensor_h2d(start + 1, device)
+''',
+    ),
+    # A sum with a non-0-dim CPU tensor is on the CPU whatever the other operand is.
+    "sum_with_unknown_operand": (
+        '''\
+import torch
+
+
+class Table:
+    def rows(self, keys: list, device):
+        keys_t = torch.tensor(keys, dtype=torch.long)
+        base = torch.arange(0, self.width, dtype=torch.long)
+        rows = base.view((1, self.width)) + keys_t.view((len(keys), 1)) * self.width
+        return rows.to(device=device, non_blocking=True)
+''',
+        '''\
+import torch
+
+from vllm.utils.torch_utils import async_tensor_h2d
+
+
+class Table:
+    def rows(self, keys: list, device):
+        keys_t = torch.tensor(keys, dtype=torch.long)
+        base = torch.arange(0, self.width, dtype=torch.long)
+        rows = base.view((1, self.width)) + keys_t.view((len(keys), 1)) * self.width
+        return async_tensor_h2d(rows, device)
+''',
+    ),
+    # The name rebound to the copy's result: later uses are of the result, and
+    # the list's uses come before the tensor exists.
+    "rebound_to_the_result": (
+        '''\
+import torch
+
+
+def gather(chunks, device):
+    pieces = []
+    for c in chunks:
+        pieces.append(torch.arange(c))
+    pieces = torch.cat(pieces)
+    pieces = pieces.to(device, non_blocking=True)
+    return pieces.sum()
+''',
+        '''\
+import torch
+
+from vllm.utils.torch_utils import async_tensor_h2d
+
+
+def gather(chunks, device):
+    pieces = []
+    for c in chunks:
+        pieces.append(torch.arange(c))
+    pieces = torch.cat(pieces)
+    pieces = async_tensor_h2d(pieces, device)
+    return pieces.sum()
+''',
+    ),
 }
 
 # Sinks the h2d fix leaves alone: (source, text the fixed file must contain, fix safety, note part).
@@ -319,6 +397,19 @@ def test_unsafe_name_fix_applied_with_flag(h2d_project: Path) -> None:
     after = _fix(h2d_project, "u", source, unsafe_fixes=True)
     assert "    y = async_tensor_h2d(x, dev)\n" in after
     assert _fix(h2d_project, "u", after, unsafe_fixes=True) == after
+
+
+def test_indexed_cpu_named_tensor_gets_the_helper_fix(project: Path) -> None:
+    """Advanced indexing of a tensor named as a CPU tensor: a fresh pageable
+    tensor, not a call; the helper takes it as it is."""
+    (project / "pyproject.toml").write_text(H2D_CONFIG + 'cpu-tensor-names = ["*_cpu"]\n')
+    source = (
+        "import numpy as np\nimport torch\n\n\ndef pick(sizes_cpu, n, device):\n"
+        "    return sizes_cpu[np.arange(n)].to(device=device, non_blocking=True)\n"
+    )
+    (finding,) = check_text(source, path=str(_path(project, "i")), config=load_config(project))
+    assert finding.code == "PIN002" and finding.fix_safety == "safe"
+    assert "    return async_tensor_h2d(sizes_cpu[np.arange(n)], device)\n" in _fix(project, "i", source)
 
 
 def test_accelerator_device_string_makes_name_fix_safe(h2d_project: Path) -> None:

@@ -190,19 +190,24 @@ class Judge:
         deep = primary.via is not None
         how = "deep" if deep else "inline" if inline else "bound"
         qualified = origin.qualified
-        computed = qualified.startswith("<") or (effect is not None and type(effect).__name__ == "Computes")
-        label = origin.label
-        quoted = f"`{label}`" if not label.startswith("the ") and not label.startswith("`") else label
-        if label.startswith("`"):
-            quoted = label
         made_step = next((s for s in route.steps if s.node is origin.node), None)
+        computed = _computed(primary, made_step)
+        label = origin.label
+        quoted = _quoted(label)
         lines = sorted({t.origin.line for t in tensors if t.origin is not None and t.origin.src is self.src})
         at = "line " + ", ".join(map(str, lines)) if lines else ""
         if deep:
             at = self.ctx.where(made_step) if made_step is not None else at
         at_text = f" ({at})" if at else ""
         bound = route.names[0] if route.names else None
-        if deep:
+        # Origins of different kinds (`torch.from_numpy` on one path, `torch.cat` on another): each named.
+        groups = [] if deep else _origin_groups([t for t in tensors if t.origin is not None and t.origin.src is self.src])
+        several = len(groups) > 1
+        if several:
+            listed = ", ".join(f"{_quoted(label)} (line {', '.join(map(str, at_lines))})" for label, at_lines, _ in groups)
+            holder = f"`{bound}` holds" if bound else f"`{self.src.short(copy.source_node)}` holds"
+            subject = f"{holder} pageable memory from {len(groups)} origins: {listed}"
+        elif deep:
             via = primary.via
             assert via is not None
             subject = f"`{self.src.short(copy.source_node)}` is pageable: {quoted} made at {at} reaches the copy through {via.message} ({self.ctx.where(via)})"
@@ -214,7 +219,7 @@ class Judge:
             subject = f"`{bound}` holds {quoted}{at_text}, a fresh pageable CPU tensor"
         else:
             subject = f"`{bound}` holds pageable {quoted}{at_text}"
-        if primary.cond and not copy.source.all(lambda a: isinstance(a, Tensor) and a.blocks):
+        if primary.cond and not several and not copy.source.all(lambda a: isinstance(a, Tensor) and a.blocks):
             subject += f" when {primary.cond}"
         if code == "PIN001" and not primary.converted:
             pattern = f"{copy.method}/{how}"
@@ -226,6 +231,8 @@ class Judge:
             pattern += "/gapped"
         blocks = f"{subject}, so {what} blocks the host while the driver stages the copy"
         remedy, fix, note = self.plan(tensors, route, inline, computed)
+        if several and fix is None:
+            remedy = self.remedies(groups, remedy)
         message = f"{blocks}; {remedy}"
         if fix is not None and fix.applicability == UNSAFE:
             message += f" (unsafe fix: {fix.reason})"
@@ -233,6 +240,18 @@ class Judge:
             message += f" (no fix: {note})"
         evidence = [*route.steps, Step("copied", copy.call, f"copied with {what}", self.src)]
         return self.ctx.finding(code, reported, message, pattern, fix, note, evidence)
+
+    def remedies(self, groups: List[Tuple[str, List[int], List[Tensor]]], shared: str) -> str:
+        """The remedy of each origin, where they differ: ``for X (line a), ...; for Y (line b), ...``."""
+        parts = []
+        for label, at_lines, group in groups:
+            route = Route(group[0])
+            made = next((s for s in route.steps if group[0].origin is not None and s.node is group[0].origin.node), None)
+            remedy = self.plan(group, route, not route.bindings and group[0].via is None, _computed(group[0], made))[0]
+            parts.append((f"{_quoted(label)} (line {', '.join(map(str, at_lines))})", remedy))
+        if len({r for _, r in parts}) == 1:
+            return shared
+        return "; ".join(f"for {where}, {remedy}" for where, remedy in parts)
 
     # --- fixes ------------------------------------------------------------------------------------------
 
@@ -289,8 +308,7 @@ class Judge:
             return remedy, fix, None
         if computed:
             return STAGING, None, "a computed result cannot be allocated pinned"
-        text = label if label.startswith(".") or label.startswith("`") else label
-        return STAGING, None, f"`{text}` takes no `pin_memory=`"
+        return STAGING, None, f"{_quoted(label)} takes no `pin_memory=`"
 
     def helper_fix(self, tensors: List[Tensor], route: Route, inline: bool, local: str) -> Tuple[Optional[Fix], Optional[str]]:
         settings = self.settings
@@ -325,7 +343,7 @@ class Judge:
         if name is None:
             return None
         binding = route.bindings[0].node
-        others = [n for n in self.ctx.facts.uses(self.func, name) if n is not copy.source_node and n is not binding and isinstance(n.ctx, ast.Load) and not _holds(copy.call, n)]
+        others = [n for n in self.ctx.facts.reached_uses(self.func, binding, name) if n is not copy.source_node and n is not binding and isinstance(n.ctx, ast.Load) and not _holds(copy.call, n)]
         if others:
             return (
                 f"`{name}` is also used at line {others[0].lineno}; "
@@ -396,7 +414,7 @@ class Judge:
             name = step.message.split("`")[1] if "`" in step.message else None
             if name is None or "." in name:
                 continue
-            later = [n for n in self.ctx.facts.uses(self.func, name) if position(n) > end and not _holds(copy.call, n)]
+            later = [n for n in self.ctx.facts.reached_uses(self.func, step.node, name) if position(n) > end and not _holds(copy.call, n)]
             if later:
                 return (
                     f"`{name}` is used again at line {later[0].lineno}; once pinned the copy no longer "
@@ -457,10 +475,11 @@ class Judge:
         device, device_keyword, dtype = parsed
         source = copy.source_node
         origin = primary.origin
-        direct = inline and origin is not None and origin.node is source and len(tensors) == 1
+        # The copy's receiver is the very call that made the memory (not arithmetic,
+        # an index or a view written inline: those are passed to the helper as they are).
+        direct = inline and origin is not None and origin.node is source and isinstance(source, ast.Call) and len(tensors) == 1
         dropped: List[str] = []
-        if direct:
-            assert origin is not None and isinstance(source, ast.Call)
+        if direct and origin is not None and isinstance(source, ast.Call):
             if origin.qualified == "torch.from_numpy":
                 if len(source.args) != 1 or source.keywords or isinstance(source.args[0], ast.Starred):
                     return None
@@ -603,7 +622,7 @@ class Judge:
             name = step.message.split("`")[1] if "`" in step.message else None
             if name is None or "." in name:
                 continue
-            for use in self.ctx.facts.uses(self.func, name):
+            for use in self.ctx.facts.reached_uses(self.func, step.node, name):
                 if not isinstance(use.ctx, ast.Load) or _holds(copy.call, use):
                     continue
                 if any(_holds(_statement_value(b, self.func), use) for b in route.bindings):
@@ -638,6 +657,42 @@ def _plain_data(atom: Any) -> bool:
     if isinstance(atom, Seq) and atom.kind in ("list", "tuple"):
         return atom.elements.all(_plain_data) or not atom.elements
     return False
+
+
+def _origin_groups(tensors: Sequence[Tensor]) -> List[Tuple[str, List[int], List[Tensor]]]:
+    """The tensors by how their memory was made (``(label, lines, tensors)``, in the
+    order of their first origin)."""
+    groups: List[Tuple[str, List[int], List[Tensor]]] = []
+    for t in tensors:
+        assert t.origin is not None
+        label = t.origin.label
+        group = next((g for g in groups if g[0] == label), None)
+        if group is None:
+            group = (label, [], [])
+            groups.append(group)
+        if t.origin.line not in group[1]:
+            group[1].append(t.origin.line)
+        group[2].append(t)
+    for _, at_lines, _ in groups:
+        at_lines.sort()
+    return groups
+
+
+def _quoted(label: str) -> str:
+    """How a message names an origin: ``the result of arithmetic`` as it is, a
+    call in backticks (once)."""
+    return label if label.startswith("the ") or label.startswith("`") else f"`{label}`"
+
+
+def _computed(tensor: Tensor, made: Optional[Step]) -> bool:
+    """Whether the tensor's memory is a fresh result computed from another tensor
+    (arithmetic, ``torch.cat``, ``.contiguous()`` of a gapped view), not made by a factory."""
+    origin = tensor.origin
+    if origin is None:
+        return False
+    if origin.qualified.startswith("<") or type(origin.effect).__name__ == "Computes":
+        return True
+    return made is not None and made.kind == "computed"
 
 
 def _is_pin001(t: Tensor) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, Iterable, List
+from typing import Any, Iterable, List, Optional
 
 
 
@@ -104,9 +104,11 @@ class UnsynchronizedHostRead(Rule):
 
     def check(self, ctx: RuleContext) -> Iterable[Finding]:
         out = []
+        seen = set()
         for read in ctx.facts.reads:
             copy = read.pending.copy
             src = ctx.src
+            node = read.node
             line = copy.lineno
             if read.pending.name:
                 root = read.pending.name
@@ -126,10 +128,17 @@ class UnsynchronizedHostRead(Rule):
                     pattern = "to-cpu/inline"
                 else:
                     held = _held_name(read.node)
-                    subject = f"`{held}` holds {what}" if held else what.capitalize()
+                    subject = f"`{held.id}` holds {what}" if held is not None else what.capitalize()
                     message = f"{subject} and is read here with no synchronize or event wait in between; {WHY}"
                     pattern = "to-cpu/bound"
-            out.append(ctx.finding(self.code, read.node, message, pattern, None, "report only"))
+                    if held is not None:
+                        node = held  # the name read, not the call or comparison around it
+            # One finding per name read (`out[0] > 0` reads `out` once, through two nodes).
+            key = (id(copy), node.lineno, node.col_offset)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(ctx.finding(self.code, node, message, pattern, None, "report only"))
         return out
 
 
@@ -150,13 +159,13 @@ def _device_text(copy: ast.Call, src: Any) -> str:
     return "cpu"
 
 
-def _held_name(node: ast.AST) -> str:
+def _held_name(node: ast.AST) -> Optional[ast.Name]:
     """The name whose data ``node`` reads (``y`` of ``y.tolist()``, ``print(y)``)."""
     callees = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and id(n) not in callees:
-            return n.id
-    return ""
+            return n
+    return None
 
 
 __all__: List[str] = ["UnsynchronizedHostRead"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, List
+import ast
+from typing import Any, Iterable, List, Optional, Set
 
 from ..semantic.values import ANY_DEVICE, ANY_MEMORY, CPU, Step, Tensor, Unknown, steps
 from .base import Case, Finding, Rule, RuleContext
@@ -59,14 +60,15 @@ class UnknownPinnedness(Rule):
             source = copy.source
             if copy.blocking or not source.any(_unclear):
                 continue
-            why = _why(source, ctx.settings.deep)
+            why = _why(source, ctx.src.short(copy.source_node))
             what = what_copies(copy, ctx.src)
             message = (
                 f"cannot tell whether `{ctx.src.short(copy.source_node)}` is pinned or pageable ({why}); if it is a "
                 f"pageable CPU tensor, {what} blocks the host (informational)"
             )
             step = Step("copied", copy.call, f"copied with {what}", ctx.src)
-            out.append(ctx.finding(self.code, copy.source_node, message, f"{copy.method}/unknown", None, None, [step], severity="info"))
+            evidence = [*_unknown_steps(ctx, source.unknown), step]
+            out.append(ctx.finding(self.code, copy.source_node, message, f"{copy.method}/unknown", None, None, evidence, severity="info"))
         return out
 
 
@@ -78,10 +80,38 @@ def _unclear(atom: Any) -> bool:
     return isinstance(atom, Tensor) and (atom.device == ANY_DEVICE or (atom.device == CPU and atom.memory == ANY_MEMORY))
 
 
-def _why(source: Any, deep: bool) -> str:
+def _unknown_steps(ctx: RuleContext, found: Optional[Unknown]) -> List[Step]:
+    """Where the unknown value came from (in this file) and what was computed from it."""
+    if found is None:
+        return []
+    out: List[Step] = []
+    node = found.node
+    if isinstance(node, ast.expr) and id(node) in _node_ids(ctx):
+        out.append(Step("unknown", node, f"`{ctx.src.short(node)}`: {_sentence(found.why, ctx.src.short(node))}", ctx.src))
+    return out + list(steps(found.route))
+
+
+def _node_ids(ctx: RuleContext) -> Set[int]:
+    found = ctx.cache.get("node ids")
+    if found is None:
+        found = ctx.cache["node ids"] = {id(n) for n in ast.walk(ctx.facts.module.tree)}
+    return found  # type: ignore[no-any-return]
+
+
+def _sentence(why: str, subject: str) -> str:
+    """``why`` as a clause: a predicate (``is a module-level name``) gets its subject."""
+    first = why.split(" ", 1)[0]
+    return f"`{subject}` {why}" if first in _PREDICATES else why
+
+
+#: First words of the reasons (:class:`~pinfix.semantic.values.Unknown`) that complete "`x` ...".
+_PREDICATES = frozenset({"is", "comes", "changes"})
+
+
+def _why(source: Any, subject: str) -> str:
     found = source.unknown
     if found is not None:
-        return str(found.why)
+        return _sentence(str(found.why), subject)
     tensor = next(t for t in source.tensors if _unclear(t))
     if tensor.device == ANY_DEVICE:
         return "it is on a device pinfix cannot name, which may be the CPU"

@@ -284,7 +284,9 @@ class Calls(Expressions):
         if isinstance(effect, (Pins, ToHost, Waits, ReadsOnHost, Metadata, MakesArray)):
             return self.apply(effect, "torch.Tensor." + method, node, args, state, receiver=None)
         if isinstance(effect, (View, Converts, Computes)) and isinstance(atom, Unknown):
-            return Value((atom,))  # a view or computation of what pinfix cannot see: the same reason
+            # A view or computation of what pinfix cannot see: the same reason, the step as evidence.
+            step = self.step("computed", node, f"`.{method}()` of it")
+            return Value((Unknown(atom.why, atom.node, (step, atom.route)),))
         self.escape(args, state)
         if isinstance(atom, Unknown):
             return Value((atom,))  # `obj.make()` of what pinfix cannot see: the same reason
@@ -548,8 +550,12 @@ class Calls(Expressions):
             operands = [v for v in args.values if v.tensors] or [join(*args.values)]
         if not any(o.tensors for o in operands):
             inner = next((o.unknown for o in operands if o.unknown is not None), None)
-            because = f": {inner.why}" if inner is not None else ""
-            return unknown(f"pinfix cannot see what `{self.short(node.func, 40)}()` returns{because}", node)
+            callee = self.short(node.func, 40)
+            if inner is None:
+                return unknown(f"pinfix cannot see what `{callee}()` returns", node)
+            # The root reason stays the message; what was computed from it is evidence.
+            step = self.step("computed", node, f"`{callee}()` computes from it")
+            return Value((Unknown(inner.why, inner.node, (step, inner.route)),))
         self.host_read(join(*operands), node, state, computing=True)
         label = _qualified_label(qualified)
         return self.tensor_result(node, operands, qualified, label, "computes a fresh tensor", effect, effect.scalar)

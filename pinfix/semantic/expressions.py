@@ -26,6 +26,7 @@ from .values import (
     DENSE,
     EMPTY,
     GAPPED,
+    ITEM_OF_PARAMETER,
     PAGEABLE,
     PINNED,
     Array,
@@ -155,9 +156,15 @@ class Expressions:
             found = state.get(name)
             if found is None or not found:
                 return unknown(f"`{name}` is not bound on every way here", node)
+            if any(isinstance(a, Seq) and a.elements.unknown is not None and a.elements.unknown.why == ITEM_OF_PARAMETER for a in found):
+                found = found.map(lambda a: self.items_of_parameter(a, name) if isinstance(a, Seq) else None)
             return self.by_name(found, name, node)
         found = self.closure.get(name)
         where = "the enclosing function's"
+        if found is None and name in self.module.rebound_globals:
+            imported = self.module.global_import(name)
+            if imported is not None:
+                return self.by_name(Value((Ref(imported),)), name, node)
         if found is None:
             found = self.globals(name)
             where = "the module-level"
@@ -170,6 +177,15 @@ class Expressions:
             step = self.step("read", node, f"{where} name `{name}`")
             found = found.map(lambda a: Value((a.evolve(route=(step, a.route), via=a.via or step),)) if isinstance(a, Tensor) else None)
         return self.by_name(found, name, node)
+
+    def items_of_parameter(self, seq: Seq, name: str) -> Optional[Value]:
+        """A sequence parameter's items, named after it (``list[torch.Tensor]``: its
+        annotation says nothing of their memory)."""
+        if not any(p.name == name for p in self.func.params):
+            return None
+        named = Unknown(f"is an item of the parameter `{name}`")
+        elements = seq.elements.map(lambda a: Value((named,)) if isinstance(a, Unknown) and a.why == ITEM_OF_PARAMETER else None)
+        return Value((Seq(seq.kind, seq.items, elements, seq.site),))
 
     def by_name(self, value: Value, name: str, node: ast.AST) -> Value:
         """``[tool.pinfix] cpu-tensor-names``: a name the project's convention puts on the CPU."""
@@ -514,6 +530,10 @@ class Expressions:
         chosen = solid[0] if solid else (cpu[0] if cpu and every_cpu else None)
         if chosen is not None:
             out.append(Value((self.computed(node, chosen, qualified, label, what, effect, scalar),)))
+        if any(o.all(lambda a: isinstance(a, Tensor) and a.device == CPU and not a.scalar) for o in operands):
+            # An input that is a CPU tensor on every path and never 0-dim: torch computes
+            # on the CPU (or fails, on a device operand of any shape), so the result is here.
+            return join(*out)
         for t in (t for o in operands for t in o.tensors):
             if t.device == ACCEL:
                 out.append(Value((Tensor(ACCEL, scalar=scalar),)))

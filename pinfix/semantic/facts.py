@@ -177,6 +177,72 @@ class ModuleFacts:
             self._names[id(func.node)] = table
         return table.get(name, [])
 
+    def reached_uses(self, func: FunctionInfo, binding: ast.AST, name: str) -> List[ast.Name]:
+        """The uses of ``name`` in ``func`` that the binding at ``binding`` (a
+        target) may reach, in written order: those after it, up to a plain
+        rebinding (``name = ...``) in its own block or a block around it; those
+        before it in a loop around both; any in a nested function."""
+        uses = self.uses(func, name)
+        if not uses:
+            return uses
+        own = {id(n) for stmt in func.body for n in iter_nodes(stmt)}
+        around = self.loops(func, binding)
+        kills: List[Tuple[Sequence[ast.AST], int]] = []
+        for block, index in _blocks_around(func.body, binding):
+            for k in range(index + 1, len(block)):
+                if _rebinds(block[k], name):
+                    kills.append((block, k))
+                    break
+        out: List[ast.Name] = []
+        for use in uses:
+            if id(use) not in own:
+                out.append(use)
+            elif position(use) > position(binding):
+                if not any(inside(use, s) for block, k in kills for s in block[k + 1 :]):
+                    out.append(use)
+            elif set(map(id, around)) & set(map(id, self.loops(func, use))):
+                out.append(use)
+        return out
+
+
+def _blocks_around(body: Sequence[ast.AST], node: ast.AST) -> List[Tuple[Sequence[ast.AST], int]]:
+    """The statement lists holding ``node``, outermost first, with the index of
+    the statement in each that holds it."""
+    out: List[Tuple[Sequence[ast.AST], int]] = []
+    block: Optional[Sequence[ast.AST]] = body
+    while block:
+        found = next((i for i, stmt in enumerate(block) if inside(node, stmt)), None)
+        if found is None:
+            break
+        out.append((block, found))
+        stmt = block[found]
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            break
+        lists: List[Sequence[ast.AST]] = [getattr(stmt, f, None) or [] for f in ("body", "orelse", "finalbody")]
+        lists += [part.body for f in ("handlers", "cases") for part in getattr(stmt, f, None) or []]
+        block = next((inner for inner in lists if any(inside(node, s) for s in inner)), None)
+    return out
+
+
+def _rebinds(stmt: ast.AST, name: str) -> bool:
+    """``name = value`` (or an unpacking that binds it): a new object, every time
+    the statement runs (``name += ...`` may work in place)."""
+    if isinstance(stmt, ast.Assign):
+        targets: List[ast.AST] = list(stmt.targets)
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        targets = [stmt.target]
+    else:
+        return False
+    while targets:
+        t = targets.pop()
+        if isinstance(t, ast.Name) and t.id == name:
+            return True
+        if isinstance(t, (ast.Tuple, ast.List)):
+            targets.extend(t.elts)
+        elif isinstance(t, ast.Starred):
+            targets.append(t.value)
+    return False
+
 
 def position(node: Any) -> Tuple[int, int]:
     return (node.lineno, node.col_offset)

@@ -382,6 +382,7 @@ class ModuleInfo:
         self._rebound: Optional[Set[str]] = None
         self._top_bindings: Optional[Dict[str, int]] = None
         self._from_imports: Optional[Dict[str, str]] = None
+        self._global_imports: Dict[str, Optional[str]] = {}
         self._index(tree.body, self.body, None, "")
 
     @property
@@ -425,6 +426,28 @@ class ModuleInfo:
         if self._rebound is None:
             self._rebound = {n for f in self.functions.values() for n in f.declared_global}
         return self._rebound
+
+    def global_import(self, name: str) -> Optional[str]:
+        """What the module-level ``name`` is when every binding of it, at the top
+        level and in every scope that declares it ``global``, imports the same thing
+        (``global fnp`` then ``from torch import from_numpy as fnp`` in a function);
+        ``None`` when some binding is anything else or they disagree."""
+        if name in self._global_imports:
+            return self._global_imports[name]
+        scopes = [self.body] + [f for f in (*self.functions.values(), *(c.body_function for c in self.classes.values())) if name in f.declared_global]
+        found: Set[str] = set()
+        other = False
+        for scope in scopes:
+            for node in scope.binding_nodes():
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    found.update(q for local, q, _ in self.import_bindings(node) if local == name)
+                elif _binds(node, name):
+                    other = True
+        qualified = found.pop() if len(found) == 1 and not other else None
+        if qualified is not None and qualified.startswith("."):
+            qualified = None  # a relative import this module cannot resolve
+        self._global_imports[name] = qualified
+        return qualified
 
     def _index(self, body: Sequence[ast.AST], parent: FunctionInfo, cls: Optional[ClassInfo], prefix: str) -> None:
         stack: List[Tuple[ast.AST, FunctionInfo, Optional[ClassInfo], str]] = [(s, parent, cls, prefix) for s in reversed(list(body))]
@@ -496,6 +519,15 @@ class ModuleInfo:
                     continue
                 out.append((alias.asname or alias.name, f"{base}.{alias.name}" if base else alias.name, False))
         return out
+
+
+def _binds(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` binds ``name`` other than by an import."""
+    if isinstance(node, ast.Name):
+        return node.id == name and not isinstance(node.ctx, ast.Load)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)) or type(node).__name__ in ("MatchAs", "MatchStar", "MatchMapping"):
+        return name in (getattr(node, "name", None), getattr(node, "rest", None))
+    return False
 
 
 def enclosing_loops(func: FunctionInfo) -> Dict[int, Tuple[ast.AST, ...]]:

@@ -374,12 +374,18 @@ class Unknown(Atom):
     """What pinfix cannot tell, and why (``why`` completes "`x` ..."; ``hint``:
     whether deep mode might know)."""
 
-    __slots__ = ("why", "node")
+    __slots__ = ("why", "node", "route")
 
-    def __init__(self, why: str = "pinfix does not follow how it is made", node: Any = None):
+    def __init__(self, why: str = "pinfix does not follow how it is made", node: Any = None, route: Chain = None):
         self.why = why
         self.node = node
+        #: What was made of it on the way to where it is read (``torch.argsort(x)`` of an unknown ``x``).
+        self.route = route
         self.key = ("U",)
+
+
+#: Why an item of a parameter annotated ``list[torch.Tensor]`` (or the like) is unknown.
+ITEM_OF_PARAMETER = "is an item of a parameter"
 
 
 class Pending(Atom):
