@@ -186,6 +186,8 @@ class DeepVerdicts:
                 changed = self.changed_since(kept["root"], kept["listing"])
                 if changed is None:
                     return False
+                if not changed:
+                    return True
                 patterns = [re.compile(s.encode("latin-1")) for s in searches]
                 for file in changed:
                     data = self._text(file)
@@ -212,11 +214,11 @@ class DeepVerdicts:
         """Files checked with ``--deep`` before (not among ``paths``) whose verdict
         read one of ``paths``: ``(dependent, the path it read)``, in order."""
         given = {os.path.realpath(p): p for p in paths}
-        texts = {p: self._text(p) for p in given}
         out = []
         for other, reads in sorted(self.index().items()):
             if other in given or not isinstance(reads, list):
                 continue
+            texts = {p: self._text(p) for p in given}
             origin = None
             for what in reads:
                 kind, _, name = str(what).partition(":")
