@@ -32,6 +32,7 @@ from .effects import (
     ARRAY_METHODS,
     COPY_SINKS,
     FUNCTIONS,
+    KEYWORD_CALLS,
     NON_BLOCKING_KEYWORD,
     TENSOR_ATTRIBUTES,
     TENSOR_METHODS,
@@ -42,7 +43,6 @@ from .effects import (
     CopiesTo,
     Effect,
     HostData,
-    KEYWORD_CALLS,
     Makes,
     MakesArray,
     MakesBatch,
@@ -53,7 +53,6 @@ from .effects import (
     View,
     Waits,
 )
-
 
 
 class Options(Protocol):

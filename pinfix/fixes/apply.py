@@ -114,7 +114,14 @@ def _imports(text: str, needed: Sequence[Tuple[str, str]], drops: Sequence[str],
     note when an isort setting could not be followed."""
     import libcst as cst
 
-    from ..imports import Sections, add_from_import, first_party_detector, imported_local_name, remove_unused_imports, used_names
+    from ..imports import (
+        Sections,
+        add_from_import,
+        first_party_detector,
+        imported_local_name,
+        remove_unused_imports,
+        used_names,
+    )
     from ..style import project_style
 
     tree = ast.parse(text)

@@ -11,7 +11,6 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from ..edits import Fix
 from ..findings import Evidence, FindingFields
 from ..semantic.facts import ModuleFacts
-from ..semantic.scope import FunctionInfo
 from ..semantic.source import SourceText
 from ..semantic.values import Step, steps
 from ..settings import Settings

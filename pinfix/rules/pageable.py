@@ -182,7 +182,6 @@ class Judge:
         route = Route(primary)
         origin = primary.origin
         assert origin is not None
-        effect = origin.effect
         code = "PIN001" if all(_is_pin001(t) for t in tensors) else "PIN002"
         what = what_copies(copy, self.src)
         inline = not route.bindings and primary.via is None

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Iterable, List
 
-
-
 from .base import Case, Finding, Rule, RuleContext
 from .pageable import pageable_findings
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import ast
 from typing import Any, Iterable, List, Optional
 
-
-
 from .base import Case, Finding, Rule, RuleContext
 
 _H = "import torch\n\n\n"

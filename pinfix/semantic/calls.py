@@ -15,9 +15,8 @@ from typing import Any, List, Optional, Sequence, Tuple
 from ..effects import (
     ARRAY_METHODS,
     AVAILABILITY_NAMES,
-    KEYWORD_CALLS,
-    MakesBatch,
     FUNCTIONS,
+    KEYWORD_CALLS,
     NON_BLOCKING_KEYWORD,
     TENSOR_METHODS,
     Availability,
@@ -29,6 +28,7 @@ from ..effects import (
     HostData,
     Makes,
     MakesArray,
+    MakesBatch,
     Metadata,
     Pins,
     ReadsOnHost,

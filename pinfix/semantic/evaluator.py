@@ -17,7 +17,7 @@ from .facts import FunctionFacts
 from .flow import BUDGET_PER_STATEMENT, Flow
 from .scope import FunctionInfo, Param, last_name
 from .state import State
-from .values import Array, Class, Device, DType, Host, Instance, Seq, Value, unknown, ANY_DEVICE
+from .values import ANY_DEVICE, Array, Class, Device, DType, Host, Instance, Seq, Value, unknown
 
 if TYPE_CHECKING:
     from .module import ModuleContext

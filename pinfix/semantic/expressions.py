@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import ast
 from fnmatch import fnmatchcase
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
-from ..effects import TENSOR_ATTRIBUTES, CPU_DEVICE_TYPES, NO_DATA_DEVICE_TYPES, Metadata, View
+from ..effects import CPU_DEVICE_TYPES, NO_DATA_DEVICE_TYPES, TENSOR_ATTRIBUTES, Metadata, View
 from .facts import FunctionFacts, HostRead
 from .scope import COMPREHENSIONS, FunctionInfo, ModuleInfo, target_names
 from .source import SourceText
@@ -95,7 +95,7 @@ class Expressions:
     facts: FunctionFacts
     settings: Any
     depth: int
-    closure: Dict[str, Value]
+    closure: "dict[str, Value]"
     globals: Callable[[str], Optional[Value]]
 
     # --- evidence helpers --------------------------------------------------------------
@@ -684,7 +684,7 @@ def _layout(kinds: List[str]) -> str:
     return DENSE
 
 
-_DUMPS: Dict[str, str] = {}
+_DUMPS: "dict[str, str]" = {}
 
 
 def _dump_expression(text: str) -> str:
@@ -698,7 +698,7 @@ def _dump_expression(text: str) -> str:
     return found
 
 
-_HANDLERS: Dict[type, Callable[..., Value]] = {
+_HANDLERS: "dict[type, Callable[..., Value]]" = {
     ast.Constant: Expressions.eval_constant,
     ast.Name: Expressions.eval_name,
     ast.Attribute: Expressions.eval_attribute,

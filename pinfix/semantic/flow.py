@@ -21,9 +21,7 @@ from .values import (
     Array,
     Class,
     Const,
-    Dict as DictAtom,
     Func,
-    Instance,
     NoneValue,
     Seq,
     Tensor,
@@ -33,6 +31,9 @@ from .values import (
     mark,
     same,
     unknown,
+)
+from .values import (
+    Dict as DictAtom,
 )
 
 if TYPE_CHECKING:
