@@ -69,6 +69,19 @@ CASES = {
         "def upload(host, dev):\n    return host.to(dev, non_blocking=True)\n",
         [],
     ),
+    "a_test_calling_library_code_says_nothing_of_it": (
+        {"test_upload.py": "import torch\n\nfrom pkg.main import upload\n\n\ndef test_go():\n    upload(torch.tensor([1, 2]), 'cpu')\n"},
+        "def upload(host, dev):\n    return host.to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "a_test_storing_an_attribute_says_nothing_of_the_library": (
+        {
+            "test_buf.py": "import torch\n\nfrom pkg.main import Box\n\n\ndef test_fill():\n    b = Box()\n    b.buf = torch.zeros(2)\n",
+        },
+        "import torch\n\n\nclass Box:\n    def __init__(self):\n        self.buf = torch.zeros(2, pin_memory=True)\n\n"
+        "    def send(self, dev):\n        return self.buf.to(dev, non_blocking=True)\n",
+        [],
+    ),
     "constructor_argument_stored_then_copied": (
         {"use.py": "import torch\n\nfrom pkg.main import Stage\n\n\ndef go(n):\n    return Stage(torch.zeros(n))\n"},
         "class Stage:\n    def __init__(self, buf):\n        self.buf = buf\n\n    def push(self, dev):\n        return self.buf.to(dev, non_blocking=True)\n",

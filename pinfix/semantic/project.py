@@ -493,6 +493,8 @@ class Project:
         out: Dict[str, List[Value]] = {n: [] for n in names}
         called = ("calls", _called_name(func))
         for caller in callers or ():
+            if not speaks_for(caller.module, func.module):
+                continue
             with self.deeper():
                 facts = self.facts(caller, called)
             for callee, call, args, receiver in facts.sites if facts is not None else ():
@@ -587,7 +589,7 @@ class Project:
             # Stores from outside the class: only while they can still change the
             # verdict (a path that blocks is already known otherwise).
             for func in self.storing(attr):
-                if id(func.node) not in seen:
+                if id(func.node) not in seen and speaks_for(func.module, cls.module):
                     values.extend(self.stored_by(func, attr, family))
         return join(*values) if values else None
 
@@ -651,6 +653,8 @@ class Project:
         found: List[ClassInfo] = []
         pattern = re.compile(rb"class\s+\w+\s*\([^)]*\b" + re.escape(cls.name.encode()) + rb"\b")
         for module, _ in self.grep(pattern, cls.name, MAX_STORE_FILES) or ():
+            if not speaks_for(module, cls.module):
+                continue
             for klass in module.classes.values():
                 if klass is not cls and any(base is cls for base in self.bases(klass)):
                     found.append(klass)
@@ -683,6 +687,8 @@ class Project:
     def _agreed(self, attr: str) -> Optional[Value]:
         values: List[Value] = []
         for func in self.storing(attr, MAX_AGREED_FILES):
+            if is_test_file(func.module.path):
+                continue
             facts = self.facts(func, ("stores", attr))
             for _, name, value, node in facts.stores if facts is not None else ():
                 if name == attr:
@@ -852,6 +858,24 @@ def _read_tree(root: Path) -> List[Tuple[Path, bytes]]:
         except OSError:
             continue  # unreadable: what it says stays unknown
     return found
+
+
+def is_test_file(path: Optional[Path]) -> bool:
+    """Whether ``path`` is a test (under ``tests/`` or ``test/``, ``test_*.py``,
+    ``*_test.py``, ``conftest.py``)."""
+    if path is None:
+        return False
+    name = path.name
+    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
+        return True
+    return any(part in ("tests", "test") for part in path.parts[:-1])
+
+
+def speaks_for(other: ModuleInfo, module: ModuleInfo) -> bool:
+    """Whether what ``other`` passes or stores counts for ``module``'s code: a test
+    calls library code with whatever it likes, which says nothing of how the
+    library runs (a test's arguments count for tests)."""
+    return not is_test_file(other.path) or is_test_file(module.path)
 
 
 def _called_name(func: FunctionInfo) -> str:
