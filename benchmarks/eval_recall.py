@@ -322,6 +322,47 @@ VERDICTS_BASE: dict[tuple[str, object], tuple[str, str]] = {
     ),
 }
 
+# Deep findings (new engine, issue 17) on library code whose pageable source is made by a test that calls it.
+# Whether the copy is host-to-device and pageable in production depends on the other callers, not read here.
+TEST_CALLER = (
+    "unclear",
+    "reached only through a test that passes (or assigns) a pageable CPU tensor; production callers not followed",
+)
+VERDICTS_BASE.update(
+    {
+        **{
+            (path, line): TEST_CALLER
+            for path, line in (
+                ("vllm/model_executor/layers/attention/mla_attention.py", 1959),
+                ("vllm/models/deepseek_v4/amd/rocm.py", 307),
+                ("vllm/models/deepseek_v4/amd/rocm.py", 313),
+                ("vllm/v1/attention/backends/gdn_attn.py", 440),
+                ("vllm/v1/attention/backends/gdn_attn.py", 484),
+                ("vllm/v1/attention/backends/linear_attn.py", 258),
+                ("vllm/v1/attention/backends/mla/rocm_aiter_mla.py", 648),
+                ("vllm/v1/attention/backends/mla/rocm_aiter_mla.py", 667),
+                ("vllm/v1/kv_offload/cpu/swap_blocks_triton.py", 69),
+                ("vllm/v1/kv_offload/cpu/swap_blocks_triton.py", 70),
+                ("vllm/v1/kv_offload/cpu/swap_blocks_triton.py", 71),
+            )
+        },
+        ("vllm/models/kimi_k3/nvidia/kda_metadata.py", 457): (
+            "false",
+            (
+                "`torch.empty(..., device=block_table.device)` after `assert block_table.is_cuda`: made on the device "
+                "(pinfix does not read the assert)"
+            ),
+        ),
+        ("vllm/v1/utils.py", 661): (
+            "true",
+            (
+                "`copy_slice` of `allowed_token_ids_mask_cpu_tensor`, a plain `torch.zeros(..., device=\"cpu\")` of "
+                "the input batch: pageable, copied non_blocking to the device"
+            ),
+        ),
+    }
+)
+
 # Verdicts on the 0.34.0 findings, judged by reading the code. Key: (path, line) or (path, code).
 # Value: (verdict, reason), verdict one of "true", "false", "unclear".
 VERDICTS: dict[tuple[str, object], tuple[str, str]] = {
@@ -377,6 +418,87 @@ VERDICTS: dict[tuple[str, object], tuple[str, str]] = {
         ),
     ),
 }
+
+VERDICTS.update(
+    {
+        **{
+            (path, line): TEST_CALLER
+            for path, line in (
+                ("vllm/lora/layers/base_linear.py", 184),
+                ("vllm/lora/layers/base_linear.py", 187),
+                ("vllm/lora/layers/column_parallel_linear.py", 354),
+                ("vllm/lora/layers/column_parallel_linear.py", 358),
+                ("vllm/lora/layers/custom_layer.py", 84),
+                ("vllm/lora/layers/logits_processor.py", 147),
+                ("vllm/lora/layers/logits_processor.py", 150),
+                ("vllm/lora/layers/vocab_parallel_embedding.py", 75),
+                ("vllm/model_executor/models/clip.py", 149),
+                ("vllm/models/deepseek_v4/amd/rocm.py", 618),
+                ("vllm/models/deepseek_v4/amd/rocm.py", 624),
+                ("vllm/models/kimi_k3/nvidia/kda_metadata.py", 568),
+                ("vllm/v1/attention/backends/flash_attn.py", 1026),
+                ("vllm/v1/attention/backends/gdn_attn.py", 785),
+                ("vllm/v1/attention/backends/gdn_attn.py", 794),
+                ("vllm/v1/attention/backends/mla/rocm_aiter_mla.py", 1888),
+                ("vllm/v1/attention/backends/mla/rocm_aiter_mla.py", 1993),
+                ("vllm/v1/attention/backends/mla/rocm_aiter_mla.py", 2008),
+                ("vllm/v1/attention/backends/triton_attn.py", 292),
+                ("vllm/v1/kv_offload/cpu/swap_blocks_triton.py", 69),
+                ("vllm/v1/kv_offload/cpu/swap_blocks_triton.py", 70),
+                ("vllm/v1/kv_offload/cpu/swap_blocks_triton.py", 71),
+            )
+        },
+        **{
+            ("vllm/distributed/eplb/eplb_state.py", line): (
+                "false",
+                (
+                    "the function pins `src` itself under `if PIN_MEMORY and src.is_cpu`; the pageable source comes "
+                    "from a test whose destination map is on the CPU too (a CPU-to-CPU copy)"
+                ),
+            )
+            for line in (1408, 1444)
+        },
+        **{
+            ("vllm/utils/torch_utils.py", line): (
+                "false",
+                (
+                    "inside `async_tensor_h2d`, the pinning helper: `from_numpy` memory is restaged pinned under "
+                    "`if PIN_MEMORY and not t.is_pinned()`; it stays pageable only where pinned memory is unavailable"
+                ),
+            )
+            for line in (746, 748)
+        },
+        ("vllm/model_executor/models/paddleocr_vl.py", 812): (
+            "false",
+            (
+                "the `else` of `if cu_seqlens.is_cpu:` (whose branch uses `async_tensor_h2d`): only a tensor already on "
+                "the device reaches this copy (pinfix does not narrow on `.is_cpu`)"
+            ),
+        ),
+        ("tests/distributed/test_shm_broadcast.py", 1356): (
+            "false",
+            (
+                "a `from_numpy` view of the shared-memory arena that the test has just registered with the CUDA host "
+                "allocator (`_ensure_pinned`, skipped when that fails): page-locked memory"
+            ),
+        ),
+        ("vllm/model_executor/models/cohere_compass.py", 842): (
+            "true",
+            "`torch.cat` of `rot_pos_ids` results (`torch.from_numpy` of NumPy position grids): pageable, copied non_blocking",
+        ),
+        ("vllm/v1/attention/backends/short_conv_attn.py", 463): (
+            "true",
+            (
+                "a comparison of `num_decode_draft_tokens_cpu` (a `*_cpu` name, CPU by vLLM's convention): a fresh "
+                "pageable mask, copied non_blocking into the device buffer"
+            ),
+        ),
+        ("vllm/v1/attention/ops/rocm_aiter_mla_prefill.py", 36): (
+            "true",
+            "`torch.cat` of `torch.arange` segments made on the host: pageable, copied non_blocking to the device",
+        ),
+    }
+)
 
 MARKER_RE = re.compile(
     r"np_to_pinned_tensor|async_tensor_h2d|pin_memory\s*=\s*(?!\s*False\b)|\.pin_memory\(|CpuGpuBuffer|\.copy_to_gpu\("
