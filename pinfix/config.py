@@ -449,14 +449,6 @@ class Config:
         object.__setattr__(self, "show_unknown", UNKNOWN_CODE in rules)
 
     @property
-    def helper_module(self) -> str:
-        return self.helper.rpartition(".")[0]
-
-    @property
-    def helper_name(self) -> str:
-        return self.helper.rpartition(".")[2]
-
-    @property
     def pinned_producers(self) -> FrozenSet[str]:
         return frozenset((self.helper, *self.extra_pinned_producers))
 

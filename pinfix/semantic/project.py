@@ -25,7 +25,7 @@ import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from ..settings import Settings
 from .calls import Arguments
@@ -319,25 +319,36 @@ class Project:
             return None
         if DEPTH - self.left >= CONTEXT_DEPTH:
             facts = self.facts(func, RETURNS)
-            if facts is None:
-                return None
-            return facts.returns if facts.returns is not None else Value((NoneValue(),))
+            return _returned(facts) if facts is not None else None
         params = self.parameters(func, receiver, args)
         key = ("call", id(func.node), tuple(sorted((n, v.keys) for n, v in params.items())), self.left)
-        if key in self.calls:
+        return self.evaluated(self.calls, key, func, params, RETURNS, _returned)
+
+    def evaluated(
+        self,
+        table: Dict[Tuple[Any, ...], Any],
+        key: Tuple[Any, ...],
+        func: FunctionInfo,
+        params: Optional[Dict[str, Value]],
+        purpose: Optional[Purpose],
+        keep: Callable[[FunctionFacts], Any] = lambda facts: facts,
+    ) -> Any:
+        """``func`` evaluated one step further from the copy for ``purpose``, and what
+        of it ``table`` keeps (memoised under ``key``, whose last item is the depth
+        left, with what it read); ``None`` while it is being evaluated (recursion)."""
+        if key in table:
             self.reused(key)
-            return self.calls[key]
-        if key[:3] in self.active:
+            return table[key]
+        if key[:-1] in self.active:
             return None
-        self.active.add(key[:3])
+        self.active.add(key[:-1])
         try:
             with self.deeper(), self.recording(key):
-                facts = self.evaluator(self.context(func.module), func, params, RETURNS).run()
+                found = keep(self.evaluator(self.context(func.module), func, params, purpose).run())
         finally:
-            self.active.discard(key[:3])
-        result = facts.returns if facts.returns is not None else Value((NoneValue(),))
-        self.calls[key] = result
-        return result
+            self.active.discard(key[:-1])
+        table[key] = found
+        return found
 
     def facts(self, func: FunctionInfo, purpose: Optional[Purpose]) -> Optional[FunctionFacts]:
         """``func`` evaluated with its own parameters (a method's receiver is an object
@@ -346,20 +357,7 @@ class Project:
         evaluated, or too far from the copy."""
         if self.left <= 0:
             return None
-        key = ("own", id(func.node), purpose, self.left)
-        if key in self.own:
-            self.reused(key)
-            return self.own[key]
-        if key[:3] in self.active:
-            return None
-        self.active.add(key[:3])
-        try:
-            with self.deeper(), self.recording(key):
-                found = self.evaluator(self.context(func.module), func, None, purpose).run()
-        finally:
-            self.active.discard(key[:3])
-        self.own[key] = found
-        return found
+        return self.evaluated(self.own, ("own", id(func.node), purpose, self.left), func, None, purpose)
 
     def parameters(self, func: FunctionInfo, receiver: Optional[Value], args: Optional[Arguments]) -> Dict[str, Value]:
         """The values the call gives ``func``'s parameters (defaults where it gives none)."""
@@ -408,19 +406,9 @@ class Project:
         receiver = Value((Instance(cls),))
         params = self.parameters(init, receiver, args)
         key = ("init", id(init.node), tuple(sorted((n, v.keys) for n, v in params.items())), self.left)
-        found = self.own.get(key)
-        if found is not None:
-            self.reused(key)
-        else:
-            if key[:3] in self.active:
-                return []
-            self.active.add(key[:3])
-            try:
-                with self.deeper(), self.recording(key):
-                    found = self.evaluator(self.context(init.module), init, params, SELF_STORES).run()
-            finally:
-                self.active.discard(key[:3])
-            self.own[key] = found
+        found = self.evaluated(self.own, key, init, params, SELF_STORES)
+        if found is None:
+            return []
         out: Dict[str, Value] = {}
         for receiver_value, name, value, store in found.stores:
             if receiver_value.any(lambda a: isinstance(a, Instance) and a.cls is cls):
@@ -876,6 +864,11 @@ def speaks_for(other: ModuleInfo, module: ModuleInfo) -> bool:
     calls library code with whatever it likes, which says nothing of how the
     library runs (a test's arguments count for tests)."""
     return not is_test_file(other.path) or is_test_file(module.path)
+
+
+def _returned(facts: FunctionFacts) -> Value:
+    """What a call of the evaluated function gives back (``None`` when it returns nothing)."""
+    return facts.returns if facts.returns is not None else Value((NoneValue(),))
 
 
 def _called_name(func: FunctionInfo) -> str:
