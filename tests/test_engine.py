@@ -122,6 +122,81 @@ def test_negated_availability_test() -> None:
     assert found(code) == []
 
 
+# --- what a test of the tensor itself says (narrowing) ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "guard",
+    [
+        # vLLM's async_tensor_h2d: the other path runs only where pinned memory is unavailable.
+        "    if PIN_MEMORY and not t.is_pinned():\n        t = torch.empty(t.shape, pin_memory=True).copy_(t)\n",
+        "    if is_pin_memory_available() and not t.is_pinned():\n        t = t.pin_memory()\n",
+        "    if not t.is_pinned():\n        raise ValueError('pin it first')\n",
+        "    if c or not t.is_pinned():\n        return None\n",
+        "    assert t.is_pinned()\n",
+        "    assert t.is_cuda\n",
+        "    if t.is_cpu:\n        return t\n",
+        "    if t.device.type == 'cpu':\n        return t\n",
+        "    if 'cpu' == t.device.type:\n        return t\n",
+        "    if t.device.type != 'cuda':\n        return t\n",
+        "    if not t.is_xpu:\n        return t\n",
+    ],
+)
+def test_a_test_of_the_tensor_itself_settles_its_memory(guard: str) -> None:
+    code = (
+        "import torch\nfrom vllm.utils.platform_utils import is_pin_memory_available\n\nPIN_MEMORY = True\n\n"
+        "def f(a, c, dev):\n    t = torch.from_numpy(a)\n" + guard + "    return t.to(dev, non_blocking=True)\n"
+    )
+    assert found(code) == []
+
+
+@pytest.mark.parametrize(
+    "guard, why",
+    [
+        # What the tests do not settle: the path where they fail still copies pageable memory.
+        ("    if t.is_pinned():\n        print('pinned')\n", "`t.is_pinned()` is false"),
+        ("    if c and not t.is_pinned():\n        t = t.pin_memory()\n", "`c and not t.is_pinned()` is false"),
+        ("    if t.is_cpu:\n        print('host')\n", None),
+        ("    assert t.is_cpu\n", None),
+        ("    if t.device.type == 'cuda':\n        return t\n", None),
+    ],
+)
+def test_a_test_that_does_not_settle_the_memory_keeps_the_finding(guard: str, why: Optional[str]) -> None:
+    code = (
+        "import torch\n\ndef f(a, c, dev):\n    t = torch.from_numpy(a)\n" + guard
+        + "    return t.to(dev, non_blocking=True)\n"
+    )
+    lines = code.count("\n")
+    assert found(code) == [(lines, "PIN001")]
+    if why is not None:
+        assert why in messages(code)[0]
+
+
+def test_a_device_branch_of_a_tensor_made_on_the_host_is_no_host_copy() -> None:
+    code = """\
+    import torch
+
+    def f(cu, dev):
+        if not isinstance(cu, torch.Tensor):
+            cu = torch.tensor(cu, dtype=torch.int32)
+        if cu.is_cpu:
+            cu = cu.pin_memory().to(dev, non_blocking=True)
+        else:
+            cu = cu.to(device=dev, non_blocking=True)
+        return cu
+    """
+    assert found(code) == []
+
+
+@pytest.mark.parametrize("check", ["", "    if not o.buf.is_pinned():\n        o.buf = o.buf.pin_memory()\n"])
+def test_narrowing_an_attribute_path(check: str) -> None:
+    code = (
+        "import torch\n\ndef f(o, dev):\n    o.buf = torch.zeros(4)\n" + check
+        + "    return o.buf.to(dev, non_blocking=True)\n"
+    )
+    assert found(code) == ([] if check else [(5, "PIN002")])
+
+
 # --- statements -----------------------------------------------------------------------------------
 
 

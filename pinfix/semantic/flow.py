@@ -12,12 +12,16 @@ more, so no input makes the analysis superlinear.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from .calls import Calls
 from .scope import FUNCTION_NODES, target_names
 from .state import PATHS, PENDING, State
 from .values import (
+    ACCEL,
+    ANY_DEVICE,
+    CPU,
+    PINNED,
     Array,
     Class,
     Const,
@@ -135,6 +139,7 @@ class Flow(Calls):
     def exec_assert(self, node: ast.Assert, state: State) -> None:
         test = self.eval(node.test, state)
         self.host_read(test, node.test, state)
+        self.narrow(node.test, True, state)
 
     def exec_break(self, node: ast.Break, state: State) -> None:
         if self.loops:
@@ -279,9 +284,62 @@ class Flow(Calls):
             state.absorb([branch])
             return
         then, orelse = state.fork(), state.fork()
+        self.narrow(node.test, True, then)
+        self.narrow(node.test, False, orelse)
         self.run_block(node.body, then)
         self.run_block(node.orelse, orelse)
         self.join_branches(state, then, orelse, self.short(node.test, 40))
+
+    def narrow(self, test: ast.AST, truth: bool, state: State) -> None:
+        """What ``test`` being ``truth`` says of a tensor's memory: ``t.is_pinned()``,
+        ``t.is_cpu`` / ``t.is_cuda`` / ``t.device.type == "cpu"``, through ``not``,
+        ``and`` and ``or`` (and an ``and`` whose other part holds wherever pinned
+        memory is available: no path of ours runs where it does not)."""
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, truth = test.operand, not truth
+        if isinstance(test, ast.BoolOp):
+            both = isinstance(test.op, ast.And) == truth
+            if both:
+                for part in test.values:
+                    self.narrow(part, truth, state)
+            else:
+                # `a and b` false (or `a or b` true): only one part is known, if all others
+                # are settled by pinned memory being available.
+                if not any(_memory_test(_unnegated(v)) for v in test.values):
+                    return
+                rest = [v for v in test.values if self.availability(v, self.eval(v, state)) is not (not truth)]
+                if len(rest) == 1:
+                    self.narrow(rest[0], truth, state)
+            return
+        fact = _memory_test(test)
+        if fact is None:
+            return
+        subject, kind, holds = fact
+        if not truth:
+            holds = not holds
+        name = subject.id if isinstance(subject, ast.Name) and subject.id in self.func.locals else self.path_of(subject)
+        if name is None:
+            return
+        value = state.get(name)
+        if not value:
+            if "." not in name:
+                return
+            value = self.eval(subject, state)
+        if kind == "pinned" and holds:
+            narrowed = value.map(lambda a: Value((a.evolve(device=CPU, memory=PINNED),)) if isinstance(a, Tensor) and a.device != ACCEL else None)
+        elif kind == "cpu" and not holds:
+            narrowed = value.map(lambda a: Value((a.evolve(device=ACCEL),)) if isinstance(a, Tensor) and a.device != ACCEL else None)
+        elif kind == "cpu":
+            narrowed = value.map(lambda a: Value((a.evolve(device=CPU),)) if isinstance(a, Tensor) and a.device == ANY_DEVICE else None)
+        else:
+            return
+        if same(narrowed, value):
+            return
+        state.set(name, narrowed)
+        if "." in name:
+            paths = state.get(PATHS)
+            if not paths or name not in {a.value for a in paths.only(Const)}:
+                state.set(PATHS, join(paths, Value((Const(name),))))
 
     def join_branches(self, state: State, then: State, orelse: State, test: str) -> None:
         """Join two branches, marking the tensors only one branch makes with its condition."""
@@ -438,6 +496,44 @@ def _assigned_names(body: Sequence[ast.AST]) -> Set[str]:
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
                 out.add(node.func.value.id)  # `xs.append(...)` changes what `xs` holds
     return out
+
+
+#: Device types that are not the host's.
+_ACCEL_TYPES = frozenset({"cuda", "xpu", "hip", "mps", "npu", "hpu", "mtia", "privateuseone"})
+
+
+def _unnegated(test: ast.AST) -> ast.AST:
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return test
+
+
+def _memory_test(test: ast.AST) -> Optional[Tuple[ast.AST, str, bool]]:
+    """``(subject, kind, holds)`` for a test of a tensor's memory: kind ``"pinned"``
+    (``t.is_pinned()``) or ``"cpu"`` (``t.is_cpu``, ``t.is_cuda``, ``t.device.type == "cpu"``),
+    ``holds``: what the test being true says."""
+    if isinstance(test, ast.Call) and not test.args and not test.keywords and isinstance(test.func, ast.Attribute) and test.func.attr == "is_pinned":
+        return test.func.value, "pinned", True
+    if isinstance(test, ast.Attribute):
+        if test.attr == "is_cpu":
+            return test.value, "cpu", True
+        if test.attr in {f"is_{t}" for t in _ACCEL_TYPES}:
+            return test.value, "cpu", False
+        return None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+        left, right = test.left, test.comparators[0]
+        if isinstance(left, ast.Constant):
+            left, right = right, left
+        if not (isinstance(right, ast.Constant) and isinstance(right.value, str)):
+            return None
+        if not (isinstance(left, ast.Attribute) and left.attr == "type" and isinstance(left.value, ast.Attribute) and left.value.attr == "device"):
+            return None
+        equal = isinstance(test.ops[0], (ast.Eq, ast.Is))
+        if right.value == "cpu":
+            return left.value.value, "cpu", equal
+        if right.value in _ACCEL_TYPES:
+            return left.value.value, "cpu", not equal
+    return None
 
 
 def _mark(value: Value, other: Value, cond: str) -> Value:
