@@ -38,7 +38,7 @@ DESCRIPTION = (
 )
 
 RUN = ("check", "fix")
-INSPECT = ("show-settings", "show-files")
+INSPECT = ("show-settings", "show-files", "show-producers")
 _CONFIG_HELP = (
     "a settings file (pinfix.toml, or a pyproject.toml's [tool.pinfix]) used for every file, "
     "or one `key = value` setting; may be repeated"
@@ -71,6 +71,7 @@ ARGUMENTS: Dict[str, Tuple[str, Dict[str, Any]]] = {
     "rule": ("code", dict(nargs="?", help="rule code, e.g. PIN001 (default: list the rules)")),
     "show-settings": ("path", dict(metavar="FILE", help="the file whose settings to print")),
     "show-files": ("paths", dict(nargs="*", metavar="PATH", help="files or directories (default: .)")),
+    "show-producers": ("paths", dict(nargs="*", metavar="PATH", help="files or directories (default: .)")),
 }
 COMMANDS: Dict[str, str] = {
     "check": "report findings",
@@ -78,6 +79,7 @@ COMMANDS: Dict[str, str] = {
     "rule": "print a rule's documentation",
     "show-settings": "print the settings that apply to a file",
     "show-files": "list the files check would look at",
+    "show-producers": "list the functions deep mode infers to return pinned memory (pinned producers needing no setting)",
     "clean": "remove the check cache here and in every directory below",
 }
 #: Commands that take the settings' own options (``--select``, ``--strict``, ...).
@@ -254,6 +256,34 @@ def _show_files(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_ERROR if errors else EXIT_CLEAN
 
 
+def _show_producers(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``path:line: module.function`` for each function whose every return is pinned."""
+    from dataclasses import replace
+
+    from .config import settings_of
+    from .engine import on_deep_stack
+    from .semantic.project import display, project_for
+
+    project = _project(args)
+    errors: List[Tuple[Path, str]] = []
+    rows: List[Tuple[str, int, str]] = []
+    for path in sorted(_files(args, project, errors), key=str):
+        settings = replace(settings_of(project.config_for(Path(path))), deep=True)
+        deep = project_for(settings)
+        module = deep.load(Path(path))
+        if module is None:
+            errors.append((Path(path), "cannot be read or parsed"))
+            continue
+        for func, _ in on_deep_stack(deep.pinned_producers, module):
+            name = f"{module.name}.{func.qualname}" if module.name else func.qualname
+            rows.append((display(Path(path)), getattr(func.node, "lineno", 0), name))
+    for where, line, name in sorted(rows):
+        out.write(f"{where}:{line}: {name}\n")
+    for path, why in errors:
+        err.write(f"{path}: error: {why}\n")
+    return EXIT_ERROR if errors else EXIT_CLEAN
+
+
 def _clean(args: argparse.Namespace, err: TextIO) -> int:
     from .cache import clean
     from .config import CACHE_DIR_NAME
@@ -425,6 +455,8 @@ def main(
             return _show_settings(args, out)
         if args.command == "show-files":
             return _show_files(args, out, err)
+        if args.command == "show-producers":
+            return _show_producers(args, out, err)
         return _run(args, out, err, stdin)
     except ConfigError as e:
         err.write(f"pinfix: {e}\n")

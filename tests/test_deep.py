@@ -538,3 +538,114 @@ def test_evidence_outside_the_working_directory_is_named_whole(tmp_path, monkeyp
     monkeypatch.chdir(inside)
     found = [f for f in deep([pkg / "runner.py"]) if f["line"] == 14]
     assert found[0]["evidence"][0]["path"] == os.path.join("pkg", "helpers.py")
+
+
+# --- bounds on what one file's deep check may cost -------------------------------------------------
+
+_WIDE_INIT = HEADER + """\
+class Batch:
+    def __init__(self, n):
+        self.a = torch.zeros(n)
+        self.b = torch.zeros(n, pin_memory=True)
+        self.c = torch.zeros(n)
+        self.d = torch.zeros(n, pin_memory=True)
+        self.e = torch.zeros(n)
+        self.f = n
+
+    def send(self, dev):
+        return (
+            self.a.to(dev, non_blocking=True),
+            self.b.to(dev, non_blocking=True),
+            self.c.to(dev, non_blocking=True),
+        )
+"""
+
+
+@pytest.mark.parametrize("cap", [0, 100])
+def test_a_function_storing_many_attributes_is_evaluated_once_for_all_of_them(tmp_path, monkeypatch, cap):
+    from pinfix.semantic import project as deep_project
+
+    monkeypatch.setattr(deep_project, "_PROJECTS", {})
+    monkeypatch.setattr(deep_project, "MAX_SLICED_STORES", cap)
+    pkg = project(tmp_path, {"batch.py": _WIDE_INIT})
+    # The same verdicts whether __init__ is evaluated once for all its stores or once per attribute.
+    assert lines(deep([pkg / "batch.py"])) == [(15, "PIN002"), (17, "PIN002")]
+    (proj,) = deep_project._PROJECTS.values()
+    evaluations = [k for k in proj.own if k[0] == "own"]
+    purposes = sorted({str(k[2]) for k in evaluations})
+    if cap == 0:
+        assert purposes == ["('stores', '*')"]
+    else:
+        assert purposes == ["('stores', 'a')", "('stores', 'b')", "('stores', 'c')"]
+
+
+def test_a_spent_work_budget_leaves_project_questions_unknown(tmp_path, monkeypatch):
+    from pinfix.semantic import project as deep_project
+
+    pkg = project(tmp_path, {"batch.py": _WIDE_INIT})
+    monkeypatch.setattr(deep_project, "_PROJECTS", {})
+    assert lines(deep([pkg / "batch.py"])) == [(15, "PIN002"), (17, "PIN002")]
+    monkeypatch.setattr(deep_project, "_PROJECTS", {})
+    monkeypatch.setattr(deep_project, "WORK_BASE", 0)
+    monkeypatch.setattr(deep_project, "WORK_PER_STATEMENT", 0)
+    code, found = check([pkg / "batch.py"], "--deep", "--show-unknown", "--no-cache")
+    assert [f["code"] for f in found] == ["PIN004"] * 3
+    assert all("budget for project questions is spent" in f["message"] for f in found)
+
+
+_PRODUCERS = """\
+import numpy as np
+import torch
+
+
+def pinned_index(n):
+    return torch.arange(n).pin_memory()
+
+
+def pinned_from(a):
+    if isinstance(a, np.ndarray):
+        return torch.from_numpy(a).pin_memory()
+    return torch.empty(len(a), pin_memory=True)
+
+
+def sometimes(n, flag):
+    t = torch.zeros(n)
+    if flag:
+        t = t.pin_memory()
+    return t
+
+
+def wrapped(n):
+    return pinned_index(n)
+
+
+def passthrough(t):
+    return t
+
+
+class Buffers:
+    def staging(self, n):
+        return torch.empty(n, dtype=torch.int32, pin_memory=True)
+
+    def gapped(self, n):
+        return torch.empty(n, pin_memory=True)[::2]
+"""
+
+
+def test_show_producers_lists_the_inferred_pinned_producers(tmp_path):
+    pkg = project(tmp_path, {"helpers.py": _PRODUCERS, "bad.py": "def broken(:\n"})
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["show-producers", str(pkg / "helpers.py")], out=out, err=err)
+    assert code == 0, err.getvalue()
+    listed = [line.split(": ", 1)[1] for line in out.getvalue().splitlines()]
+    # Pinned on every path (also through another producer); not: pinned on one path only,
+    # whatever it is given, or a gapped view of pinned memory.
+    assert listed == ["pkg.helpers.pinned_index", "pkg.helpers.pinned_from", "pkg.helpers.wrapped", "pkg.helpers.Buffers.staging"]
+    assert out.getvalue().splitlines()[0].endswith("helpers.py:5: pkg.helpers.pinned_index")
+    # What it lists needs no setting: a copy of a call of one is not reported.
+    (pkg / "use.py").write_text("from .helpers import wrapped\n\n\ndef f(d):\n    return wrapped(3).to(d, non_blocking=True)\n")
+    assert deep([pkg / "use.py"]) == []
+    # A file that does not parse: one line, and a non-zero exit.
+    err = io.StringIO()
+    assert main(["show-producers", str(pkg / "bad.py")], out=io.StringIO(), err=err) == 2
+    assert err.getvalue().count("\n") == 1 and "bad.py: error:" in err.getvalue()

@@ -2,6 +2,7 @@
 reports and why, on the shapes issue 13 lists and on every statement kind."""
 
 import textwrap
+import threading
 from typing import List, Optional, Tuple
 
 import pytest
@@ -302,6 +303,34 @@ def test_ten_thousand_line_function() -> None:
     text = "\n".join(lines) + "\n"
     (finding,) = check_text(text)
     assert finding.code == "PIN002"
+
+
+def test_a_loop_whose_test_forgets_what_its_body_stores_ends() -> None:
+    # The `while` test's method call forgets `self.failed` (an access path), the body
+    # stores it again: the loop's head changed every round, for ever, before rounds
+    # were capped past widening.
+    code = """\
+    import threading
+    import torch
+
+    class Manager:
+        def monitor(self, waiting, a, d):
+            while waiting and not self.stopped.is_set():
+                died = threading.wait(waiting)
+                for s in died:
+                    proc = waiting.pop(s)
+                    if proc.code != 0 and not self.stopped.is_set():
+                        self.failed = proc.name
+                if died:
+                    break
+            return torch.from_numpy(a).to(d, non_blocking=True)
+    """
+    result: List[List[Tuple[int, str]]] = []
+    worker = threading.Thread(target=lambda: result.append(found(code)), daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), "the loop's fixpoint never ended"
+    assert result == [[(14, "PIN001")]]
 
 
 def test_nested_loops_stay_within_budget() -> None:

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 import pytest
 
 from pinfix.config import Config, settings_of
-from pinfix.prefilter import may_contain_finding, may_hold_sink
+from pinfix.prefilter import may_hold_sink
 from pinfix.rules import check_module
 from pinfix.rules.base import StatementIndex
 from pinfix.semantic import SourceText, analyze_module

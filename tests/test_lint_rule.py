@@ -1,7 +1,6 @@
 """Fixit's own machinery runs the rules' VALID / INVALID cases (those that need no settings)."""
 
 from fixit.testing import add_lint_rule_tests_to_module
-
 from pinfix.lint_rules import (
     PageableCpuSource,
     PageableNonBlockingCopy,

@@ -395,7 +395,10 @@ class Flow(Calls):
             self.loops.pop()
             back = [s for s in [inner, *frame.continues] if not s.dead]
             changed = head.absorb(back, keep=True)
-            if not changed or hurried:
+            if not changed or hurried or rounds > MAX_ROUNDS + 1:
+                # (Past widening, a loop whose head the test itself keeps changing, e.g. a
+                # `while` test's call forgetting an attribute path the body stores again,
+                # stops here: what it could still change was widened to unknown.)
                 break
             if not bind_in_body:
                 enter(head)

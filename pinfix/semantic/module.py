@@ -212,6 +212,7 @@ def analyze_module(
     if project is not None:
         module = project.module_for(src, tree, path)  # type: ignore[attr-defined]
         ctx = project.context(module)  # type: ignore[attr-defined]
+        project.begin(tree)  # type: ignore[attr-defined]
     else:
         module = ModuleInfo(src, tree, path)
         ctx = ModuleContext(module, settings, project)

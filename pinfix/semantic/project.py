@@ -35,10 +35,13 @@ from .flow import TRANSPARENT_DECORATORS
 from .module import ModuleContext, functions_at
 from .modules import ModuleIndex, module_name
 from .scope import ClassInfo, FunctionInfo, ModuleInfo, last_name
-from .slices import Graph, Purpose, Slice
+from .slices import ANY_ATTRIBUTE, Graph, Purpose, Slice
 from .source import SourceError, SourceText
 from .state import State
 from .values import (
+    CPU,
+    DENSE,
+    PINNED,
     Class,
     Const,
     Func,
@@ -73,6 +76,15 @@ MAX_CALLER_FILES = 16
 MAX_STORE_FILES = 8
 #: The same for stores of an attribute on objects of classes pinfix cannot see.
 MAX_AGREED_FILES = 4
+#: A function storing more attributes than this is evaluated once for all its stores
+#: (not once per attribute asked about: a big ``__init__`` would be run for each).
+MAX_SLICED_STORES = 4
+#: Statement visits the project's evaluations may spend for each statement of the
+#: checked module (then every further project question is unknown): whatever the
+#: project, one file's deep check costs at most this times the file's own size.
+WORK_PER_STATEMENT = 400
+#: ... and this many more, whatever the file's size.
+WORK_BASE = 20000
 #: Directories under a project root that hold no project code.
 _NOT_PROJECT = frozenset({"build", "dist", "node_modules", "site-packages", "venv", "__pycache__"})
 
@@ -100,9 +112,12 @@ class Project:
         self.calls: Dict[Tuple[Any, ...], Optional[Value]] = {}
         self.attributes: Dict[Tuple[Any, ...], Optional[Value]] = {}
         self.own: Dict[Tuple[Any, ...], Optional[FunctionFacts]] = {}
+        self.refined: Dict[Tuple[Any, ...], Optional[FunctionFacts]] = {}
         self.active: Set[Tuple[Any, ...]] = set()
         #: How many more calls, attributes and stores the current question may pass through.
         self.left = DEPTH
+        #: Statement visits left to the checked module's questions (``None``: no limit).
+        self.work_left: Optional[int] = None
         self.passed: Dict[Tuple[Any, ...], Dict[str, Value]] = {}
         self._callers: Dict[int, Optional[List[FunctionInfo]]] = {}
         self._files: Optional[Tuple[Tuple[Path, ...], _Corpus]] = None
@@ -158,6 +173,37 @@ class Project:
         self.modules[resolved] = info
         return info
 
+    def begin(self, tree: ast.Module) -> None:
+        """A module's check starts: its project questions get a budget in proportion to it."""
+        statements = sum(1 for node in ast.walk(tree) if isinstance(node, ast.stmt))
+        self.work_left = WORK_BASE + WORK_PER_STATEMENT * statements
+
+    @property
+    def out_of_work(self) -> bool:
+        return self.work_left is not None and self.work_left <= 0
+
+    def unfollowed(self, what: str) -> str:
+        """Why ``what`` got no answer from an evaluation that returned none."""
+        if self.out_of_work:
+            return f"{what} is past what pinfix follows for one file (its budget for project questions is spent)"
+        if self.left <= 0:
+            return f"{what} is too far from the copy for pinfix to follow"
+        return f"{what} is defined in terms of itself"
+
+    def pinned_producers(self, module: ModuleInfo) -> List[Tuple[FunctionInfo, Value]]:
+        """The functions of ``module`` every return of which is pinned host memory, with
+        what they return (inferred: a call of one needs no ``pinned-producers`` entry)."""
+        found = []
+        for func in module.functions.values():
+            if isinstance(func.node, ast.Lambda) or func.is_generator or func.is_class_body:
+                continue
+            self.begin(module.tree)
+            facts = self.facts(func, RETURNS)
+            returned = facts.returns if facts is not None else None
+            if returned and all(isinstance(a, Tensor) and a.device == CPU and a.memory == PINNED and a.layout == DENSE for a in returned):
+                found.append((func, returned))
+        return found
+
     def load(self, path: Path) -> Optional[ModuleInfo]:
         resolved = path.resolve()
         self.read("f:" + str(resolved))
@@ -197,12 +243,23 @@ class Project:
             key = (id(func.node), purpose)
             relevant = self._slices.get(key)
             if relevant is None:
-                closures = purpose[0] == "copies"
-                graph = self._graphs.get((id(func.node), closures))
-                if graph is None:
-                    graph = self._graphs[(id(func.node), closures)] = Graph(func, closures)
-                relevant = self._slices[key] = graph.slice(purpose)
+                relevant = self._slices[key] = self.graph(func, purpose[0] == "copies").slice(purpose)
         return DeepEvaluator(ctx, func, params, relevant)
+
+    def graph(self, func: FunctionInfo, closures: bool) -> Graph:
+        graph = self._graphs.get((id(func.node), closures))
+        if graph is None:
+            graph = self._graphs[(id(func.node), closures)] = Graph(func, closures)
+        return graph
+
+    def purpose_for(self, func: FunctionInfo, purpose: Purpose) -> Purpose:
+        """``purpose``, or all of ``func``'s stores where it stores so many attributes
+        that one evaluation for all of them costs less than one per attribute asked
+        (decided by the function alone, so no answer depends on what was asked first)."""
+        if purpose[0] == "stores" and purpose[1] not in (None, ANY_ATTRIBUTE) and not isinstance(func.node, ast.Lambda):
+            if len(self.graph(func, False).stored_attributes) > MAX_SLICED_STORES:
+                return ("stores", ANY_ATTRIBUTE)
+        return purpose
 
     def global_value(self, module: ModuleInfo, name: str) -> Optional[Value]:
         return self.context(module).global_value(module, name)
@@ -339,12 +396,16 @@ class Project:
         if key in table:
             self.reused(key)
             return table[key]
-        if key[:-1] in self.active:
+        if key[:-1] in self.active or self.out_of_work:
             return None
         self.active.add(key[:-1])
         try:
             with self.deeper(), self.recording(key):
-                found = keep(self.evaluator(self.context(func.module), func, params, purpose).run())
+                evaluator = self.evaluator(self.context(func.module), func, params, purpose)
+                before = evaluator.budget
+                found = keep(evaluator.run())
+                if self.work_left is not None:
+                    self.work_left -= before - evaluator.budget
         finally:
             self.active.discard(key[:-1])
         table[key] = found
@@ -357,6 +418,8 @@ class Project:
         evaluated, or too far from the copy."""
         if self.left <= 0:
             return None
+        if purpose is not None:
+            purpose = self.purpose_for(func, purpose)
         return self.evaluated(self.own, ("own", id(func.node), purpose, self.left), func, None, purpose)
 
     def parameters(self, func: FunctionInfo, receiver: Optional[Value], args: Optional[Arguments]) -> Dict[str, Value]:
@@ -521,9 +584,11 @@ class Project:
             return facts
         if purpose is None:
             purpose = None if ctx.whole else ("copies", ctx.lines)
-        with self.deeper():
-            refined = self.evaluator(ctx, func, given, purpose).run()
-        return refined
+        else:
+            purpose = self.purpose_for(func, purpose)
+        key = ("refined", id(func.node), purpose, tuple(sorted((n, v.keys) for n, v in given.items())), self.left)
+        refined = self.evaluated(self.refined, key, func, given, purpose)
+        return refined if refined is not None else facts
 
     # --- attributes ------------------------------------------------------------------------
 
@@ -589,7 +654,7 @@ class Project:
             with self.deeper():
                 facts = self.refine(self.context(func.module), facts, purpose)
         if facts is None:
-            return [unknown(f"`{family[0].name}.{attr}` is defined in terms of itself")]
+            return [unknown(self.unfollowed(f"`{family[0].name}.{attr}`"))]
         out = []
         for receiver, name, value, node in facts.stores:
             if name == attr and receiver.any(lambda a: isinstance(a, Instance) and any(a.cls is k for k in family)):
@@ -787,7 +852,7 @@ class DeepEvaluator(Evaluator):
             if method.kind == "property":
                 result = self.project.call(method, Value((atom,)), None, node)
                 if result is None:
-                    return unknown(f"`{self.short(node)}` is defined in terms of itself", node)
+                    return unknown(self.project.unfollowed(f"`{self.short(node)}`"), node)
                 return mark(result, self.step("returned", node, f"the property `{self.short(node, 40)}`"), via=True)
             return Value((Func(method, Value((atom,))),))
         found = self.project.attribute(atom.cls, attr)

@@ -24,9 +24,12 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 from .scope import FunctionInfo, last_name
 
 #: A question a slice answers: ``("copies", lines)``, ``("returns",)``,
-#: ``("stores", attr)`` (``attr`` ``None``: any attribute of the receiver),
-#: ``("calls", name)``, ``("binds", name)`` (a module's or class body's name).
+#: ``("stores", attr)`` (``attr`` ``None``: any attribute of the receiver;
+#: :data:`ANY_ATTRIBUTE`: any store at all), ``("calls", name)``, ``("binds", name)``
+#: (a module's or class body's name).
 Purpose = Tuple[object, ...]
+#: ``("stores", ANY_ATTRIBUTE)``: every ``obj.attr = v`` of the function.
+ANY_ATTRIBUTE = "*"
 
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -90,6 +93,8 @@ class Graph:
                 self.defined.setdefault(key, []).append(unit)
             for name in unit.rebinds:
                 self.rebound.setdefault(name, []).append(unit)
+        #: The attribute names the function stores to.
+        self.stored_attributes: FrozenSet[str] = frozenset(a for unit in self.units for _, a in unit.stored)
 
     def seeds(self, purpose: Purpose) -> List[_Unit]:
         kind = purpose[0]
@@ -106,6 +111,8 @@ class Graph:
             if attr is None:
                 me = self.func.self_name
                 return [u for u in units if any(name == me for name, _ in u.stored)] if me else []
+            if attr == ANY_ATTRIBUTE:
+                return [u for u in units if u.stored]
             return [u for u in units if any(a == attr for _, a in u.stored)]
         if kind == "calls":
             return [u for u in units if purpose[1] in u.calls]
@@ -307,4 +314,4 @@ def _header_end(stmt: ast.AST) -> int:
     return first
 
 
-__all__ = ["Graph", "Purpose", "Slice", "slice_of"]
+__all__ = ["ANY_ATTRIBUTE", "Graph", "Purpose", "Slice", "slice_of"]
