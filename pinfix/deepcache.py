@@ -3,7 +3,8 @@
 A deep verdict depends on other files: the modules its answers read and the
 searches of the project's text they made (callers of a function, stores to an
 attribute, subclasses). The engine reports both (``FileReport.reads``:
-``f:<path>``, ``g:<pattern>``). An entry keeps, besides the file's own hash:
+``f:<path>``, ``g:<word>\\0<pattern>``: a word every match holds, then the
+pattern). An entry keeps, besides the file's own hash:
 
 - each module read, with its size, modification time and hash: still valid
   when it is unchanged (stat first, then the hash if the stat differs);
@@ -55,6 +56,7 @@ class DeepVerdicts:
         self._hashes: Dict[str, Optional[str]] = {}
         self._texts: Dict[str, Optional[bytes]] = {}
         self._changed: Dict[Tuple[str, str], Optional[List[str]]] = {}
+        self._patterns: Dict[str, "re.Pattern[bytes]"] = {}
         self._index: Optional[Dict[str, Any]] = None
         self._index_updates: Dict[str, List[str]] = {}
 
@@ -188,14 +190,29 @@ class DeepVerdicts:
                     return False
                 if not changed:
                     return True
-                patterns = [re.compile(s.encode("latin-1")) for s in searches]
+                read = kept["modules"]
                 for file in changed:
+                    if file in read:
+                        continue  # read by the verdict, and its text is as it was (checked above)
                     data = self._text(file)
-                    if data is not None and any(p.search(data) for p in patterns):
+                    if data is not None and any(self.matches(s, data) for s in searches):
                         return False
             return True
         except (KeyError, TypeError, ValueError, re.error):
             return False
+
+    def matches(self, search: str, data: bytes) -> bool:
+        """Whether a recorded search (``word\\0pattern``, or a bare pattern) matches ``data``
+        (each pattern compiled once a run; the word tested first, which rules most out)."""
+        word, sep, pattern = search.partition("\0")
+        if not sep:
+            word, pattern = "", search
+        elif word.encode("latin-1") not in data:
+            return False
+        compiled = self._patterns.get(pattern)
+        if compiled is None:
+            compiled = self._patterns[pattern] = re.compile(pattern.encode("latin-1"))
+        return compiled.search(data) is not None
 
     # --- the index: who read what ------------------------------------------------------------
 
@@ -213,12 +230,13 @@ class DeepVerdicts:
     def dependents(self, paths: Iterable[str]) -> List[Tuple[str, str]]:
         """Files checked with ``--deep`` before (not among ``paths``) whose verdict
         read one of ``paths``: ``(dependent, the path it read)``, in order."""
-        given = {os.path.realpath(p): p for p in paths}
+        folders: Dict[str, str] = {}
+        given = {_real_path(p, folders): p for p in paths}
         out = []
+        texts = _Texts(self, given)
         for other, reads in sorted(self.index().items()):
             if other in given or not isinstance(reads, list):
                 continue
-            texts = {p: self._text(p) for p in given}
             origin = None
             for what in reads:
                 kind, _, name = str(what).partition(":")
@@ -226,10 +244,9 @@ class DeepVerdicts:
                     origin = given[name]
                 elif kind == "g":
                     try:
-                        pattern = re.compile(name.encode("latin-1"))
+                        origin = next((given[p] for p, t in texts.items() if t is not None and self.matches(name, t)), None)
                     except re.error:
                         continue
-                    origin = next((given[p] for p, t in texts.items() if t is not None and pattern.search(t)), None)
                 if origin is not None:
                     break
             if origin is not None and os.path.isfile(other):
@@ -253,3 +270,27 @@ class DeepVerdicts:
 
 
 __all__ = ["DeepVerdicts", "file_hash"]
+
+
+class _Texts:
+    """The given files' texts, read the first time a search needs them."""
+
+    def __init__(self, verdicts: DeepVerdicts, given: Dict[str, str]):
+        self.verdicts = verdicts
+        self.given = given
+
+    def items(self) -> Iterable[Tuple[str, Optional[bytes]]]:
+        for path in self.given:
+            yield path, self.verdicts._text(path)
+
+
+def _real_path(path: str, folders: Dict[str, str]) -> str:
+    """``os.path.realpath(path)``, resolving each folder once (a tree's files share them)."""
+    absolute = os.path.abspath(path)
+    folder, name = os.path.split(absolute)
+    real = folders.get(folder)
+    if real is None:
+        real = folders[folder] = os.path.realpath(folder)
+    joined = os.path.join(real, name)
+    return os.path.realpath(joined) if os.path.islink(joined) else joined
+

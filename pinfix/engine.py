@@ -100,7 +100,7 @@ class FileReport:
     refused: Optional[str] = None
     unwritten: List[int] = field(default_factory=list)
     #: ``--deep``: what the verdict read besides the file (``f:<path>`` of other
-    #: modules, ``g:<pattern>`` of searches of the project's text); ``None``: nothing
+    #: modules, ``g:<word>\0<pattern>`` of searches of the project's text); ``None``: nothing
     #: was analysed (the pre-filter answered), so the verdict stands on the file alone.
     reads: Optional[List[str]] = None
 

@@ -89,3 +89,37 @@ def test_checking_a_file_rechecks_its_dependents_and_names_the_origin(tmp_path: 
         [sys.executable, "-m", "pinfix", "check", "--no-cache", "--no-progress", "pkg/a.py"], cwd=root, capture_output=True, text=True
     )
     assert quiet.returncode == 0, quiet.stdout
+
+
+def test_a_recorded_search_is_tested_by_its_word_then_its_pattern(tmp_path):
+    from pinfix.deepcache import DeepVerdicts
+
+    verdicts = DeepVerdicts(tmp_path)
+    search = "make\0\\bmake\\s*\\("
+    assert verdicts.matches(search, b"x = make (3)\n")
+    assert not verdicts.matches(search, b"x = remake(3)\n")  # the word, not the pattern
+    assert not verdicts.matches(search, b"x = build(3)\n")  # not even the word
+    # An index written before searches carried their word: the bare pattern.
+    assert verdicts.matches("\\bmake\\s*\\(", b"make()\n")
+    assert not verdicts.matches("\\bmake\\s*\\(", b"remake()\n")
+
+
+def test_a_file_touched_but_unchanged_that_the_verdict_read_keeps_it(tmp_path: Path) -> None:
+    # b.py's verdict searched the project for callers of `_send` and read c.py, which has one.
+    sender = "def _send(x, dev):\n    return x.to(dev, non_blocking=True)\n"
+    caller = "import torch\n\nfrom pkg.b import _send\n\n\ndef go(dev):\n    return _send(torch.arange(3), dev)\n"
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/b.py": sender, "pkg/c.py": caller})
+    assert found(check(root, "pkg/b.py")) == [("pkg/b.py", 2, "PIN002")]
+    (name, kept), = entries(root).items()
+    assert kept["deep"]["searches"] and any(m.endswith("c.py") for m in kept["deep"]["modules"])
+    kept["diagnostics"][0]["message"] = "from the cache"
+    (path,) = [p for p in (root / ".pinfix_cache").rglob(name)]
+    path.write_text(json.dumps(kept))
+    # c.py rewritten with the same bytes (a checkout, a formatter that changed nothing): its
+    # stat differs, its text matches the search as before, and the verdict still stands.
+    later = os.stat(root / "pkg/c.py").st_mtime_ns + 5_000_000_000
+    os.utime(root / "pkg/c.py", ns=(later, later))
+    assert [f["message"] for f in json.loads(check(root, "pkg/b.py").stdout)["findings"]] == ["from the cache"]
+    # Its text changed: redone.
+    (root / "pkg/c.py").write_text(caller.replace("torch.arange(3)", "torch.arange(3).pin_memory()"))
+    assert found(check(root, "pkg/b.py")) == []

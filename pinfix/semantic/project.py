@@ -126,7 +126,7 @@ class Project:
         self._subclasses: Dict[int, List[ClassInfo]] = {}
         self._slices: Dict[Tuple[int, Purpose], Slice] = {}
         self._graphs: Dict[Tuple[int, bool], Graph] = {}
-        #: What each answer read (``f:<path>`` of a module, ``g:<pattern>`` of a search
+        #: What each answer read (``f:<path>`` of a module, ``g:<word>\0<pattern>`` of a search
         #: of the project's text), so that a cached verdict knows what to recheck.
         self._reads: Dict[Tuple[Any, ...], FrozenSet[str]] = {}
         self._readers: List[Set[str]] = []
@@ -667,7 +667,8 @@ class Project:
         """Project modules whose text matches ``pattern``, with the lines it matches on
         (``None``: more than ``limit`` files match, too many to read them all)."""
         key = (pattern.pattern, word, limit)
-        self.read("g:" + pattern.pattern.decode("latin-1"))
+        # The word is in every text the pattern matches: a cheap test before the pattern's.
+        self.read("g:" + word + "\0" + pattern.pattern.decode("latin-1"))
         if key in self._greps:
             self.reused(("grep",) + key)
             return self._greps[key]
