@@ -63,6 +63,13 @@ class Makes(Effect):
     shares_argument: bool = False
 
 
+#: Functions that register existing host memory with the accelerator's driver (page-lock
+#: it), by the called name (``cudart().cudaHostRegister(ptr, n, 0)``, ``hipHostRegister``,
+#: CuPy's ``cuda.runtime.hostRegister``): in a module that calls one, a tensor viewing a host
+#: buffer (``torch.from_numpy``) may be pinned, so pinfix cannot call it pageable.
+HOST_REGISTER_CALLS = frozenset({"cudaHostRegister", "hipHostRegister", "hostRegister", "cuMemHostRegister"})
+
+
 @dataclass(frozen=True)
 class Pins(Effect):
     """Pinned CPU memory."""

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 #: Below this many files to parse, a process pool costs more than it saves.
 POOL_THRESHOLD = 8
 #: After this many files (a tree walk, not a pre-commit call) one file to
-#: parse starts the pool: its workers then import LibCST while the walk goes on.
+#: parse starts the pool (two with a cache): its workers then start while the walk goes on.
 POOL_EARLY_AFTER = 100
 #: Deeper than this (``ast`` nodes from the module down), a file is refused:
 #: the analysis walks and LibCST's parser take time that grows faster than
@@ -620,7 +620,9 @@ def run(
                     continue
                 known[str(path)] = (data, file_config)
             backlog.append((str(path), data, file_config, mode))
-            if pool is None and jobs > 1 and (len(backlog) >= POOL_THRESHOLD or seen >= POOL_EARLY_AFTER):
+            # With a cache, a lone miss (the file just edited) is parsed here, not worth a pool.
+            early = seen >= POOL_EARLY_AFTER and (cache is None or len(backlog) >= 2)
+            if pool is None and jobs > 1 and (len(backlog) >= POOL_THRESHOLD or early):
                 pool = _Pool(jobs)
             if pool is not None:
                 for item in backlog:

@@ -198,6 +198,23 @@ def test_narrowing_an_attribute_path(check: str) -> None:
     assert found(code) == ([] if check else [(5, "PIN002")])
 
 
+@pytest.mark.parametrize("register", ["cudart.cudaHostRegister(ptr, n, 0)", "cupy.cuda.runtime.hostRegister(ptr, n, 0)", None])
+def test_a_view_of_host_memory_the_module_page_locks_is_not_called_pageable(register: Optional[str]) -> None:
+    code = (
+        "import numpy as np\nimport torch\n\n"
+        "def lock(cudart, cupy, ptr, n):\n    " + (register or "pass") + "\n\n"
+        "def view(buf, dev):\n"
+        "    t = torch.from_numpy(np.frombuffer(buf, dtype=np.uint8))\n"
+        "    return t.to(dev, non_blocking=True)\n"
+    )
+    assert found(code) == ([] if register else [(9, "PIN001")])
+    if register:
+        (note,) = check_text(code, config=Config().with_overrides(show_unknown=True))
+        assert note.code == "PIN004" and "page-locks host memory" in note.message
+        # Memory the module makes itself is not what it registers.
+        assert found(code + "\ndef fresh(dev):\n    return torch.zeros(4).to(dev, non_blocking=True)\n") == [(12, "PIN002")]
+
+
 # --- statements -----------------------------------------------------------------------------------
 
 

@@ -419,6 +419,9 @@ class Calls(Expressions):
 
     def makes(self, effect: Makes, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
         label = _qualified_label(qualified)
+        if effect.shares_argument and self.module.registers_host_memory:
+            why = f"`{self.short(node)}` views host memory, and this module page-locks host memory it is given (a `cudaHostRegister`-like call)"
+            return unknown(why, node)
         pin = args.keyword("pin_memory")
         if args.starred or args.double_starred:
             # `torch.zeros(*size, pin_memory=flag)`: *size cannot override a keyword.

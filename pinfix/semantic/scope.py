@@ -16,6 +16,7 @@ import ast
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
+from ..effects import HOST_REGISTER_CALLS
 from .source import SourceText
 
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -382,8 +383,19 @@ class ModuleInfo:
         self._rebound: Optional[Set[str]] = None
         self._top_bindings: Optional[Dict[str, int]] = None
         self._from_imports: Optional[Dict[str, str]] = None
+        self._registers: Optional[bool] = None
         self._global_imports: Dict[str, Optional[str]] = {}
         self._index(tree.body, self.body, None, "")
+
+    @property
+    def registers_host_memory(self) -> bool:
+        """Whether the module calls a function that page-locks host memory it is given
+        (:data:`~pinfix.effects.HOST_REGISTER_CALLS`)."""
+        if self._registers is None:
+            self._registers = any(
+                isinstance(node, ast.Call) and last_name(node.func) in HOST_REGISTER_CALLS for node in ast.walk(self.tree)
+            ) if any(name in self.src.text for name in HOST_REGISTER_CALLS) else False
+        return self._registers
 
     @property
     def top_from_imports(self) -> Dict[str, str]:
@@ -553,3 +565,4 @@ def enclosing_loops(func: FunctionInfo) -> Dict[int, Tuple[ast.AST, ...]]:
             else:
                 stack.append((child, inner))
     return out
+
