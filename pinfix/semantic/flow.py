@@ -21,6 +21,7 @@ from .values import (
     ACCEL,
     ANY_DEVICE,
     CPU,
+    EMPTY,
     PINNED,
     Array,
     Class,
@@ -290,6 +291,15 @@ class Flow(Calls):
         self.run_block(node.orelse, orelse)
         self.join_branches(state, then, orelse, self.short(node.test, 40))
 
+    def settled(self, part: ast.AST) -> Optional[bool]:
+        """:meth:`availability` of a part of a test, evaluated again only where that is
+        cheap and has no effect (a name, an attribute, a call without arguments)."""
+        bare = _unnegated(part)
+        simple = isinstance(bare, (ast.Name, ast.Attribute)) or (
+            isinstance(bare, ast.Call) and not bare.args and not bare.keywords and isinstance(bare.func, (ast.Name, ast.Attribute))
+        )
+        return self.availability(part, self.eval(part, State()) if simple else EMPTY)
+
     def narrow(self, test: ast.AST, truth: bool, state: State) -> None:
         """What ``test`` being ``truth`` says of a tensor's memory: ``t.is_pinned()``,
         ``t.is_cpu`` / ``t.is_cuda`` / ``t.device.type == "cpu"``, through ``not``,
@@ -307,7 +317,7 @@ class Flow(Calls):
                 # are settled by pinned memory being available.
                 if not any(_memory_test(_unnegated(v)) for v in test.values):
                     return
-                rest = [v for v in test.values if self.availability(v, self.eval(v, state)) is not (not truth)]
+                rest = [v for v in test.values if _memory_test(_unnegated(v)) or self.settled(v) is not (not truth)]
                 if len(rest) == 1:
                     self.narrow(rest[0], truth, state)
             return
