@@ -246,7 +246,8 @@ def replace_file(path: Path, expected: bytes, new: bytes, follow_symlinks: bool 
     :class:`WriteRefused`: a path through a symbolic link (unless
     ``follow_symlinks``: then the link's target is written, the link kept), a
     file that is not regular, read-only, has other hard links (replacing it
-    would leave them holding the old text) or no longer holds ``expected``.
+    would leave them holding the old text) or no longer holds ``expected``
+    (unless it holds ``new`` already: then there is nothing to do).
     """
     if not follow_symlinks:
         link = symlink_in_path(path)
@@ -267,7 +268,10 @@ def replace_file(path: Path, expected: bytes, new: bytes, follow_symlinks: bool 
                 "with the old text, so it is not changed",
                 "hard links",
             )
-        if read_regular(target) != expected:
+        current = read_regular(target)
+        if current == new and current != expected:
+            return  # it holds what we would write (a try whose report was lost with its worker wrote it)
+        if current != expected:
             raise WriteRefused("file changed while pinfix was working on it; not overwritten", "changed meanwhile")
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".pinfix-tmp")
     except OSError as e:

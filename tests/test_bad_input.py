@@ -311,6 +311,16 @@ def test_replace_file_refuses_when_content_differs(tmp_path: Path) -> None:
     assert list(tmp_path.glob("*.pinfix-tmp")) == list(tmp_path.glob(".*.pinfix-tmp")) == []
 
 
+def test_replace_file_that_already_holds_the_new_text_is_done(tmp_path: Path) -> None:
+    # A worker wrote it and died before its report came back; the retry finds the fix in place.
+    target = write(tmp_path / "t.py", FIXED)
+    before = target.stat()
+    replace_file(target, SAMPLE, FIXED)
+    assert target.read_bytes() == FIXED
+    assert (target.stat().st_ino, target.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert list(tmp_path.glob(".*.pinfix-tmp")) == []
+
+
 def test_file_changing_between_read_and_write_is_not_overwritten(
     tmp_path: Path, good: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
