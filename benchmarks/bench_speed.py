@@ -252,6 +252,7 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
     pin_cmd = [pinfix, "check", "--no-progress", "--output-format", "json", *extra, str(tree)]
     no_pre_env = base_env()
     no_pre_env[NO_PREFILTER_ENV] = "1"
+    deep = pinfix_supports(pinfix, "--deep")
 
     line_tools: List[Tool] = [
         Tool("pinfix check", pin_cmd, base_env(), (0, 1), args.rounds, keep_output=True),
@@ -260,13 +261,13 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
              args.rounds if extra else 0, keep_output=True),
         # Deep mode (sources followed into other functions and files), once this pinfix has it.
         Tool(DEEP_LABEL, [*pin_cmd[:2], "--deep", *pin_cmd[2:]], base_env(), (0, 1), args.rounds, keep_output=True)
-        if pinfix_supports(pinfix, "--deep") else None,
+        if deep else None,
         # Deep with its cache, nothing changed since the last run: each round is preceded by an
         # untimed run that brings the cache up to date (the row below edits a file every round).
-        deep_warm(pinfix, pin_cmd, work, args.rounds) if extra and pinfix_supports(pinfix, "--deep") else None,
+        deep_warm(pin_cmd, work, args.rounds) if extra and deep else None,
         # The pre-commit call on one file just edited, with the cache the row above left: its
         # own verdict and those of the files whose verdict read it are redone.
-        one_changed_file(pinfix, tree, args.rounds) if extra and pinfix_supports(pinfix, "--deep") else None,
+        one_changed_file(pinfix, tree, args.rounds) if extra and deep else None,
         Tool(f"pinfix check, shortcuts off ({NO_PREFILTER_ENV}=1)", pin_cmd, no_pre_env, (0, 1),
              args.no_prefilter_rounds, timeout=args.no_prefilter_timeout, keep_output=True),
         Tool("ruff check --select F --no-cache", [tools["ruff"], "check", "--select", "F", "--no-cache", str(tree)],
@@ -368,7 +369,7 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
             "deep_one": wall_of(one_t) if one_t else float("nan")}
 
 
-def deep_warm(pinfix: str, pin_cmd: List[str], work: Path, rounds: int) -> Tool:
+def deep_warm(pin_cmd: List[str], work: Path, rounds: int) -> Tool:
     cmd = [*pin_cmd[:2], "--deep", *[c for c in pin_cmd[2:] if c != "--no-cache"]]
 
     def fill() -> None:

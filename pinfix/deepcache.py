@@ -214,6 +214,10 @@ class DeepVerdicts:
             compiled = self._patterns[pattern] = re.compile(pattern.encode("latin-1"))
         return compiled.search(data) is not None
 
+    def _matches_file(self, search: str, path: str) -> bool:
+        data = self._text(path)
+        return data is not None and self.matches(search, data)
+
     # --- the index: who read what ------------------------------------------------------------
 
     def index(self) -> Dict[str, Any]:
@@ -233,7 +237,6 @@ class DeepVerdicts:
         folders: Dict[str, str] = {}
         given = {_real_path(p, folders): p for p in paths}
         out = []
-        texts = _Texts(self, given)
         for other, reads in sorted(self.index().items()):
             if other in given or not isinstance(reads, list):
                 continue
@@ -244,7 +247,8 @@ class DeepVerdicts:
                     origin = given[name]
                 elif kind == "g":
                     try:
-                        origin = next((given[p] for p, t in texts.items() if t is not None and self.matches(name, t)), None)
+                        # (each given file is read once, the first time a search needs it)
+                        origin = next((given[p] for p in given if self._matches_file(name, p)), None)
                     except re.error:
                         continue
                 if origin is not None:
@@ -269,21 +273,6 @@ class DeepVerdicts:
         self._index_updates.clear()
 
 
-__all__ = ["DeepVerdicts", "file_hash"]
-
-
-class _Texts:
-    """The given files' texts, read the first time a search needs them."""
-
-    def __init__(self, verdicts: DeepVerdicts, given: Dict[str, str]):
-        self.verdicts = verdicts
-        self.given = given
-
-    def items(self) -> Iterable[Tuple[str, Optional[bytes]]]:
-        for path in self.given:
-            yield path, self.verdicts._text(path)
-
-
 def _real_path(path: str, folders: Dict[str, str]) -> str:
     """``os.path.realpath(path)``, resolving each folder once (a tree's files share them)."""
     absolute = os.path.abspath(path)
@@ -294,3 +283,5 @@ def _real_path(path: str, folders: Dict[str, str]) -> str:
     joined = os.path.join(real, name)
     return os.path.realpath(joined) if os.path.islink(joined) else joined
 
+
+__all__ = ["DeepVerdicts", "file_hash"]

@@ -226,9 +226,7 @@ class Flow(Calls):
     def store_path(self, path: str, value: Value, state: State, target: ast.AST) -> None:
         step = self.step("bound", target, f"stored in `{path}`")
         state.set(path, value.map(lambda a: Value((a.step(step),)) if isinstance(a, Tensor) else None))
-        paths = state.get(PATHS)
-        if not paths or path not in {a.value for a in paths.only(Const)}:
-            state.set(PATHS, join(paths, Value((Const(path),))))
+        _remember_path(path, state)
 
     def forget_paths(self, root: str, state: State) -> None:
         paths = state.get(PATHS)
@@ -347,9 +345,7 @@ class Flow(Calls):
             return
         state.set(name, narrowed)
         if "." in name:
-            paths = state.get(PATHS)
-            if not paths or name not in {a.value for a in paths.only(Const)}:
-                state.set(PATHS, join(paths, Value((Const(name),))))
+            _remember_path(name, state)
 
     def join_branches(self, state: State, then: State, orelse: State, test: str) -> None:
         """Join two branches, marking the tensors only one branch makes with its condition."""
@@ -511,8 +507,16 @@ def _assigned_names(body: Sequence[ast.AST]) -> Set[str]:
     return out
 
 
-#: Device types that are not the host's.
+#: Device types that are not the host's, and the tensor flags that name them (``t.is_cuda``).
 _ACCEL_TYPES = frozenset({"cuda", "xpu", "hip", "mps", "npu", "hpu", "mtia", "privateuseone"})
+_ACCEL_FLAGS = frozenset(f"is_{t}" for t in _ACCEL_TYPES)
+
+
+def _remember_path(path: str, state: State) -> None:
+    """Keep ``path`` among the access paths the state knows (so a rebinding of its root forgets it)."""
+    paths = state.get(PATHS)
+    if not paths or path not in {a.value for a in paths.only(Const)}:
+        state.set(PATHS, join(paths, Value((Const(path),))))
 
 
 def _unnegated(test: ast.AST) -> ast.AST:
@@ -530,7 +534,7 @@ def _memory_test(test: ast.AST) -> Optional[Tuple[ast.AST, str, bool]]:
     if isinstance(test, ast.Attribute):
         if test.attr == "is_cpu":
             return test.value, "cpu", True
-        if test.attr in {f"is_{t}" for t in _ACCEL_TYPES}:
+        if test.attr in _ACCEL_FLAGS:
             return test.value, "cpu", False
         return None
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):

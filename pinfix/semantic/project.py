@@ -194,10 +194,12 @@ class Project:
         """The functions of ``module`` every return of which is pinned host memory, with
         what they return (inferred: a call of one needs no ``pinned-producers`` entry)."""
         found = []
+        self.begin(module.tree)
+        budget = self.work_left
         for func in module.functions.values():
             if isinstance(func.node, ast.Lambda) or func.is_generator or func.is_class_body:
                 continue
-            self.begin(module.tree)
+            self.work_left = budget  # each function's question, a budget of its own
             facts = self.facts(func, RETURNS)
             returned = facts.returns if facts is not None else None
             if returned and all(isinstance(a, Tensor) and a.device == CPU and a.memory == PINNED and a.layout == DENSE for a in returned):
@@ -243,21 +245,19 @@ class Project:
             key = (id(func.node), purpose)
             relevant = self._slices.get(key)
             if relevant is None:
-                relevant = self._slices[key] = self.graph(func, purpose[0] == "copies").slice(purpose)
+                closures = purpose[0] == "copies"
+                graph = self._graphs.get((id(func.node), closures))
+                if graph is None:
+                    graph = self._graphs[(id(func.node), closures)] = Graph(func, closures)
+                relevant = self._slices[key] = graph.slice(purpose)
         return DeepEvaluator(ctx, func, params, relevant)
-
-    def graph(self, func: FunctionInfo, closures: bool) -> Graph:
-        graph = self._graphs.get((id(func.node), closures))
-        if graph is None:
-            graph = self._graphs[(id(func.node), closures)] = Graph(func, closures)
-        return graph
 
     def purpose_for(self, func: FunctionInfo, purpose: Purpose) -> Purpose:
         """``purpose``, or all of ``func``'s stores where it stores so many attributes
         that one evaluation for all of them costs less than one per attribute asked
         (decided by the function alone, so no answer depends on what was asked first)."""
         if purpose[0] == "stores" and purpose[1] not in (None, ANY_ATTRIBUTE) and not isinstance(func.node, ast.Lambda):
-            if len(self.graph(func, False).stored_attributes) > MAX_SLICED_STORES:
+            if len(func.attribute_stores) > MAX_SLICED_STORES:
                 return ("stores", ANY_ATTRIBUTE)
         return purpose
 

@@ -565,4 +565,3 @@ def enclosing_loops(func: FunctionInfo) -> Dict[int, Tuple[ast.AST, ...]]:
             else:
                 stack.append((child, inner))
     return out
-

@@ -93,8 +93,6 @@ class Graph:
                 self.defined.setdefault(key, []).append(unit)
             for name in unit.rebinds:
                 self.rebound.setdefault(name, []).append(unit)
-        #: The attribute names the function stores to.
-        self.stored_attributes: FrozenSet[str] = frozenset(a for unit in self.units for _, a in unit.stored)
 
     def seeds(self, purpose: Purpose) -> List[_Unit]:
         kind = purpose[0]
