@@ -12,7 +12,8 @@ deterministic.
 from __future__ import annotations
 
 import ast
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import bisect
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from .scope import FunctionInfo, ModuleInfo, enclosing_loops, iter_nodes
 from .source import SourceText
@@ -136,6 +137,7 @@ class ModuleFacts:
         self.functions: List[FunctionFacts] = []
         self._loops: Dict[int, Dict[int, Tuple[ast.AST, ...]]] = {}
         self._names: Dict[int, Dict[str, List[ast.Name]]] = {}
+        self._own: Dict[int, Set[int]] = {}
 
     @property
     def src(self) -> SourceText:
@@ -185,20 +187,25 @@ class ModuleFacts:
         uses = self.uses(func, name)
         if not uses:
             return uses
-        own = {id(n) for stmt in func.body for n in iter_nodes(stmt)}
+        own = self._own.get(id(func.node))
+        if own is None:
+            own = self._own[id(func.node)] = {id(n) for stmt in func.body for n in iter_nodes(stmt)}
         around = self.loops(func, binding)
-        kills: List[Tuple[Sequence[ast.AST], int]] = []
+        # The statements after each rebinding, in written order (they do not overlap): a
+        # use lies in one of them only if it lies in the last one starting before it.
+        killed: List[Tuple[List[Tuple[int, int]], Sequence[ast.AST]]] = []
         for block, index in _blocks_around(func.body, binding):
             for k in range(index + 1, len(block)):
                 if _rebinds(block[k], name):
-                    kills.append((block, k))
+                    rest = block[k + 1 :]
+                    killed.append(([position(st) for st in rest], rest))
                     break
         out: List[ast.Name] = []
         for use in uses:
             if id(use) not in own:
                 out.append(use)
             elif position(use) > position(binding):
-                if not any(inside(use, s) for block, k in kills for s in block[k + 1 :]):
+                if not any(_in_one_of(use, starts, rest) for starts, rest in killed):
                     out.append(use)
             elif set(map(id, around)) & set(map(id, self.loops(func, use))):
                 out.append(use)
@@ -222,6 +229,13 @@ def _blocks_around(body: Sequence[ast.AST], node: ast.AST) -> List[Tuple[Sequenc
         lists += [part.body for f in ("handlers", "cases") for part in getattr(stmt, f, None) or []]
         block = next((inner for inner in lists if any(inside(node, s) for s in inner)), None)
     return out
+
+
+def _in_one_of(node: Any, starts: List[Tuple[int, int]], statements: Sequence[ast.AST]) -> bool:
+    """Whether ``node`` lies within one of ``statements`` (in written order, ``starts``
+    their positions)."""
+    i = bisect.bisect_right(starts, position(node)) - 1
+    return i >= 0 and inside(node, statements[i])
 
 
 def _rebinds(stmt: ast.AST, name: str) -> bool:
