@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import stat
+import time
 from dataclasses import asdict, fields
 from functools import lru_cache
 from pathlib import Path
@@ -48,6 +49,26 @@ CACHEDIR_TAG = (
 IGNORE_ALL = b"*\n"
 #: An entry larger than this is not ours (ours are a few kB).
 MAX_ENTRY = 16 * 1024 * 1024
+#: Per settings directory: the files the byte pre-filter ruled out, by their stat.
+RULED_OUT_NAME = "ruled-out.json"
+#: A file modified less than this long before the run began may change again within
+#: the same timestamp tick without its stat showing it: it is not remembered (git's
+#: rule for "racily clean" index entries).
+RACY_SECONDS = 2.0
+#: What identifies a file's bytes without reading them: device, inode, size,
+#: modification and change times (ns).
+Stamp = Tuple[int, int, int, int, int]
+
+
+def stamp_of(path: str) -> Optional[Stamp]:
+    """The stat stamp of a regular file (``None``: anything else, or no file)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 @lru_cache(maxsize=None)
@@ -106,9 +127,16 @@ class ResultCache:
         self.usable = _real_directory(directory) is not False
         self._tagged = False
         self._verdicts: Dict[Path, DeepVerdicts] = {}
+        #: Stamps older than this are not racy (see :data:`RACY_SECONDS`).
+        self._settled_before = time.time_ns() - int(RACY_SECONDS * 1e9)
+        #: Settings directory -> path -> stamp: files ruled out last time (read lazily), and
+        #: what this run learnt (a ``None`` stamp: read and worth reading now, forget it).
+        self._ruled_out: Dict[Path, Dict[str, List[int]]] = {}
+        self._ruled_out_now: Dict[Path, Dict[str, Optional[Stamp]]] = {}
+        self._directories: Dict[bytes, Path] = {}
 
-    def _covers(self, path: str) -> bool:
-        if self.scope is None or os.path.abspath(path).startswith(self.scope):
+    def _covers(self, path: str, absolute: Optional[str] = None) -> bool:
+        if self.scope is None or (absolute or os.path.abspath(path)).startswith(self.scope):
             return True
         return os.path.realpath(path).startswith(self.scope)
 
@@ -182,6 +210,69 @@ class ResultCache:
         except OSError:
             self.usable = False  # read-only tree, full disk, a link in the way: run without a cache
 
+    # --- files the byte pre-filter ruled out -------------------------------------------------
+
+    def _settings_directory(self, config: Optional[Config]) -> Path:
+        salt = self._salt_for(config)
+        found = self._directories.get(salt)
+        if found is None:
+            found = self._directories[salt] = self._entry("", b"", config).parent.parent
+        return found
+
+    def _ruled_out_before(self, directory: Path) -> Dict[str, List[int]]:
+        known = self._ruled_out.get(directory)
+        if known is None:
+            from .writing import read_regular
+
+            try:
+                raw = json.loads(read_regular(directory / RULED_OUT_NAME, follow_symlinks=False, limit=1 << 28))
+                known = raw if isinstance(raw, dict) else {}
+            except (OSError, ValueError, RecursionError):
+                known = {}
+            self._ruled_out[directory] = known
+        return known
+
+    def ruled_out(self, path: str, stamp: Stamp, config: Optional[Config] = None) -> bool:
+        """Whether the pre-filter ruled ``path`` out last time with these settings and
+        the file is unchanged since (the same stamp), so it need not be read."""
+        absolute = os.path.abspath(path)
+        if not self.usable or not self._covers(path, absolute):
+            return False
+        kept = self._ruled_out_before(self._settings_directory(config)).get(absolute)
+        return isinstance(kept, list) and tuple(kept) == stamp
+
+    def remember_read(self, path: str, stamp: Optional[Stamp], worth_reading: bool, config: Optional[Config] = None) -> None:
+        """What reading ``path`` (its stamp taken *before* the read) showed: ruled out
+        by the pre-filter (remembered unless the stamp is racy), or worth reading."""
+        absolute = os.path.abspath(path)
+        if not self.usable or stamp is None or not self._covers(path, absolute):
+            return
+        keep = not worth_reading and stamp[3] < self._settled_before and stamp[4] < self._settled_before
+        directory = self._settings_directory(config)
+        self._ruled_out_now.setdefault(directory, {})[absolute] = stamp if keep else None
+
+    def _save_ruled_out(self) -> None:
+        from .writing import atomic_write
+
+        for directory, now in self._ruled_out_now.items():
+            before = self._ruled_out_before(directory)
+            merged = dict(before)
+            for path, stamp in now.items():
+                if stamp is None:
+                    merged.pop(path, None)
+                else:
+                    merged[path] = list(stamp)
+            if merged == before:
+                continue
+            try:
+                for d in (self.directory, directory.parent, directory):
+                    self._make_directory(d)
+                self._tag()
+                atomic_write(directory, RULED_OUT_NAME, json.dumps(merged).encode())
+            except OSError:
+                self.usable = False
+        self._ruled_out_now.clear()
+
     def verdicts(self, entry: Path) -> DeepVerdicts:
         """The deep verdicts of the settings directory ``entry`` lies in."""
         directory = entry.parent.parent
@@ -211,9 +302,11 @@ class ResultCache:
         return self.verdicts(self._entry("", b"", config)).dependents(paths)
 
     def finish(self) -> None:
-        """Keep the index of what this run's deep verdicts read, then prune."""
+        """Keep the index of what this run's deep verdicts read and the files the
+        pre-filter ruled out, then prune."""
         for verdicts in self._verdicts.values():
             verdicts.save()
+        self._save_ruled_out()
         self.prune()
 
     @staticmethod

@@ -65,18 +65,18 @@ class DeepVerdicts:
     def listing(self, path: str) -> Tuple[str, str, Listing]:
         """The root of ``path``'s project, the hash of its listing, the listing."""
         from .semantic.modules import import_root
-        from .semantic.project import project_files
+        from .semantic.project import project_file_names
 
         root = str(import_root(Path(path).resolve()))
         known = self._listings.get(root)
         if known is None:
             found: Listing = {}
-            for file in project_files(Path(root)):
+            for file in project_file_names(root):
                 try:
                     st = os.stat(file)
                 except OSError:
                     continue
-                found[str(file)] = (st.st_size, st.st_mtime_ns)
+                found[file] = (st.st_size, st.st_mtime_ns)
             digest = hashlib.sha256(json.dumps(sorted(found.items())).encode()).hexdigest()[:32]
             known = self._listings[root] = (digest, found)
             self._store_listing(digest, found)
@@ -275,13 +275,23 @@ class DeepVerdicts:
 
 def _real_path(path: str, folders: Dict[str, str]) -> str:
     """``os.path.realpath(path)``, resolving each folder once (a tree's files share them)."""
-    absolute = os.path.abspath(path)
-    folder, name = os.path.split(absolute)
+    folder, name = os.path.split(os.path.abspath(path))
+    joined = os.path.join(_real_folder(folder, folders), name)
+    return os.path.realpath(joined) if os.path.islink(joined) else joined
+
+
+def _real_folder(folder: str, folders: Dict[str, str]) -> str:
+    """``os.path.realpath(folder)`` (absolute), from its parent's: one ``lstat`` a folder."""
     real = folders.get(folder)
     if real is None:
-        real = folders[folder] = os.path.realpath(folder)
-    joined = os.path.join(real, name)
-    return os.path.realpath(joined) if os.path.islink(joined) else joined
+        parent, name = os.path.split(folder)
+        if parent == folder or not name:
+            real = folder
+        else:
+            joined = os.path.join(_real_folder(parent, folders), name)
+            real = os.path.realpath(joined) if os.path.islink(joined) else joined
+        folders[folder] = real
+    return real
 
 
 __all__ = ["DeepVerdicts", "file_hash"]

@@ -48,6 +48,7 @@ from typing import (
     Union,
 )
 
+from .cache import stamp_of
 from .config import NOQA_CODE, Config
 from .findings import FindingFields
 from .prefilter import gc_paused, may_contain_finding
@@ -600,11 +601,25 @@ def run(
     pool: Optional[_Pool] = None
     try:
         for seen, path in enumerate(files, 1):
-            data = _read(path)
             file_config = config_for(path)
+            stamp = None
+            if cache is not None:
+                # Stat first: a file unchanged since the pre-filter ruled it out is not read.
+                stamp = stamp_of(str(path))
+                if stamp is not None and cache.ruled_out(str(path), stamp, file_config):
+                    if file_config.deep:
+                        checked.append(str(path))
+                    yield FileReport(str(path))
+                    if on_progress:
+                        on_progress(1)
+                    continue
+            data = _read(path)
             if cache is not None and not isinstance(data, str) and file_config.deep:
                 checked.append(str(path))
-            if isinstance(data, str) or not worth_reading(data, file_config):
+            worth = not isinstance(data, str) and worth_reading(data, file_config)
+            if cache is not None and not isinstance(data, str):
+                cache.remember_read(str(path), stamp, worth, file_config)
+            if not worth:
                 yield FileReport(str(path), error=data if isinstance(data, str) else None)
                 if on_progress:
                     on_progress(1)

@@ -71,3 +71,73 @@ def test_the_code_fingerprint_covers_the_engine_packages(monkeypatch) -> None:
         cache_module._code_fingerprint.cache_clear()
     for module in ("pinfix/engine.py", "pinfix/rules/pin001.py", "pinfix/semantic/module.py", "pinfix/fixes/apply.py"):
         assert module in read, module
+
+
+# --- files the pre-filter ruled out are not read again while their stat is unchanged ------------
+
+CLEAN = "import torch\n\n\ndef f(dst, a):\n    dst.copy_(torch.from_numpy(a))\n"
+
+
+def _age(path: Path, seconds: float = 3600) -> None:
+    """Make ``path`` look modified long ago. Setting the times sets its change time
+    (ctime) to now, which no test can move back: the tests that need a stamp that is
+    not racy let the cache take a recent change time as settled."""
+    import os
+    import time
+
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def _reads(monkeypatch) -> list:
+    import pinfix.engine as engine
+
+    seen: list = []
+    real = engine._read
+    monkeypatch.setattr(engine, "_read", lambda path: seen.append(Path(path).name) or real(path))
+    return seen
+
+
+def test_unchanged_ruled_out_files_are_not_read_again(project: Path, monkeypatch) -> None:
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", -60.0)
+    clean = project / "vllm" / "v1" / "clean.py"
+    clean.write_text(CLEAN)
+    _age(clean)
+    assert check(str(project))[0] == 0
+    reads = _reads(monkeypatch)
+    assert check(str(project))[0] == 0
+    assert "clean.py" not in reads
+    # Same size, new modification time: read again, and its new finding reported.
+    clean.write_text(CLEAN.replace("(a))", "(a), non_blocking=True)"))
+    _age(clean, 1800)
+    code, out, _ = check(str(project))
+    assert "clean.py" in reads and code == 1 and "clean.py:5:15: PIN001" in out
+    # Worth reading now: forgotten, so the next run reads it again (the cache answers).
+    del reads[:]
+    assert check(str(project))[0] == 1
+    assert "clean.py" in reads
+
+
+def test_a_file_modified_just_now_is_not_remembered(project: Path, monkeypatch) -> None:
+    # Racily clean: it could change again within the same timestamp tick unseen.
+    clean = project / "vllm" / "v1" / "clean.py"
+    clean.write_text(CLEAN)
+    assert check(str(project))[0] == 0
+    reads = _reads(monkeypatch)
+    assert check(str(project))[0] == 0
+    assert "clean.py" in reads
+    _age(clean)  # an old modification time, but a change time of now: still racy
+    assert check(str(project))[0] == 0
+    assert reads.count("clean.py") == 2
+
+
+def test_ruled_out_files_are_remembered_per_settings(project: Path, monkeypatch) -> None:
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", -60.0)
+    # With --strict, `non_blocking=flag` is worth reading: what plain mode ruled out counts not.
+    clean = project / "vllm" / "v1" / "clean.py"
+    clean.write_text(CLEAN.replace("(a))", "(a), non_blocking=flag)"))
+    _age(clean)
+    assert check(str(project))[0] == 0
+    reads = _reads(monkeypatch)
+    code, out, _ = check("--strict", str(project))
+    assert "clean.py" in reads and code == 1 and "clean.py:5" in out

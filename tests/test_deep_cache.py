@@ -123,3 +123,21 @@ def test_a_file_touched_but_unchanged_that_the_verdict_read_keeps_it(tmp_path: P
     # Its text changed: redone.
     (root / "pkg/c.py").write_text(caller.replace("torch.arange(3)", "torch.arange(3).pin_memory()"))
     assert found(check(root, "pkg/b.py")) == []
+
+
+def test_dependents_are_found_through_linked_folders(tmp_path: Path) -> None:
+    from pinfix.deepcache import INDEX_NAME, DeepVerdicts
+
+    real = tmp_path / "real" / "pkg"
+    real.mkdir(parents=True)
+    (real / "a.py").write_text(PINNED_MAKER)
+    (real / "b.py").write_text(COPIER)
+    (tmp_path / "linked").symlink_to(tmp_path / "real")  # a folder reached through a link
+    (tmp_path / "real" / "pkg" / "c.py").symlink_to(real / "a.py")  # a linked file
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    b = os.path.realpath(real / "b.py")
+    (cache / INDEX_NAME).write_text(json.dumps({b: ["f:" + os.path.realpath(real / "a.py")]}))
+    for given in (tmp_path / "linked" / "pkg" / "a.py", tmp_path / "linked" / "pkg" / "c.py", real / "a.py"):
+        assert DeepVerdicts(cache).dependents([str(given)]) == [(b, str(given))]
+    assert DeepVerdicts(cache).dependents([str(tmp_path / "linked" / "pkg" / "b.py")]) == []  # itself

@@ -952,11 +952,16 @@ class Corpus:
 
 def project_files(root: Path) -> Iterator[Path]:
     """The ``.py`` files below ``root`` that deep mode reads, in a stable order."""
+    return map(Path, project_file_names(str(root)))
+
+
+def project_file_names(root: str) -> Iterator[str]:
+    """:func:`project_files` as strings (a listing of a large tree builds no ``Path``)."""
     for directory, subdirs, names in os.walk(root):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in _NOT_PROJECT)
         for name in sorted(names):
             if name.endswith(".py"):
-                yield Path(directory) / name
+                yield os.path.join(directory, name)
 
 
 def _read_tree(root: Path) -> List[Tuple[Path, bytes]]:
@@ -1065,4 +1070,4 @@ def project_for(settings: Settings) -> Project:
     return found
 
 
-__all__ = ["Project", "DeepEvaluator", "project_for", "project_files", "display", "mark"]
+__all__ = ["Project", "DeepEvaluator", "project_for", "project_files", "project_file_names", "display", "mark"]
