@@ -8,7 +8,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 #: Directories never worth walking into (ruff skips the same kind).
 ALWAYS_SKIPPED = frozenset(
@@ -165,6 +165,8 @@ class _Ignores:
         self.excluded = excluded
         #: ``.gitignore`` files that could not be used, and why.
         self.problems: List[Tuple[Path, str]] = []
+        #: Walked directories (absolute) whose listing holds no ``.gitignore``: not probed.
+        self.without_gitignore: Set[str] = set()
 
     def _chain(self, directory: str, top: str) -> List[Tuple[str, _Spec]]:
         key = (directory, top)
@@ -172,7 +174,7 @@ class _Ignores:
         if chain is None:
             parent = os.path.dirname(directory)
             outer = [] if directory == top or parent == directory else self._chain(parent, top)
-            spec = _gitignore(Path(directory), self.problems)
+            spec = None if directory in self.without_gitignore else _gitignore(Path(directory), self.problems)
             chain = outer + [(directory, spec)] if spec is not None else outer
             if directory == top:  # the repository's own excludes, rooted at its top
                 info = _gitignore(Path(top), self.problems, Path(top) / ".git" / "info" / "exclude")
@@ -214,6 +216,8 @@ def _py_files(
             errors.append(e)
             continue
         subdirs = []
+        if not any(e.name == ".gitignore" for e in entries):
+            ignores.without_gitignore.add(absolute)
         for entry in entries:
             name = entry.name
             try:

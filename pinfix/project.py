@@ -56,6 +56,9 @@ class Project:
         self._configs: Dict[str, Config] = {}
         #: directory, as asked for -> its settings
         self._by_directory: Dict[str, Config] = {}
+        #: directory (absolute, real) -> whether the plain names in its own path exclude
+        #: every file in it (see :meth:`excluded`)
+        self._excluded_folders: Dict[str, bool] = {}
         #: The run's own settings: the working directory's.
         self.base = self.config_for_directory(str(self.cwd))
 
@@ -107,8 +110,23 @@ class Project:
     def excluded(self, path: str, is_dir: bool) -> bool:
         """Whether ``path`` (absolute) is excluded by the settings of the
         directory that holds it; patterns are relative to their settings file."""
-        config = self.config_for_directory(os.path.dirname(path))
-        return is_excluded(config, path, is_dir, real=True)
+        directory = os.path.dirname(path)
+        config = self.config_for_directory(directory)
+        if is_dir or not config.all_excludes:
+            return is_excluded(config, path, is_dir, real=True)
+        # A walk asks this for every file: what the folders on its path say is the
+        # same for all the files of a folder, so only the name and the pattern
+        # list are looked at per file (the same answer as is_excluded's).
+        plain, spec = _matcher(config.all_excludes)
+        if os.path.basename(path) in plain:
+            return is_excluded(config, path, is_dir, real=True)
+        rel = relative_to_root(path, config.root, resolve=False)
+        if not rel:
+            return False
+        folder = self._excluded_folders.get(directory)
+        if folder is None:
+            folder = self._excluded_folders[directory] = _folders_excluded(config, plain, rel.split("/"))
+        return folder or (spec is not None and bool(spec.match_file(rel)))
 
     def explicitly_excluded(self, path: "Path | str", is_dir: bool = False) -> bool:
         """``--force-exclude``: whether a path named on the command line is
@@ -127,6 +145,15 @@ def _matcher(patterns: Tuple[str, ...]) -> Tuple[FrozenSet[str], Any]:
     import pathspec
 
     return plain, pathspec.GitIgnoreSpec.from_lines(rest)
+
+
+def _folders_excluded(config: Config, plain: FrozenSet[str], parts: List[str]) -> bool:
+    """Whether a plain name among the folders of a file's ``parts`` excludes it (as in
+    :func:`is_excluded`: a ``build`` folder only when it is a build's output)."""
+    hits = plain.intersection(parts[:-1])
+    if hits == {"build"} and config.exclude == DEFAULT_EXCLUDE and not _build_output_in(config.root, parts, False):
+        return False
+    return bool(hits)
 
 
 def is_excluded(config: Config, path: str, is_dir: bool, real: bool = True) -> bool:

@@ -47,3 +47,16 @@ def test_walk_matches_os_walk(tmp_path: Path) -> None:
     assert errors == [] and found == expected
     assert list(walk([str(tmp_path)], errors, root=tmp_path, follow_symlinks=True)) == linked
     assert list(itertools.chain(walk([str(tmp_path / "z")], errors, root=tmp_path))) == [tmp_path / "z" / "q.py"]
+
+
+def test_gitignore_files_at_every_depth_are_honoured(tmp_path: Path) -> None:
+    # The walk probes for a .gitignore only in folders whose listing holds one.
+    files = ["a/keep.py", "a/b/drop.py", "a/b/keep_b.py", "a/b/c/d/gen.py", "a/b/c/d/real.py", "x/y/z/w.py"]
+    for rel in files:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    (tmp_path / "a" / "b" / ".gitignore").write_text("drop.py\n")
+    (tmp_path / "a" / "b" / "c" / "d" / ".gitignore").write_text("*.py\n!real.py\n")
+    (tmp_path / "x" / "y" / "z" / ".gitignore").write_text("w.py\n")
+    found = sorted(p.relative_to(tmp_path).as_posix() for p in walk([str(tmp_path)], [], root=tmp_path))
+    assert found == ["a/b/c/d/real.py", "a/b/keep_b.py", "a/keep.py"]

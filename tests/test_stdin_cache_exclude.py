@@ -170,3 +170,31 @@ def test_interrupted_check_does_not_speak_of_rewritten_files(tmp_path: Path) -> 
         pytest.fail(f"the run finished before the interrupt (exit {proc.returncode}); make the files slower: {err[-500:]}")
     assert err.splitlines()[-1] == "pinfix: interrupted"
     assert "rewritten" not in err
+
+
+def test_a_walk_excludes_each_file_as_the_full_rule_does(tmp_path: Path) -> None:
+    # Project.excluded decides the folders' part once per folder; every answer must be
+    # what is_excluded gives for the file alone.
+    import os
+
+    from pinfix.project import Project, is_excluded
+
+    write(tmp_path / "pyproject.toml", '[tool.pinfix]\nextend-exclude = ["gen_*.py", "third/*", "tools/**/x.py", "venv"]\n')
+    files = [
+        "pkg/__init__.py", "pkg/a.py", "pkg/gen_a.py", "pkg/build/__init__.py", "pkg/build/b.py",  # a package named build
+        "build/lib/pkg/c.py", "build/lib/pkg/gen_c.py",  # a build's output
+        "third/d.py", "third/sub/e.py", "tools/x.py", "tools/deep/er/x.py", "tools/deep/y.py",
+        "venv/lib/f.py", "src/venv.py", "src/dist/g.py", "node_modules/h.py",
+    ]
+    for rel in files:
+        write(tmp_path / rel, "x = 1\n")
+    project = Project(cwd=tmp_path)
+    answers = {}
+    for rel in files:
+        path = os.path.realpath(tmp_path / rel)
+        config = project.config_for_directory(os.path.dirname(path))
+        answers[rel] = project.excluded(path, False)
+        assert answers[rel] == is_excluded(config, path, False, real=True), rel
+    assert not answers["pkg/a.py"] and not answers["pkg/build/b.py"] and not answers["tools/deep/y.py"]
+    assert answers["pkg/gen_a.py"] and answers["build/lib/pkg/c.py"] and answers["third/sub/e.py"]
+    assert answers["tools/deep/er/x.py"] and answers["venv/lib/f.py"] and answers["src/dist/g.py"]

@@ -12,10 +12,34 @@ the facts give them.
   the transfer functions, driven by :mod:`pinfix.effects`;
 - :mod:`.evaluator`, :mod:`.module`: one function, one module;
 - :mod:`.facts`: what rules read.
+
+The names below are imported when first asked for (PEP 562): a module that only
+needs :mod:`.modules` (where a project's files are; the check cache's listing)
+does not load the analysis with it.
 """
 
-from .facts import Copy, FunctionFacts, HostRead, ModuleFacts
-from .module import analyze_module, hot_lines
-from .source import SourceError, SourceText
+from importlib import import_module
+from typing import Any
+
+#: Public name -> the submodule that defines it.
+_EXPORTS = {
+    "Copy": "facts",
+    "FunctionFacts": "facts",
+    "HostRead": "facts",
+    "ModuleFacts": "facts",
+    "analyze_module": "module",
+    "hot_lines": "module",
+    "SourceError": "source",
+    "SourceText": "source",
+}
 
 __all__ = ["Copy", "FunctionFacts", "HostRead", "ModuleFacts", "SourceError", "SourceText", "analyze_module", "hot_lines"]
+
+
+def __getattr__(name: str) -> Any:
+    where = _EXPORTS.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value

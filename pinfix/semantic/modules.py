@@ -8,8 +8,22 @@ resolves outside the project (torch, numpy) stays unknown.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, Iterator, List, Optional
+
+#: Directories under a project root that hold no project code.
+NOT_PROJECT = frozenset({"build", "dist", "node_modules", "site-packages", "venv", "__pycache__"})
+
+
+def project_file_names(root: str) -> Iterator[str]:
+    """The ``.py`` files below ``root`` that deep mode reads, in a stable order (strings:
+    a listing of a large tree builds no ``Path``); no hidden or :data:`NOT_PROJECT` folder."""
+    for directory, subdirs, names in os.walk(root):
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in NOT_PROJECT)
+        for name in sorted(names):
+            if name.endswith(".py"):
+                yield os.path.join(directory, name)
 
 
 def import_root(path: Path) -> Path:

@@ -33,7 +33,7 @@ from .evaluator import Evaluator
 from .facts import FunctionFacts
 from .flow import TRANSPARENT_DECORATORS
 from .module import ModuleContext, functions_at
-from .modules import ModuleIndex, module_name
+from .modules import ModuleIndex, module_name, project_file_names
 from .scope import ClassInfo, FunctionInfo, ModuleInfo, last_name
 from .slices import ANY_ATTRIBUTE, Graph, Purpose, Slice
 from .source import SourceError, SourceText
@@ -85,8 +85,6 @@ MAX_SLICED_STORES = 4
 WORK_PER_STATEMENT = 400
 #: ... and this many more, whatever the file's size.
 WORK_BASE = 20000
-#: Directories under a project root that hold no project code.
-_NOT_PROJECT = frozenset({"build", "dist", "node_modules", "site-packages", "venv", "__pycache__"})
 
 
 def display(path: Path) -> str:
@@ -955,15 +953,6 @@ def project_files(root: Path) -> Iterator[Path]:
     return map(Path, project_file_names(str(root)))
 
 
-def project_file_names(root: str) -> Iterator[str]:
-    """:func:`project_files` as strings (a listing of a large tree builds no ``Path``)."""
-    for directory, subdirs, names in os.walk(root):
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in _NOT_PROJECT)
-        for name in sorted(names):
-            if name.endswith(".py"):
-                yield os.path.join(directory, name)
-
-
 def _read_tree(root: Path) -> List[Tuple[Path, bytes]]:
     """The ``.py`` files below ``root`` with their bytes."""
     found: List[Tuple[Path, bytes]] = []
@@ -1070,4 +1059,4 @@ def project_for(settings: Settings) -> Project:
     return found
 
 
-__all__ = ["Project", "DeepEvaluator", "project_for", "project_files", "project_file_names", "display", "mark"]
+__all__ = ["Project", "DeepEvaluator", "project_for", "project_files", "display", "mark"]
