@@ -38,8 +38,10 @@ from . import __version__
 from .config import Config
 from .deepcache import DeepVerdicts
 
-#: Settings directories kept besides those of the current run.
-KEEP_OTHER_SETTINGS = 2
+#: Settings directories kept besides those of the current run. A tree with several settings
+#: files has one directory per file and mode (plain, deep): vLLM's uses three in each, so a
+#: smaller number let a one-file deep check evict the plain run's cache.
+KEEP_OTHER_SETTINGS = 8
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by pinfix.\n"

@@ -141,3 +141,20 @@ def test_ruled_out_files_are_remembered_per_settings(project: Path, monkeypatch)
     reads = _reads(monkeypatch)
     code, out, _ = check("--strict", str(project))
     assert "clean.py" in reads and code == 1 and "clean.py:5" in out
+
+
+def test_a_one_file_deep_check_keeps_the_plain_runs_cache(project: Path, monkeypatch) -> None:
+    # Three settings files: a run uses a settings directory per file and mode. A deep check
+    # of one file once evicted the plain run's directories (only two others were kept).
+    for sub in ("tools", "benchmarks"):
+        (project / sub).mkdir()
+        (project / sub / "pyproject.toml").write_text("[tool.pinfix]\nline-length = 99\n")
+        (project / sub / "bad.py").write_text(BAD)
+    bad = project / "vllm" / "v1" / "bad.py"
+    bad.write_text(BAD)
+    first = check(str(project))
+    assert first[0] == 1 and first[1].count("PIN001") == 3
+    assert check("--deep", str(project))[0] == 1
+    assert check("--deep", str(bad))[0] == 1
+    monkeypatch.setattr("pinfix.engine._worker", lambda item: (_ for _ in ()).throw(AssertionError(f"analysed {item[0]}")))
+    assert check(str(project)) == first

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pinfix.cache import KEEP_OTHER_SETTINGS
 from tests.support import BAD_SOURCE, pinfix
 from tests.support import write_text as write
 
@@ -88,18 +89,20 @@ def test_cache_prunes_other_versions_and_old_settings(project: Path) -> None:
     pinfix("check", "m.py", cwd=project, env=cache_env())
     stale_version = cache / "0.0.1-old" / "abc" / "00"
     stale_version.mkdir(parents=True)
-    for length in (90, 91, 92, 93):
+    lengths = range(90, 90 + KEEP_OTHER_SETTINGS + 3)
+    for length in lengths:
         pinfix("check", "--config", f"line-length = {length}", "m.py", cwd=project, env=cache_env())
     assert not (cache / "0.0.1-old").exists()
-    # This run's settings and the two most recently used others are kept.
-    assert len(settings_dirs(cache)) == 3
+    # This run's settings and the KEEP_OTHER_SETTINGS most recently used others are kept.
+    kept = KEEP_OTHER_SETTINGS + 1
+    assert len(settings_dirs(cache)) == kept
     entries = sum(1 for _ in cache.rglob("*") if _.is_file() and _.parent.parent.parent.parent == cache)
-    assert entries == 3
+    assert entries == kept
     # Editing a file replaces its entry rather than adding one.
     for n in range(3):
         (project / "m.py").write_text(BAD_SOURCE + f"x = {n}\n")
-        pinfix("check", "--config", "line-length = 93", "m.py", cwd=project, env=cache_env())
-    assert sum(1 for p in cache.rglob("*") if p.is_file() and len(p.name) == 64) == 3
+        pinfix("check", "--config", f"line-length = {lengths[-1]}", "m.py", cwd=project, env=cache_env())
+    assert sum(1 for p in cache.rglob("*") if p.is_file() and len(p.name) == 64) == kept
 
 
 def test_clean_never_follows_a_symlinked_cache(tmp_path: Path) -> None:
