@@ -22,12 +22,9 @@ from __future__ import annotations
 
 import ast
 import itertools
-import multiprocessing
 import os
 import sys
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +52,8 @@ from .prefilter import gc_paused, may_contain_finding
 from .suppression import DIRECTIVE_BYTES, noqa_report, recording
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from .cache import ResultCache
 
 #: Below this many files to parse, a process pool costs more than it saves.
@@ -484,6 +483,10 @@ class _Pool:
     they are working on: when one dies, those are the suspects."""
 
     def __init__(self, jobs: int):
+        # Imported only when a pool is needed: a pre-commit call over a few files starts none.
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         context = multiprocessing.get_context()
         self.slots = context.Array("q", [-1] * jobs, lock=False)
         counter = context.Value("i", 0)
@@ -510,6 +513,8 @@ def _alone(item: tuple, conn: Any, parent: int) -> None:
 def _isolated(items: List[tuple], jobs: int) -> Iterator[FileReport]:
     """Each item in a process of its own, ``jobs`` at a time; one whose
     process dies is reported as an error."""
+    import multiprocessing
+
     context = multiprocessing.get_context()
     for start in range(0, len(items), jobs):
         running = []
@@ -546,6 +551,9 @@ def _death(code: Optional[int]) -> str:
 def _collect(pool: _Pool, futures: Dict[Future, int], items: List[tuple], jobs: int) -> Iterator[FileReport]:
     """The pool's reports; when a worker dies, its suspects are retried alone
     and the rest in a fresh pool, until every item has its report."""
+    from concurrent.futures import as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
     pending = dict(futures)
     try:
         while pending:
