@@ -26,7 +26,7 @@ from .config import (
     describe,
     parse_override,
 )
-from .engine import Diagnostic, FileReport, Mode, available_cpus
+from .engine import Diagnostic, FileReport, Mode, default_jobs
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 #: Show a progress bar (on a terminal) only for runs this long.
@@ -47,7 +47,7 @@ _CONFIG_HELP = (
 #: Options that are no setting: (flags, argparse keywords, the commands that take them).
 OPTIONS: Tuple[Tuple[Tuple[str, ...], Dict[str, Any], Tuple[str, ...]], ...] = (
     (("--config",), dict(action="append", default=[], metavar="FILE|KEY=VALUE", help=_CONFIG_HELP), RUN + INSPECT),
-    (("--jobs", "-j"), dict(type=int, default=None, help="parallel processes (default: the CPUs this process may use)"), RUN),
+    (("--jobs", "-j"), dict(type=int, default=None, help="parallel processes (default: the CPUs this process may use; with --deep, no more than 2 GiB of available memory each)"), RUN),
     (("--no-cache",), dict(action="store_true", help="neither read nor write the check cache"), RUN),
     (("--no-progress",), dict(action="store_true", help="never show a progress bar"), RUN),
     (("--quiet", "-q"), dict(action="store_true", help="print findings and errors only: no summary, no list of fixed files"), RUN),
@@ -507,7 +507,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
         # The project's own cache holds its own files only: a file checked from
         # outside leaves nothing there. A cache directory given explicitly takes all.
         cache = ResultCache(chosen, base, scope=base.root if chosen == base.root / CACHE_DIR_NAME else None)
-    jobs = args.jobs_used = args.jobs or available_cpus()
+    jobs = args.jobs_used = args.jobs or default_jobs(base.deep)
     reports: List[FileReport] = []
     try:
         if progress is None:

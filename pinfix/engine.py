@@ -425,6 +425,54 @@ def available_cpus() -> int:
         return len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):  # macOS, Windows
         return os.cpu_count() or 1
+
+
+#: What one ``--deep`` worker may come to hold: the project's text, its word index and
+#: the parsed modules its questions reach (vLLM 0.34.0: 1.7 GB at the peak).
+DEEP_WORKER_MEMORY = 2 << 30
+
+
+def available_memory() -> Optional[int]:
+    """Bytes this process could still use: the system's available memory, or less
+    where a cgroup (a container, a CI job) limits it; ``None``: no telling."""
+    found: List[int] = []
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if not found:
+        try:
+            found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (AttributeError, OSError, ValueError):
+            pass
+    try:
+        with open("/sys/fs/cgroup/memory.max", "rb") as f:
+            limit = f.read().strip()
+        with open("/sys/fs/cgroup/memory.current", "rb") as f:
+            used = int(f.read().strip())
+        if limit != b"max":
+            found.append(max(int(limit) - used, 0))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def default_jobs(deep: bool) -> int:
+    """Worker processes when ``--jobs`` is not given: one a CPU, and in deep mode no
+    more than the available memory holds (:data:`DEEP_WORKER_MEMORY` each)."""
+    cpus = available_cpus()
+    if not deep:
+        return cpus
+    memory = available_memory()
+    if memory is None:
+        return cpus
+    return max(1, min(cpus, memory // DEEP_WORKER_MEMORY))
+
+
 def die_with_parent(parent: int) -> None:
     """Make this (worker) process exit when ``parent`` does, however it ends
     (SIGKILL included): Linux's parent-death signal, and on every platform a

@@ -830,3 +830,40 @@ def test_a_file_without_directives_is_searched_for_them_once(monkeypatch: pytest
     report = process_source("m.py", SAMPLE + body, Config(), Mode())
     assert len(report.diagnostics) == 6 and report.error is None
     assert len(searched) == 1
+
+
+def test_deep_mode_starts_no_more_workers_than_memory_holds(monkeypatch) -> None:
+    import pinfix.engine as engine
+
+    monkeypatch.setattr(engine, "available_cpus", lambda: 8)
+    monkeypatch.setattr(engine, "available_memory", lambda: 5 * engine.DEEP_WORKER_MEMORY // 2)
+    assert engine.default_jobs(deep=True) == 2
+    assert engine.default_jobs(deep=False) == 8  # plain mode's workers stay small
+    monkeypatch.setattr(engine, "available_memory", lambda: 1 << 20)
+    assert engine.default_jobs(deep=True) == 1  # never none
+    monkeypatch.setattr(engine, "available_memory", lambda: None)
+    assert engine.default_jobs(deep=True) == 8  # no telling: one a CPU
+    monkeypatch.setattr(engine, "available_memory", lambda: 64 * engine.DEEP_WORKER_MEMORY)
+    assert engine.default_jobs(deep=True) == 8
+
+
+def test_the_cli_sizes_a_deep_runs_pool_by_memory(tmp_path: Path, monkeypatch) -> None:
+    import io
+
+    import pinfix.engine as engine
+    from pinfix.cli import main
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    monkeypatch.setattr(engine, "available_cpus", lambda: 8)
+    monkeypatch.setattr(engine, "available_memory", lambda: engine.DEEP_WORKER_MEMORY * 3)
+    for flags, jobs in (([], "8 jobs"), (["--deep"], "3 jobs"), (["--deep", "--jobs", "5"], "5 jobs")):
+        out, err = io.StringIO(), io.StringIO()
+        main(["check", "--no-progress", "--verbose", "--no-cache", *flags, str(tmp_path)], out, err)
+        assert jobs in out.getvalue() + err.getvalue(), (flags, out.getvalue(), err.getvalue())
+
+
+def test_available_memory_is_a_positive_count_or_none() -> None:
+    from pinfix.engine import available_memory
+
+    found = available_memory()
+    assert found is None or found > 0
