@@ -160,7 +160,7 @@ class ResultCache:
     def get(self, path: str, data: bytes, config: Optional[Config] = None):  # type: ignore[no-untyped-def]
         """The cached report for these bytes at this path, or ``None``."""
         from .engine import Diagnostic, FileReport
-        from .writing import read_regular
+        from .regular import read_regular
 
         deep = (config or self.config).deep
         if not self.usable or not self._covers(path):
@@ -224,7 +224,7 @@ class ResultCache:
     def _ruled_out_before(self, directory: Path) -> Dict[str, List[int]]:
         known = self._ruled_out.get(directory)
         if known is None:
-            from .writing import read_regular
+            from .regular import read_regular
 
             try:
                 raw = json.loads(read_regular(directory / RULED_OUT_NAME, follow_symlinks=False, limit=1 << 28))
@@ -287,7 +287,7 @@ class ResultCache:
         """The findings the cache last held for ``path`` (whatever its bytes were then;
         a dependent's baseline where it has one), as (code, line, column, message);
         ``None``: none kept."""
-        from .writing import read_regular
+        from .regular import read_regular
 
         try:
             raw = json.loads(read_regular(self._entry(path, b"", config), follow_symlinks=False, limit=MAX_ENTRY).decode("utf-8"))
@@ -330,7 +330,8 @@ class ResultCache:
         repaired when a full disk (or anything else) left it empty or different."""
         if self._tagged:
             return
-        from .writing import atomic_write, read_regular
+        from .regular import read_regular
+        from .writing import atomic_write
 
         for name, content, limit in ((".gitignore", IGNORE_ALL, 1024), ("CACHEDIR.TAG", CACHEDIR_TAG.encode(), 4096)):
             try:

@@ -47,7 +47,7 @@ _CONFIG_HELP = (
 #: Options that are no setting: (flags, argparse keywords, the commands that take them).
 OPTIONS: Tuple[Tuple[Tuple[str, ...], Dict[str, Any], Tuple[str, ...]], ...] = (
     (("--config",), dict(action="append", default=[], metavar="FILE|KEY=VALUE", help=_CONFIG_HELP), RUN + INSPECT),
-    (("--jobs", "-j"), dict(type=int, default=None, help="parallel processes (default: the CPUs this process may use; with --deep, no more than 2 GiB of available memory each)"), RUN),
+    (("--jobs", "-j"), dict(type=int, default=None, help="parallel processes (default: the CPUs this process may use; in deep mode, no more than one per 2 GiB of available memory)"), RUN),
     (("--no-cache",), dict(action="store_true", help="neither read nor write the check cache"), RUN),
     (("--no-progress",), dict(action="store_true", help="never show a progress bar"), RUN),
     (("--quiet", "-q"), dict(action="store_true", help="print findings and errors only: no summary, no list of fixed files"), RUN),

@@ -102,7 +102,7 @@ class DeepVerdicts:
 
     def _stored_listing(self, digest: str) -> Optional[Listing]:
         if digest not in self._stored:
-            from .writing import read_regular
+            from .regular import read_regular
 
             try:
                 raw = json.loads(read_regular(self.directory / LISTINGS_DIR / digest, follow_symlinks=False, limit=1 << 26))
@@ -221,7 +221,7 @@ class DeepVerdicts:
 
     def index(self) -> Dict[str, Any]:
         if self._index is None:
-            from .writing import read_regular
+            from .regular import read_regular
 
             try:
                 raw = json.loads(read_regular(self.directory / INDEX_NAME, follow_symlinks=False, limit=1 << 28))

@@ -389,7 +389,7 @@ def _read(path: "Path | str") -> "bytes | str":
     """The file's bytes, or why they cannot be had. Plain ``os.read`` (a third
     of ``Path.read_bytes``'s cost, which matters over a whole tree); only a
     regular file is read (a FIFO would wait for a writer forever)."""
-    from .writing import NotRegularFile, read_regular
+    from .regular import NotRegularFile, read_regular
 
     try:
         return read_regular(path)
@@ -645,6 +645,11 @@ def run(
     ``config`` may be a function giving each file's settings. A worker that
     dies takes only its own file down (see :func:`_collect`)."""
     jobs = jobs or available_cpus()
+    # Answers of an earlier run in this process may be stale (its files since edited); the
+    # analysis is imported only if it ran (a pre-commit call over ruled-out files never does).
+    deep_project = sys.modules.get("pinfix.semantic.project")
+    if deep_project is not None:
+        deep_project.forget_projects()
     config_for = config if callable(config) else (lambda _path: config)
     if mode.fix:
         cache = None
@@ -709,7 +714,7 @@ def run(
             if on_progress:
                 on_progress(1)
         if cache is not None and checked:
-            yield from _dependents(checked, config_for, mode, cache)
+            yield from _dependents(checked, config_for, mode, cache, jobs)
     finally:
         if pool is not None:
             pool.shutdown()
@@ -721,11 +726,16 @@ def _relative(path: str) -> str:
     return path if relative.startswith(os.pardir) else relative
 
 
-def _dependents(checked: List[str], config_for: Callable[[Path], Config], mode: Mode, cache: "ResultCache") -> Iterator[FileReport]:
+def _dependents(
+    checked: List[str], config_for: Callable[[Path], Config], mode: Mode, cache: "ResultCache", jobs: int = 1
+) -> Iterator[FileReport]:
     """``--deep`` with a cache: recheck the files checked before whose verdict read
     one of ``checked`` (a copy in ``b.py`` of what ``a.py`` makes), and report what
     is new there, naming the file it depends on. A pre-commit call on ``a.py``
-    then sees that removing ``pin_memory`` in ``a.py`` made ``b.py``'s copy block."""
+    then sees that removing ``pin_memory`` in ``a.py`` made ``b.py``'s copy block.
+    Two or more to recheck go to a process pool of ``jobs`` workers."""
+    waiting: Dict[str, Tuple[bytes, Config, str, Set[Tuple[str, int, int, str]]]] = {}
+    answered: List[FileReport] = []
     for found, origin in cache.dependents(checked, config_for(Path(checked[0]))):
         path = _relative(found)
         file_config = config_for(Path(path))
@@ -734,14 +744,25 @@ def _dependents(checked: List[str], config_for: Callable[[Path], Config], mode: 
             continue
         # What it said before the files it depends on changed (kept until it is checked itself).
         before = set(cache.previous(path, file_config) or [])
+        waiting[path] = (data, file_config, origin, before)
         report = cache.get(path, data, file_config)
-        if report is None:
-            report = _worker((path, data, file_config, mode))
-            cache.put(path, data, file_config, report=report, baseline=sorted(before))
+        if report is not None:
+            answered.append(report)
+    served = {r.path for r in answered}
+    items = [(path, data, file_config, mode) for path, (data, file_config, _, _) in waiting.items() if path not in served]
+    if len(items) >= 2 and jobs > 1:
+        pool = _Pool(min(jobs, len(items)))
+        rechecked: Iterator[FileReport] = _collect(pool, {pool.submit(i, item): i for i, item in enumerate(items)}, items, jobs)
+    else:
+        rechecked = (_worker(item) for item in items)
+    for report in itertools.chain(answered, rechecked):
+        data, file_config, origin, before = waiting[report.path]
+        if report.path not in served:
+            cache.put(report.path, data, file_config, report=report, baseline=sorted(before))
         new = [d for d in report.diagnostics if (d.code, d.line, d.column, d.message) not in before]
         if new or report.error is not None:
             for d in new:
-                d.message += f" (`{path}` rechecked: its verdict depends on `{origin}`)"
+                d.message += f" (`{report.path}` rechecked: its verdict depends on `{origin}`)"
             report.diagnostics = new
             report.source = data if new else None
             yield report

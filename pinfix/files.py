@@ -126,7 +126,7 @@ def _gitignore(directory: Path, problems: List[Tuple[Path, str]], candidate: Opt
     """The ``.gitignore`` of ``directory`` (or ``candidate``); one that is no
     regular file (a FIFO would block the walk forever) is not read, and goes
     to ``problems``."""
-    from .writing import NotRegularFile, read_regular
+    from .regular import NotRegularFile, read_regular
 
     candidate = candidate or directory / ".gitignore"
     try:

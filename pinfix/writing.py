@@ -17,12 +17,10 @@ import tempfile
 from pathlib import Path
 from typing import AbstractSet, Iterator, List, Optional, Tuple, Union
 
+from .regular import read_regular
+
 #: ``allowed_old_lines`` may hold this: text may be inserted before line 1.
 START_OF_FILE = 0
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_BINARY = getattr(os, "O_BINARY", 0)
 
 
 class WriteRefused(Exception):
@@ -34,46 +32,6 @@ class WriteRefused(Exception):
     def __init__(self, message: str, reason: str = "cannot write"):
         super().__init__(message)
         self.reason = reason
-
-
-class NotRegularFile(OSError):
-    """A FIFO, socket or device where a source file (or a cache entry, or a
-    ``.gitignore``) was expected: never read, so never waited on."""
-
-    def __init__(self, path: "Union[str, os.PathLike[str]]"):
-        super().__init__(errno.EINVAL, "not a regular file", os.fspath(path))
-
-
-def read_regular(path: "Union[str, os.PathLike[str]]", follow_symlinks: bool = True, limit: Optional[int] = None) -> bytes:
-    """The bytes of the regular file at ``path``.
-
-    Opened with ``O_NONBLOCK`` (opening a FIFO for reading would otherwise
-    wait for a writer) and checked with ``fstat`` on the open descriptor, so
-    a FIFO, socket or device raises :class:`NotRegularFile` and is never read.
-    ``follow_symlinks=False`` refuses a link in the last component (``ELOOP``).
-    ``limit``: raise ``EFBIG`` rather than read more than this many bytes.
-    Other failures raise ``OSError``.
-    """
-    flags = os.O_RDONLY | _BINARY | _NONBLOCK | (0 if follow_symlinks else _NOFOLLOW)
-    fd = os.open(path, flags)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            if stat.S_ISDIR(info.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
-            raise NotRegularFile(path)
-        size = info.st_size
-        if limit is not None and size > limit:
-            raise OSError(errno.EFBIG, "file too large", os.fspath(path))
-        data = os.read(fd, size + 1)
-        if len(data) > size:  # it grew while we read
-            chunks = [data]
-            while chunks[-1]:
-                chunks.append(os.read(fd, 1 << 16))
-            data = b"".join(chunks)
-        return data
-    finally:
-        os.close(fd)
 
 
 # --- line-exact comparison ------------------------------------------------------------

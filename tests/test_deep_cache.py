@@ -141,3 +141,53 @@ def test_dependents_are_found_through_linked_folders(tmp_path: Path) -> None:
     for given in (tmp_path / "linked" / "pkg" / "a.py", tmp_path / "linked" / "pkg" / "c.py", real / "a.py"):
         assert DeepVerdicts(cache).dependents([str(given)]) == [(b, str(given))]
     assert DeepVerdicts(cache).dependents([str(tmp_path / "linked" / "pkg" / "b.py")]) == []  # itself
+
+
+def test_several_dependents_are_rechecked_in_a_pool_and_each_names_the_origin(tmp_path: Path) -> None:
+    copiers = {f"pkg/b{i}.py": COPIER for i in range(3)}
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, **copiers})
+    assert check(root, "pkg").returncode == 0
+    (root / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", ""))
+    proc = check(root, "--jobs", "2", "--verbose", "pkg/a.py")
+    assert proc.returncode == 1, proc.stderr
+    findings = json.loads(proc.stdout)["findings"]
+    assert sorted((f["path"], f["line"]) for f in findings) == [(f"pkg/b{i}.py", 5) for i in range(3)]
+    assert all("depends on `pkg/a.py`" in f["message"] for f in findings)
+    # Their verdicts are cached now: the same call reports them again (the commit still fails).
+    again = check(root, "--jobs", "1", "pkg/a.py")
+    assert sorted((f["path"], f["line"]) for f in json.loads(again.stdout)["findings"]) == [(f"pkg/b{i}.py", 5) for i in range(3)]
+
+
+def test_the_recheck_of_several_dependents_starts_a_pool(tmp_path: Path, monkeypatch) -> None:
+    import io
+
+    import pinfix.engine as engine
+    from pinfix.cli import main
+
+    copiers = {f"pkg/b{i}.py": COPIER for i in range(3)}
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, **copiers})
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PINFIX_CACHE_DIR", raising=False)
+    assert main(["check", "--no-progress", "pkg"], io.StringIO(), io.StringIO()) == 0
+    (root / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", ""))
+    sizes = []
+    real = engine._Pool
+    monkeypatch.setattr(engine, "_Pool", lambda jobs: sizes.append(jobs) or real(jobs))
+    out = io.StringIO()
+    assert main(["check", "--no-progress", "--jobs", "2", "--output-format", "json", "pkg/a.py"], out, io.StringIO()) == 1
+    assert sizes == [2]
+    assert len(json.loads(out.getvalue())["findings"]) == 3
+
+
+def test_a_second_run_in_the_same_process_sees_the_files_as_they_are_now(tmp_path: Path) -> None:
+    import io
+
+    from pinfix.cli import main
+
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": COPIER})
+    args = ["check", "--no-progress", "--no-cache", "--jobs", "1", "--deep", str(root / "pkg" / "b.py")]
+    assert main(args, io.StringIO(), io.StringIO()) == 0
+    (root / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", ""))
+    out = io.StringIO()
+    assert main(args, out, io.StringIO()) == 1, "answered from the first run's reading of a.py"
+    assert "PIN002" in out.getvalue()

@@ -867,3 +867,20 @@ def test_available_memory_is_a_positive_count_or_none() -> None:
 
     found = available_memory()
     assert found is None or found > 0
+
+
+@pytest.mark.skipif(not HAS_FIFO, reason="no FIFOs here")
+def test_deep_mode_never_waits_on_a_fifo_in_the_project(tmp_path: Path) -> None:
+    # Deep mode reads the project's text (to find callers) and parses other modules;
+    # a FIFO named like a module is left unread, never opened for a read that blocks.
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "b.py").write_text("def send(x, dev):\n    return x.to(dev, non_blocking=True)\n")
+    (pkg / "c.py").write_text("import torch\n\nfrom pkg.b import send\n\n\ndef go(dev):\n    return send(torch.arange(3), dev)\n")
+    os.mkfifo(pkg / "fifo.py")
+    os.mkfifo(pkg / "helpers.py")
+    (pkg / "d.py").write_text("from pkg.helpers import make\n\n\ndef h(dev):\n    return make().to(dev, non_blocking=True)\n")
+    proc = cli_subprocess("check", "--deep", "--no-cache", "--output-format", "json", str(pkg / "b.py"), str(pkg / "d.py"), timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert '"line": 2' in proc.stdout and "Traceback" not in proc.stderr

@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from tests.support import REPO
 
 LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
-    ("data", ("pinfix", "pinfix.effects", "pinfix.settings", "pinfix.edits", "pinfix.findings")),
+    ("data", ("pinfix", "pinfix.effects", "pinfix.settings", "pinfix.edits", "pinfix.findings", "pinfix.regular")),
     ("engine", ("pinfix.semantic", "pinfix.prefilter")),
     ("rules", ("pinfix.rules",)),
     ("fixes", ("pinfix.fixes", "pinfix.imports", "pinfix.layout", "pinfix.style")),

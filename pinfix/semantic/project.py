@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
+from ..regular import read_regular
 from ..settings import Settings
 from .calls import Arguments
 from .evaluator import Evaluator
@@ -211,7 +212,7 @@ class Project:
             return self.modules[resolved]
         self.modules[resolved] = None
         try:
-            data = resolved.read_bytes()
+            data = read_regular(resolved)
             src = SourceText.from_bytes(data, display(resolved))
             tree = src.parse()
         except (OSError, SourceError):
@@ -948,17 +949,13 @@ class Corpus:
         return sorted({text.count(b"\n", start, m.start()) + 1 for m in pattern.finditer(text, start, end)})
 
 
-def project_files(root: Path) -> Iterator[Path]:
-    """The ``.py`` files below ``root`` that deep mode reads, in a stable order."""
-    return map(Path, project_file_names(str(root)))
-
-
 def _read_tree(root: Path) -> List[Tuple[Path, bytes]]:
-    """The ``.py`` files below ``root`` with their bytes."""
+    """The ``.py`` files below ``root`` with their bytes (regular files only: a FIFO
+    named ``x.py`` is never waited on)."""
     found: List[Tuple[Path, bytes]] = []
-    for path in project_files(root):
+    for name in project_file_names(str(root)):
         try:
-            found.append((path, path.read_bytes()))
+            found.append((Path(name), read_regular(name)))
         except OSError:
             continue  # unreadable: what it says stays unknown
     return found
@@ -1059,4 +1056,10 @@ def project_for(settings: Settings) -> Project:
     return found
 
 
-__all__ = ["Project", "DeepEvaluator", "project_for", "project_files", "display", "mark"]
+def forget_projects() -> None:
+    """Drop every project's answers: a new run in the same process (an editor, a test
+    calling the CLI twice) must not answer from files as they were in an earlier one."""
+    _PROJECTS.clear()
+
+
+__all__ = ["Project", "DeepEvaluator", "project_for", "forget_projects", "display", "mark"]
