@@ -136,6 +136,8 @@ class ResultCache:
         self._ruled_out: Dict[Path, Dict[str, List[int]]] = {}
         self._ruled_out_now: Dict[Path, Dict[str, Optional[Stamp]]] = {}
         self._directories: Dict[bytes, Path] = {}
+        #: ``--deep``: files whose verdict read a checked file, past ``max-dependents``: not rechecked.
+        self.unrechecked: List[str] = []
 
     def _covers(self, path: str, absolute: Optional[str] = None) -> bool:
         if self.scope is None or (absolute or os.path.abspath(path)).startswith(self.scope):

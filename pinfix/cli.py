@@ -526,6 +526,16 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
         return 130
     if cache is not None:
         cache.finish()
+        if cache.unrechecked:
+            from .output import plural
+
+            left = cache.unrechecked
+            named = " ".join(left[:3]) + (" ..." if len(left) > 3 else "")
+            err.write(
+                f"pinfix: {plural(len(left), 'more file')} whose deep verdict read the checked files "
+                f"{'was' if len(left) == 1 else 'were'} not rechecked (max-dependents = {base.max_dependents}): "
+                f"{named}; `pinfix check --deep` on them, or on the tree, rechecks them\n"
+            )
     reports += [FileReport(str(p), error=why) for p, why in errors]
     reports.sort(key=lambda r: r.path)
 

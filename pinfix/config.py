@@ -165,6 +165,7 @@ SETTINGS: Tuple[Setting, ...] = (
     Setting("exclude", "patterns", "ruff's list: " + ", ".join(f"`{name}`" for name in DEFAULT_EXCLUDE), "gitignore-style patterns never checked; replaces the default list", "--exclude"),
     Setting("extend-exclude", "patterns", "none", "patterns to exclude on top of `exclude`", "--extend-exclude"),
     Setting("force-exclude", "bool", "`false`", "apply the exclusions to files named on the command line too (the pre-commit hooks pass it)", "--force-exclude"),
+    Setting("max-dependents", "int", "`8`", "deep mode with the cache: at most this many files whose verdict read a checked file are rechecked, those that read the fewest files first (`0`: all); a note names the rest", low=0, high=1_000_000),
     Setting("cache-dir", "path", "`.pinfix_cache` at the project root", "where `check` keeps its results (relative to the settings file; also `PINFIX_CACHE_DIR`)", "--cache-dir"),
     Setting("output-format", "choice", "`full` on a terminal, else `concise`", "how findings are printed (also `PINFIX_OUTPUT_FORMAT`)", "--output-format", choices=OUTPUT_FORMATS),
 )
@@ -172,7 +173,7 @@ SETTINGS: Tuple[Setting, ...] = (
 SETTINGS_BY_KEY: Mapping[str, Setting] = {s.key: s for s in SETTINGS}
 #: Settings only the command line's base settings (the working directory's)
 #: decide for a whole run, as in ruff.
-RUN_SETTINGS = frozenset({"cache-dir", "output-format", "force-exclude"})
+RUN_SETTINGS = frozenset({"cache-dir", "output-format", "force-exclude", "max-dependents"})
 
 
 # --- Checking values ---------------------------------------------------------------
@@ -431,6 +432,8 @@ class Config:
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     #: Apply ``exclude`` to files named on the command line too.
     force_exclude: bool = field(default=False, metadata={"key": False})
+    #: Deep mode with the cache: the most dependents a run rechecks (``0``: all).
+    max_dependents: int = field(default=8, metadata={"key": False})
     #: Where ``check`` keeps its cache (``None``: ``root / .pinfix_cache``).
     cache_dir: Optional[Path] = field(default=None, metadata={"key": False})
     #: ``None``: ``full`` on a terminal, ``concise`` otherwise.

@@ -232,7 +232,9 @@ class DeepVerdicts:
 
     def dependents(self, paths: Iterable[str]) -> List[Tuple[str, str]]:
         """Files checked with ``--deep`` before (not among ``paths``) whose verdict
-        read one of ``paths``: ``(dependent, the path it read)``, in order."""
+        read one of ``paths``: ``(dependent, the path it read)``, those whose verdict
+        read the fewest modules first (the most closely tied, and the cheapest to
+        recheck), then by path."""
         folders: Dict[str, str] = {}
         given = {_real_path(p, folders): p for p in paths}
         out = []
@@ -253,8 +255,8 @@ class DeepVerdicts:
                 if origin is not None:
                     break
             if origin is not None and os.path.isfile(other):
-                out.append((other, origin))
-        return out
+                out.append((sum(1 for what in reads if str(what).startswith("f:")), other, origin))
+        return [(other, origin) for _, other, origin in sorted(out)]
 
     def save(self) -> None:
         """Write the index with this run's deep verdicts (atomically)."""

@@ -736,7 +736,12 @@ def _dependents(
     Two or more to recheck go to a process pool of ``jobs`` workers."""
     waiting: Dict[str, Tuple[bytes, Config, str, Set[Tuple[str, int, int, str]]]] = {}
     answered: List[FileReport] = []
-    for found, origin in cache.dependents(checked, config_for(Path(checked[0]))):
+    run_config = config_for(Path(checked[0]))
+    found_all = cache.dependents(checked, run_config)
+    limit = run_config.max_dependents or len(found_all)
+    # The rest are left as they are; the front end says how many (the run's note).
+    cache.unrechecked = [_relative(found) for found, _ in found_all[limit:]]
+    for found, origin in found_all[:limit]:
         path = _relative(found)
         file_config = config_for(Path(path))
         data = _read(path)

@@ -191,3 +191,22 @@ def test_a_second_run_in_the_same_process_sees_the_files_as_they_are_now(tmp_pat
     out = io.StringIO()
     assert main(args, out, io.StringIO()) == 1, "answered from the first run's reading of a.py"
     assert "PIN002" in out.getvalue()
+
+
+def test_at_most_max_dependents_are_rechecked_closest_first_and_a_note_names_the_rest(tmp_path: Path) -> None:
+    # b0..b2 read only a.py (and their package); far.py reads a.py through a helper module too.
+    far = "from pkg.mid import make\n\n\ndef send(dev):\n    return make().to(dev, non_blocking=True)\n"
+    mid = "from pkg.a import make\n"
+    copiers = {f"pkg/b{i}.py": COPIER for i in range(3)}
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/mid.py": mid, "pkg/far.py": far, **copiers})
+    assert check(root, "pkg").returncode == 0
+    (root / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", ""))
+    proc = check(root, "--config", "max-dependents=2", "pkg/a.py")
+    assert proc.returncode == 1, proc.stderr
+    assert sorted(f["path"] for f in json.loads(proc.stdout)["findings"]) == ["pkg/b0.py", "pkg/b1.py"]
+    assert "2 more files whose deep verdict read the checked files were not rechecked (max-dependents = 2)" in proc.stderr
+    assert "pkg/b2.py pkg/far.py" in proc.stderr
+    # 0: every one of them.
+    everything = check(root, "--config", "max-dependents=0", "pkg/a.py")
+    assert sorted(f["path"] for f in json.loads(everything.stdout)["findings"]) == ["pkg/b0.py", "pkg/b1.py", "pkg/b2.py", "pkg/far.py"]
+    assert "not rechecked" not in everything.stderr
