@@ -21,10 +21,9 @@ import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .effects import DEFAULT_HELPER
-from .rules import RULE_NAMES
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -44,8 +43,35 @@ class ConfigError(Exception):
 #: The code of the rule that reports unused, unknown or malformed ``noqa``
 #: codes of pinfix's own rules (ruff's ``RUF100``).
 NOQA_CODE = "PIN100"
+
+
+class _RuleNames(Mapping[str, str]):
+    """Every rule code -> its name, read from :mod:`pinfix.rules` when first asked:
+    a run whose files the pre-filter all rules out never loads the rules (and the
+    analysis they import)."""
+
+    def __init__(self) -> None:
+        self._names: Optional[Dict[str, str]] = None
+
+    def _table(self) -> Dict[str, str]:
+        if self._names is None:
+            from .rules import RULE_NAMES
+
+            self._names = {**RULE_NAMES, NOQA_CODE: "UnusedNoqa"}
+        return self._names
+
+    def __getitem__(self, code: str) -> str:
+        return self._table()[code]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
 #: Every rule code and its name (the Fixit rule's class name).
-RULES: Mapping[str, str] = {**RULE_NAMES, NOQA_CODE: "UnusedNoqa"}
+RULES: Mapping[str, str] = _RuleNames()
 #: Rules on when nothing is selected. PIN004 (informational) and PIN100
 #: (noqa hygiene) are opt-in, as ruff's RUF100 is.
 DEFAULT_RULES: FrozenSet[str] = frozenset({"PIN001", "PIN002", "PIN003"})

@@ -123,3 +123,22 @@ def test_the_check_path_imports_no_libcst() -> None:
 
 
 LAYER_NAMES: Dict[str, int] = {name: rank for rank, (name, _) in enumerate(LAYERS)}
+
+
+def test_a_run_whose_files_are_all_ruled_out_loads_neither_rules_nor_analysis(tmp_path: Path) -> None:
+    """The pre-commit path over files that cannot hold a finding: the byte pre-filter
+    answers, so neither the rules nor the analysis (nor the process pool) is imported."""
+    import subprocess
+    import sys
+
+    for i in range(3):
+        (tmp_path / f"m{i}.py").write_text(f"import torch\n\nx{i} = torch.zeros(3)\n")
+    code = (
+        "import io, sys\n"
+        "from pinfix.cli import main\n"
+        f"code = main(['check', '--no-progress', *[{str(tmp_path)!r} + f'/m{{i}}.py' for i in range(3)]], io.StringIO(), io.StringIO())\n"
+        "assert code == 0, code\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pinfix.rules', 'pinfix.semantic.', 'concurrent.futures', 'libcst'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    assert out.strip() == "[]"
