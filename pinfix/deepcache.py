@@ -235,10 +235,19 @@ class DeepVerdicts:
         read one of ``paths``: ``(dependent, the path it read)``, those whose verdict
         read the fewest modules first (the most closely tied, and the cheapest to
         recheck), then by path."""
+        paths = list(paths)
+        index = self.index()
+        # A whole tree checked: every file with a verdict is among the paths (its indexed
+        # name is a real path, so a path spelling it is that file), so none is a dependent,
+        # and no path's real path need be found.
+        cwd = os.getcwd()
+        spelled = {os.path.normpath(os.path.join(cwd, p)) for p in paths}
+        if all(other in spelled for other in index):
+            return []
         folders: Dict[str, str] = {}
         given = {_real_path(p, folders): p for p in paths}
         out = []
-        for other, reads in sorted(self.index().items()):
+        for other, reads in sorted(index.items()):
             if other in given or not isinstance(reads, list):
                 continue
             origin = None

@@ -210,3 +210,21 @@ def test_at_most_max_dependents_are_rechecked_closest_first_and_a_note_names_the
     everything = check(root, "--config", "max-dependents=0", "pkg/a.py")
     assert sorted(f["path"] for f in json.loads(everything.stdout)["findings"]) == ["pkg/b0.py", "pkg/b1.py", "pkg/b2.py", "pkg/far.py"]
     assert "not rechecked" not in everything.stderr
+
+
+def test_no_file_is_a_dependent_when_every_verdict_is_among_the_checked_paths(tmp_path: Path, monkeypatch) -> None:
+    from pinfix.deepcache import INDEX_NAME, DeepVerdicts
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    for name in ("a.py", "b.py", "c.py"):
+        (pkg / name).write_text("x = 1\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    real = {name: os.path.realpath(pkg / name) for name in ("a.py", "b.py", "c.py")}
+    (cache / INDEX_NAME).write_text(json.dumps({real["b.py"]: ["f:" + real["a.py"]], real["c.py"]: ["f:" + real["b.py"]]}))
+    monkeypatch.chdir(tmp_path)
+    verdicts = DeepVerdicts(cache)
+    assert verdicts.dependents(["pkg/a.py", "pkg/b.py", "pkg/c.py"]) == []  # the whole tree
+    assert verdicts.dependents(["pkg/a.py", "pkg/b.py"]) == [(real["c.py"], "pkg/b.py")]
+    assert verdicts.dependents(["pkg/a.py"]) == [(real["b.py"], "pkg/a.py")]
