@@ -738,7 +738,7 @@ def _dependents(
     answered: List[FileReport] = []
     run_config = config_for(Path(checked[0]))
     found_all = cache.dependents(checked, run_config)
-    limit = run_config.max_dependents or len(found_all)
+    limit = cache.config.max_dependents or len(found_all)  # a run's setting: the base settings
     # The rest are left as they are; the front end says how many (the run's note).
     cache.unrechecked = [_relative(found) for found, _ in found_all[limit:]]
     for found, origin in found_all[:limit]:
