@@ -268,6 +268,9 @@ class ResultCache:
                     merged[path] = list(stamp)
             if merged == before:
                 continue
+            # Written only when something changed: then also forget the files that are
+            # gone (renamed or deleted), so the list does not grow with every rename.
+            merged = {path: stamp for path, stamp in merged.items() if path in now or os.path.isfile(path)}
             try:
                 for d in (self.directory, directory.parent, directory):
                     self._make_directory(d)

@@ -158,3 +158,20 @@ def test_a_one_file_deep_check_keeps_the_plain_runs_cache(project: Path, monkeyp
     assert check("--deep", str(bad))[0] == 1
     monkeypatch.setattr("pinfix.engine._worker", lambda item: (_ for _ in ()).throw(AssertionError(f"analysed {item[0]}")))
     assert check(str(project)) == first
+
+
+def test_ruled_out_files_that_are_gone_are_forgotten(project: Path, monkeypatch) -> None:
+    import json
+
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", -60.0)
+    old, other = project / "vllm" / "v1" / "old.py", project / "vllm" / "v1" / "other.py"
+    for f in (old, other):
+        f.write_text(CLEAN)
+    assert check(str(project))[0] == 0
+    (manifest,) = Path(cache_module.os.environ["PINFIX_CACHE_DIR"]).rglob(cache_module.RULED_OUT_NAME)
+    assert any(p.endswith("old.py") for p in json.loads(manifest.read_text()))
+    old.rename(project / "vllm" / "v1" / "new.py")
+    assert check(str(project / "vllm" / "v1" / "new.py"))[0] == 0  # a run that sees only the new name
+    kept = json.loads(manifest.read_text())
+    assert any(p.endswith("new.py") for p in kept) and any(p.endswith("other.py") for p in kept)
+    assert not any(p.endswith("old.py") for p in kept)
