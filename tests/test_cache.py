@@ -175,3 +175,16 @@ def test_ruled_out_files_that_are_gone_are_forgotten(project: Path, monkeypatch)
     kept = json.loads(manifest.read_text())
     assert any(p.endswith("new.py") for p in kept) and any(p.endswith("other.py") for p in kept)
     assert not any(p.endswith("old.py") for p in kept)
+
+
+def test_a_damaged_ruled_out_list_is_no_shortcut(project: Path, monkeypatch) -> None:
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", -60.0)
+    bad = project / "vllm" / "v1" / "bad.py"
+    bad.write_text(BAD)
+    first = check(str(project))
+    assert first[0] == 1
+    (manifest,) = Path(cache_module.os.environ["PINFIX_CACHE_DIR"]).rglob(cache_module.RULED_OUT_NAME)
+    for damage in ("{not json", "[1, 2]", '{"%s": "x"}' % bad, '{"%s": [1, 2]}' % bad, "\0" * 64):
+        manifest.write_text(damage)
+        code, out, err = check(str(project))
+        assert (code, out) == first[:2] and "Traceback" not in err, damage
