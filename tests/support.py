@@ -78,3 +78,12 @@ def pinfix(*args: str, cwd: Path, stdin: "bytes | None" = None, env: "dict | Non
         env=environ,
         timeout=300,
     )
+
+
+def sigint_as_default() -> None:
+    """``preexec_fn`` for a child that a test interrupts: SIGINT back to its default.
+    A process started in the background by a non-interactive shell inherits SIGINT
+    ignored (so does every child of it), and then no Ctrl-C reaches Python at all."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -19,6 +19,7 @@ import pytest
 import pinfix.writing
 from pinfix.cli import main
 from pinfix.writing import WriteRefused, replace_file
+from tests.support import sigint_as_default
 
 # A file with one safe finding, and exactly what `pinfix fix` makes of it.
 SAMPLE = (
@@ -400,6 +401,7 @@ def test_sigint_during_parallel_fix_leaves_every_file_old_or_new(tmp_path: Path)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pinfix", "fix", "-j", "2", "--no-progress", str(tree)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=sigint_as_default,
     )
     # Interrupt as soon as the first file is rewritten (as a terminal's Ctrl-C: the whole group).
     deadline = time.monotonic() + 60

@@ -757,15 +757,21 @@ def test_an_interrupt_lets_the_deep_thread_end_its_file_first() -> None:
     from pinfix.engine import on_deep_stack
 
     ended = []
+    # Started in the background, this process may have inherited SIGINT ignored: then no
+    # interrupt would be raised at all.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def work() -> None:
         _thread.interrupt_main()
         time.sleep(0.3)
         ended.append(True)
 
-    with pytest.raises(KeyboardInterrupt):
-        on_deep_stack(work)
-        time.sleep(1)  # where the interrupt lands when on_deep_stack did not wait for it
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            on_deep_stack(work)
+            time.sleep(1)  # where the interrupt lands when on_deep_stack did not wait for it
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert ended == [True]
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pinfix.cache import KEEP_OTHER_SETTINGS
-from tests.support import BAD_SOURCE, pinfix
+from tests.support import BAD_SOURCE, pinfix, sigint_as_default
 from tests.support import write_text as write
 
 # --- stdin -------------------------------------------------------------------------
@@ -164,7 +164,7 @@ def test_interrupted_check_does_not_speak_of_rewritten_files(tmp_path: Path) -> 
         write(tmp_path / f"m{i}.py", "import torch\n\n" + body)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pinfix", "check", "--no-cache", "-j", "2", "."],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_default,
     )
     time.sleep(2.0)
     proc.send_signal(signal.SIGINT)
