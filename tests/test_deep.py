@@ -348,6 +348,24 @@ CASES = {
         "    def go(self, dev):\n        return self.buf.to(dev, non_blocking=True)\n",
         [],
     ),
+    "assert_in_callee_puts_its_parameter_on_the_cpu": (
+        {
+            "maps.py": HEADER + "def counts(mapping, n):\n    device = mapping.device\n"
+            "    assert mapping.device.type == 'cpu'\n    out = torch.zeros(mapping.shape[0], n, device=device)\n"
+            "    return mapping, out\n",
+        },
+        "from pkg.maps import counts\n\n\ndef commit(new_map, dst, dst2):\n    dst.copy_(new_map, non_blocking=True)\n"
+        "    _, count = counts(new_map, 4)\n    dst2.copy_(count, non_blocking=True)\n",
+        [7],
+    ),
+    "assert_after_an_early_return_says_nothing_from_the_start": (
+        {
+            "maps.py": HEADER + "def counts(mapping, n, flag):\n    device = mapping.device\n    if flag:\n        return None\n"
+            "    assert mapping.device.type == 'cpu'\n    return torch.zeros(n, device=device)\n",
+        },
+        "from pkg.maps import counts\n\n\ndef commit(m, dst):\n    dst.copy_(counts(m, 4, False), non_blocking=True)\n",
+        [],
+    ),
     "outside_the_project_stays_unknown": (
         {},
         "import numpy as np\nimport torch\n\n\ndef f(dev):\n    return torch.nn.Parameter(torch.zeros(2)).data.to(dev, non_blocking=True)\n",

@@ -173,6 +173,58 @@ def test_a_test_that_does_not_settle_the_memory_keeps_the_finding(guard: str, wh
         assert why in messages(code)[0]
 
 
+@pytest.mark.parametrize(
+    "guard, expected",
+    [
+        # A test that names the CPU: what is computed from the tensor is fresh host memory.
+        ("    assert t.is_cpu\n", [(6, "PIN002")]),
+        ("    assert t.device.type == 'cpu'\n", [(6, "PIN002")]),
+        ("    assert not (t.device.type != 'cpu')\n", [(6, "PIN002")]),
+        ("    assert t.is_cpu and dev is not None\n", [(6, "PIN002")]),
+        # One that only denies an accelerator (the tensor may be on another one, or `meta`).
+        ("    assert not t.is_cuda\n", []),
+        ("    assert t.device.type != 'cuda'\n", []),
+        # A branch that shows the CPU is a way in: on it, the copy is of fresh host memory.
+        ("    if t.is_cpu:\n        print('host')\n", [(7, "PIN002")]),
+        # A test that does not say where the tensor is when it passes.
+        ("    assert t.is_cpu or dev is None\n", []),
+    ],
+)
+def test_a_test_naming_the_cpu_puts_an_unknown_tensor_there(guard: str, expected: List[Tuple[int, str]]) -> None:
+    code = "import torch\n\ndef f(t, dev):\n" + guard + "    y = (t > 0).nonzero()\n    return y.to(dev, non_blocking=True)\n"
+    got = found(code)
+    assert got == [(code.count("\n"), "PIN002")] if expected else got == []
+
+
+def test_a_tensor_put_on_the_cpu_by_a_test_keeps_unknown_memory() -> None:
+    # Its own memory is still not known: a copy of it is no finding (it may be pinned).
+    assert found("import torch\n\ndef f(t, dev):\n    assert t.is_cpu\n    return t.to(dev, non_blocking=True)\n") == []
+    branch = "import torch\n\ndef f(t, dev):\n    if t.device.type == 'cpu':\n        t = t.nonzero()\n    return t.to(dev, non_blocking=True)\n"
+    assert found(branch) == [(6, "PIN002")]
+    assert "when `t.device.type == 'cpu'` is true" in messages(branch)[0]
+
+
+@pytest.mark.parametrize(
+    "before, expected",
+    [
+        # The assert holds from the start: `device` read above it is the CPU.
+        ("", True),
+        ("    n = 3\n", True),
+        ("    if dev is None:\n        raise ValueError(dev)\n", True),
+        # Not when the function may return before it, or rebinds the parameter first.
+        ("    if dev is None:\n        return None\n", False),
+        ("    m = m[1:]\n", False),
+        ("    for m in ms:\n        pass\n", False),
+    ],
+)
+def test_an_assert_on_a_parameter_holds_from_the_function_start(before: str, expected: bool) -> None:
+    code = (
+        "import torch\n\ndef f(m, ms, dev):\n    device = m.device\n" + before
+        + "    assert m.device.type == 'cpu'\n    out = torch.zeros(4, device=device)\n    return out.to(dev, non_blocking=True)\n"
+    )
+    assert found(code) == ([(code.count("\n"), "PIN002")] if expected else [])
+
+
 def test_a_device_branch_of_a_tensor_made_on_the_host_is_no_host_copy() -> None:
     code = """\
     import torch

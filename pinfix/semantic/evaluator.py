@@ -14,7 +14,7 @@ import ast
 from typing import TYPE_CHECKING, Dict, Optional
 
 from .facts import FunctionFacts
-from .flow import BUDGET_PER_STATEMENT, Flow
+from .flow import BUDGET_PER_STATEMENT, Flow, preconditions
 from .scope import FunctionInfo, Param, last_name
 from .state import State
 from .values import ANY_DEVICE, Array, Class, Device, DType, Host, Instance, Seq, Value, unknown
@@ -75,6 +75,9 @@ class Evaluator(Flow):
                 state.set(p.name, Value((Class(func.cls),)))
             else:
                 state.set(p.name, self.parameter_value(p))
+        if not isinstance(func.node, ast.Lambda):
+            for stmt in preconditions(func.body, {p.name for p in func.params}):
+                self.narrow(stmt.test, True, state)
 
     def parameter_value(self, p: Param) -> Value:
         """What a parameter holds as far as its annotation says (deep mode adds the callers)."""

@@ -62,6 +62,8 @@ GATHER = "<advanced indexing>"
 CONTIGUOUS = "torch.Tensor.contiguous"
 GAPPED_VIEW = "<gapped view of a pinned tensor>"
 BY_NAME = "<named CPU tensor>"
+#: The origin label of a tensor a test puts on the CPU (``assert t.is_cpu``).
+BY_TEST = "<CPU tensor by a test>"
 
 _BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
 
@@ -195,6 +197,12 @@ class Expressions:
         step = self.step("named", node, f"`{self.short(node)}` is a CPU tensor by its name")
         tensor = Tensor(CPU, ANY_MEMORY, DENSE, Origin(node, None, self.src, self.short(node), BY_NAME), route=(step, None))
         return join(Value(tuple(a for a in value if not isinstance(a, Unknown))), Value((tensor,)))
+
+    def asserted_cpu(self, node: ast.AST) -> Value:
+        """What a test such as ``assert t.device.type == "cpu"`` says ``node`` holds where
+        pinfix could not follow it: a CPU tensor whose memory is not known."""
+        step = self.step("named", node, f"`{self.short(node)}` is on the CPU by the test at line {node.lineno}")
+        return Value((Tensor(CPU, ANY_MEMORY, DENSE, Origin(node, None, self.src, self.short(node), BY_TEST), route=(step, None)),))
 
     # --- attributes ---------------------------------------------------------------------------
 

@@ -338,7 +338,14 @@ class Flow(Calls):
         elif kind == "cpu" and not holds:
             narrowed = value.map(lambda a: Value((a.evolve(device=ACCEL),)) if isinstance(a, Tensor) and a.device != ACCEL else None)
         elif kind == "cpu":
-            narrowed = value.map(lambda a: Value((a.evolve(device=CPU),)) if isinstance(a, Tensor) and a.device == ANY_DEVICE else None)
+            # A test that names the CPU (``t.is_cpu``, ``t.device.type == "cpu"``; not one that
+            # only denies an accelerator) also makes a value pinfix could not follow a CPU tensor:
+            # its memory stays unknown, but what is computed from it is fresh host memory.
+            named = self.asserted_cpu(subject) if _names_cpu(test) else None
+            narrowed = value.map(
+                lambda a: Value((a.evolve(device=CPU),)) if isinstance(a, Tensor) and a.device == ANY_DEVICE
+                else named if isinstance(a, Unknown) else None
+            )
         else:
             return
         if same(narrowed, value):
@@ -523,6 +530,75 @@ def _unnegated(test: ast.AST) -> ast.AST:
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test = test.operand
     return test
+
+
+def _names_cpu(test: ast.AST) -> bool:
+    """Whether a test of a tensor's device names the CPU itself (``t.is_cpu``,
+    ``t.device.type == "cpu"``), rather than an accelerator (``t.is_cuda``)."""
+    if isinstance(test, ast.Attribute):
+        return test.attr == "is_cpu"
+    return isinstance(test, ast.Compare) and any(
+        isinstance(side, ast.Constant) and side.value == "cpu" for side in (test.left, *test.comparators)
+    )
+
+
+def preconditions(body: Sequence[ast.stmt], params: Set[str]) -> List[ast.Assert]:
+    """The ``assert`` statements of a function's body that hold from its start:
+    top-level ones, before any statement that can return (or yield), testing only
+    parameters that nothing before them rebinds. A call that gets past such an
+    assert was made with arguments that pass it, so what it tests of a parameter
+    holds from the first statement on (``device = t.device`` above
+    ``assert t.device.type == "cpu"`` is a CPU device)."""
+    found: List[ast.Assert] = []
+    rebound: Set[str] = set()
+    for stmt in body:
+        if isinstance(stmt, ast.Assert):
+            subjects = [fact[0] for fact in map(_memory_test, _and_parts(stmt.test)) if fact is not None]
+            if subjects and all(isinstance(s, ast.Name) and s.id in params and s.id not in rebound for s in subjects):
+                found.append(stmt)
+            continue
+        if _may_leave(stmt):
+            break
+        rebound |= _bound_names(stmt)
+    return found
+
+
+def _and_parts(test: ast.AST) -> List[ast.AST]:
+    """The memory tests of an ``and`` (or one test), unnegated."""
+    test = _unnegated(test)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [_unnegated(v) for v in test.values]
+    return [test]
+
+
+def _may_leave(stmt: ast.stmt) -> bool:
+    """Whether a statement can end its function's call normally (or hand a value out) before the next one runs."""
+    stack: List[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)):
+            return True
+        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, (*FUNCTION_NODES, ast.ClassDef)))
+    return False
+
+
+def _bound_names(stmt: ast.stmt) -> Set[str]:
+    """Names a statement (and what it holds, not nested functions) binds or may change."""
+    out: Set[str] = set()
+    stack: List[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.id)
+        elif isinstance(node, (*FUNCTION_NODES, ast.ClassDef)):
+            out.add(node.name)
+            continue
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            out.update(node.names)
+        elif isinstance(node, ast.alias):
+            out.add((node.asname or node.name).split(".")[0])
+        stack.extend(ast.iter_child_nodes(node))
+    return out
 
 
 def _memory_test(test: ast.AST) -> Optional[Tuple[ast.AST, str, bool]]:
