@@ -184,16 +184,20 @@ def test_a_test_that_does_not_settle_the_memory_keeps_the_finding(guard: str, wh
         # One that only denies an accelerator (the tensor may be on another one, or `meta`).
         ("    assert not t.is_cuda\n", []),
         ("    assert t.device.type != 'cuda'\n", []),
-        # A branch that shows the CPU is a way in: on it, the copy is of fresh host memory.
-        ("    if t.is_cpu:\n        print('host')\n", [(7, "PIN002")]),
+        # A guard: only the way where the test holds goes on.
+        ("    if t.device.type != 'cpu':\n        raise ValueError('on the CPU only')\n", [(7, "PIN002")]),
+        ("    if not t.is_cpu:\n        return None\n", [(7, "PIN002")]),
+        # A branch, after which both ways go on: code that runs on either device tests where a
+        # tensor is, and the copy after it may be from the CPU to the CPU.
+        ("    if t.is_cpu:\n        print('host')\n", []),
+        ("    if t.device.type == 'cpu':\n        n = 1\n    else:\n        n = 2\n", []),
         # A test that does not say where the tensor is when it passes.
         ("    assert t.is_cpu or dev is None\n", []),
     ],
 )
 def test_a_test_naming_the_cpu_puts_an_unknown_tensor_there(guard: str, expected: List[Tuple[int, str]]) -> None:
     code = "import torch\n\ndef f(t, dev):\n" + guard + "    y = (t > 0).nonzero()\n    return y.to(dev, non_blocking=True)\n"
-    got = found(code)
-    assert got == [(code.count("\n"), "PIN002")] if expected else got == []
+    assert found(code) == ([(code.count("\n"), "PIN002")] if expected else [])
 
 
 def test_a_tensor_put_on_the_cpu_by_a_test_keeps_unknown_memory() -> None:

@@ -198,11 +198,13 @@ class Expressions:
         tensor = Tensor(CPU, ANY_MEMORY, DENSE, Origin(node, None, self.src, self.short(node), BY_NAME), route=(step, None))
         return join(Value(tuple(a for a in value if not isinstance(a, Unknown))), Value((tensor,)))
 
-    def asserted_cpu(self, node: ast.AST) -> Value:
+    def tested_cpu(self, node: ast.AST, was: Unknown) -> Value:
         """What a test such as ``assert t.device.type == "cpu"`` says ``node`` holds where
-        pinfix could not follow it: a CPU tensor whose memory is not known."""
+        pinfix could not follow it (``was``): a CPU tensor whose memory is not known
+        (its origin keeps ``was``, for a join that ends the test's word)."""
         step = self.step("named", node, f"`{self.short(node)}` is on the CPU by the test at line {node.lineno}")
-        return Value((Tensor(CPU, ANY_MEMORY, DENSE, Origin(node, None, self.src, self.short(node), BY_TEST), route=(step, None)),))
+        origin = Origin(node, None, self.src, self.short(node), BY_TEST, data=was)
+        return Value((Tensor(CPU, ANY_MEMORY, DENSE, origin, route=(step, None)),))
 
     # --- attributes ---------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from .calls import Calls
+from .expressions import BY_TEST
 from .scope import FUNCTION_NODES, target_names
 from .state import PATHS, PENDING, State
 from .values import (
@@ -341,10 +342,10 @@ class Flow(Calls):
             # A test that names the CPU (``t.is_cpu``, ``t.device.type == "cpu"``; not one that
             # only denies an accelerator) also makes a value pinfix could not follow a CPU tensor:
             # its memory stays unknown, but what is computed from it is fresh host memory.
-            named = self.asserted_cpu(subject) if _names_cpu(test) else None
+            names = _names_cpu(test)
             narrowed = value.map(
                 lambda a: Value((a.evolve(device=CPU),)) if isinstance(a, Tensor) and a.device == ANY_DEVICE
-                else named if isinstance(a, Unknown) else None
+                else self.tested_cpu(subject, a) if names and isinstance(a, Unknown) else None
             )
         else:
             return
@@ -361,6 +362,14 @@ class Flow(Calls):
                 if name.startswith("#"):
                     continue
                 a, b = then.get(name), orelse.get(name)
+                # Where the other way goes on too, a test's word that an unknown value is on
+                # the CPU ends with its branch (code that runs on either device tests where a
+                # tensor is, and then copies it to where the others are).
+                a, b = _untested(a, b), _untested(b, a)
+                if a is not then.get(name):
+                    then.vars[name] = a
+                if b is not orelse.get(name):
+                    orelse.vars[name] = b
                 if a and b and not same(a, b):
                     then.vars[name] = _mark(a, b, f"`{test}` is true")
                     orelse.vars[name] = _mark(b, a, f"`{test}` is false")
@@ -530,6 +539,21 @@ def _unnegated(test: ast.AST) -> ast.AST:
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test = test.operand
     return test
+
+
+def _untested(value: Optional[Value], other: Optional[Value]) -> Optional[Value]:
+    """``value`` without the CPU tensors a test made of unknown values (:data:`BY_TEST`)
+    that ``other`` does not hold too: unknown again."""
+    if not value:
+        return value
+    kept = {a.key for a in other or ()}
+    if not any(isinstance(a, Tensor) and a.origin is not None and a.origin.qualified == BY_TEST and a.key not in kept for a in value):
+        return value
+    return value.map(
+        lambda a: Value((a.origin.data,))
+        if isinstance(a, Tensor) and a.origin is not None and a.origin.qualified == BY_TEST and a.key not in kept
+        else None
+    )
 
 
 def _names_cpu(test: ast.AST) -> bool:
