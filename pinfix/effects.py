@@ -11,6 +11,7 @@ The kinds (each a small frozen class below):
 
 ``Makes``      a fresh CPU tensor, pageable unless ``device=`` / ``pin_memory=`` say otherwise
 ``MakesBatch`` a mapping of fresh pageable CPU tensors (``tokenizer(..., return_tensors="pt")``)
+``Collates``   a batch of fresh tensors stacked from its items (``default_collate``): pageable when they are on the host
 ``Pins``       pinned CPU memory (``.pin_memory()``, a pinned helper)
 ``View``       shares its input's memory: dense, dense only along the first dimension, or maybe gapped
 ``Converts``   same device, maybe a fresh tensor (``.long()``, ``.contiguous()``, ``.to(dtype)``)
@@ -177,6 +178,14 @@ class MakesBatch(Effect):
 
 
 @dataclass(frozen=True)
+class Collates(Effect):
+    """A batch collated from the items of its first argument (``torch.utils.data.default_collate``):
+    tensors stacked (``torch.stack``) or made (``torch.as_tensor``, ``torch.tensor``) afresh, shaped
+    as an item is (a dict of them for dict items, a list for sequences, one tensor otherwise). When
+    every item holds only host data, arrays and CPU tensors, they are pageable CPU memory."""
+
+
+@dataclass(frozen=True)
 class Availability(Effect):
     """True only where pinned memory (an accelerator) is available: on its false branch
     no copy can block, so pinfix does not report what happens there."""
@@ -225,6 +234,10 @@ FUNCTIONS: Mapping[str, Effect] = {
     **_entries(Computes(inputs="tensors"), "where maximum minimum add sub mul div remainder", "torch."),
     "torch.nn.functional.pad": Computes(inputs="first"),
     "torch.nn.functional.one_hot": Computes(inputs="first"),
+    # --- batches ----------------------------------------------------------------------
+    **_entries(Collates(), "default_collate", "torch.utils.data."),
+    **_entries(Collates(), "default_collate", "torch.utils.data.dataloader."),
+    **_entries(Collates(), "default_collate", "torch.utils.data._utils.collate."),
     # --- values ---------------------------------------------------------------------
     **_entries(Constant(value="dtype"), _TORCH_DTYPES, "torch."),
     "torch.device": Constant(value="device"),

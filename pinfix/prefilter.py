@@ -37,6 +37,7 @@ from .effects import (
     TENSOR_ATTRIBUTES,
     TENSOR_METHODS,
     Availability,
+    Collates,
     Computes,
     Constant,
     Converts,
@@ -74,6 +75,7 @@ PREFILTER_OFF = os.environ.get("PINFIX_NO_PREFILTER", "") not in ("", "0")
 KIND_ROLES: Mapping[Type[Effect], str] = {
     Makes: "origin",
     MakesBatch: "origin",
+    Collates: "origin",
     Pins: "origin",
     ToHost: "origin",
     CopiesTo: "sink",

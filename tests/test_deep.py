@@ -374,6 +374,66 @@ CASES = {
 }
 
 
+_MOVE = HEADER + "def move(x, dev, non_blocking=False):\n    return x.to(dev, non_blocking=non_blocking)\n"
+
+
+@pytest.mark.parametrize(
+    "callers, expected",
+    [
+        # A call that passes True makes the copy non_blocking, with what that call gives.
+        ("def go(dev):\n    return move(torch.zeros(4), dev, non_blocking=True)\n", [5]),
+        ("def go(dev):\n    return move(torch.zeros(4), dev, True)\n", [5]),
+        ("def go(dev):\n    return move(torch.zeros(4), dev, non_blocking=False)\n", []),
+        ("def go(dev):\n    return move(torch.zeros(4), dev)\n", []),
+        ("def go(dev):\n    return move(torch.zeros(4, pin_memory=True), dev, non_blocking=True)\n", []),
+        # Each call is one way: a pageable tensor copied blocking and a pinned one copied
+        # non_blocking are no pageable non_blocking copy (the arguments are not joined).
+        (
+            "def go(dev):\n    return move(torch.zeros(4), dev, non_blocking=False)\n\n\n"
+            "def go2(dev):\n    return move(torch.zeros(4, pin_memory=True), dev, non_blocking=True)\n",
+            [],
+        ),
+        (
+            "def go(dev):\n    return move(torch.zeros(4, pin_memory=True), dev, non_blocking=True)\n\n\n"
+            "def go2(dev):\n    return move(torch.zeros(4), dev, non_blocking=True)\n",
+            [5],
+        ),
+    ],
+)
+def test_non_blocking_parameter_from_the_project_calls(tmp_path, callers, expected):
+    pkg = project(tmp_path, {"move.py": _MOVE, "main.py": HEADER + "from pkg.move import move\n\n\n" + callers})
+    found = deep([pkg / "move.py"])
+    assert [line for line, _ in lines(found)] == expected
+    if expected:
+        caller = "go2" if "go2" in callers else "go"
+        given = [e for e in found[0]["evidence"] if e["message"] == f"`{caller}()` passes `non_blocking=True`"]
+        assert len(given) == 1 and given[0]["path"].endswith("main.py")
+        assert f"(`True` in the call at {given[0]['path']}:{given[0]['line']})" in found[0]["message"]
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        # The default is what a call that says nothing passes.
+        ("def move(x, dev, non_blocking=True):\n    return x.to(dev, non_blocking=non_blocking)\n\n\n"
+         "def go(dev):\n    return move(torch.zeros(4), dev)\n", [5]),
+        # A method, its receiver's attribute pageable.
+        ("class Batch:\n    def __init__(self, n):\n        self.ids = torch.arange(n)\n\n"
+         "    def to_device(self, dev, non_blocking=False):\n        return self.ids.to(dev, non_blocking=non_blocking)\n\n\n"
+         "def run(dev):\n    return Batch(3).to_device(dev, non_blocking=True)\n", [9]),
+        # The flag rebound before the copy: what it is then is not the caller's True.
+        ("def move(x, dev, non_blocking=False):\n    non_blocking = non_blocking and x.is_pinned()\n"
+         "    return x.to(dev, non_blocking=non_blocking)\n\n\n"
+         "def go(dev):\n    return move(torch.zeros(4), dev, non_blocking=True)\n", []),
+        # No call in the project: the flag stays an expression (reported with --strict only).
+        ("def move(x, dev, non_blocking=False):\n    return x.to(dev, non_blocking=non_blocking)\n", []),
+    ],
+)
+def test_non_blocking_parameter_shapes(tmp_path, body, expected):
+    pkg = project(tmp_path, {"main.py": HEADER + body})
+    assert [line for line, _ in lines(deep([pkg / "main.py"]))] == expected
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_deep_cases(tmp_path, name):
     others, main_py, expected = CASES[name]

@@ -660,3 +660,28 @@ def test_facts_answer_what_memory_an_expression_holds() -> None:
     assert (tensor.device, tensor.memory, tensor.layout) == ("cpu", "pageable", "dense")
     assert tensor.origin is not None and tensor.origin.qualified == "torch.from_numpy"
     assert [s.kind for s in __import__("pinfix.semantic.values", fromlist=["steps"]).steps(tensor.route)] == ["made", "bound"]
+
+
+# --- default_collate --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "items, read, expected",
+    [
+        # Host items: the batch is fresh pageable memory, shaped as an item is.
+        ("[{'x': torch.zeros(3), 'n': 1} for _ in range(n)]", "['x']", "PIN002"),
+        ("[np.zeros(3) for _ in range(n)]", "", "PIN002"),
+        ("[(torch.tensor([1]), 2.0), (torch.tensor([2]), 3.0)]", "[0]", "PIN002"),
+        # Pinned items are stacked into fresh (pageable) memory all the same.
+        ("[torch.zeros(3, pin_memory=True) for _ in range(n)]", "", "PIN002"),
+        # Items on a device, or that pinfix cannot follow: unknown, no finding.
+        ("[torch.zeros(3, device=dev) for _ in range(n)]", "", None),
+        ("list(n)", "", None),
+    ],
+)
+def test_default_collate_of_host_items_is_pageable(items: str, read: str, expected: Optional[str]) -> None:
+    code = (
+        "import numpy as np\nimport torch\nfrom torch.utils.data import default_collate\n\n"
+        f"def f(n, dev):\n    batch = default_collate({items})\n    return batch{read}.to(dev, non_blocking=True)\n"
+    )
+    assert found(code) == ([(7, expected)] if expected else [])

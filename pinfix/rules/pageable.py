@@ -41,6 +41,10 @@ def pageable_findings(ctx: RuleContext) -> List[Finding]:
 def what_copies(copy: Copy, src: Any) -> str:
     if copy.non_blocking is None:
         return f"`.{copy.method}(...)` with `non_blocking={src.short(copy.non_blocking_node)}`"
+    if copy.given_by is not None:
+        given = copy.given_by
+        where = f"{given.src.path}:{given.line}" if given.src is not src and given.src.path is not None else f"line {given.line}"
+        return f"`.{copy.method}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` in the call at {where})"
     return f"`.{copy.method}(..., non_blocking=True)`"
 
 
@@ -237,7 +241,8 @@ class Judge:
             message += f" (unsafe fix: {fix.reason})"
         elif fix is None:
             message += f" (no fix: {note})"
-        evidence = [*route.steps, Step("copied", copy.call, f"copied with {what}", self.src)]
+        given = [copy.given_by] if copy.given_by is not None else []
+        evidence = [*route.steps, *given, Step("copied", copy.call, f"copied with {what}", self.src)]
         return self.ctx.finding(code, reported, message, pattern, fix, note, evidence)
 
     def remedies(self, groups: List[Tuple[str, List[int], List[Tensor]]], shared: str) -> str:

@@ -27,7 +27,10 @@ class PageableCpuSource(Rule):
       number, a NumPy call, a ``.numpy()`` or ``.tolist()`` result);
     - a legacy constructor, ``torch.Tensor(data)``, ``torch.LongTensor(ids)`` and the other
       typed ``torch.*Tensor(...)`` (always a CPU copy; they take no ``pin_memory=``, so no fix);
-    - ``t.cpu()``.
+    - ``t.cpu()``;
+    - a tokenizer's or processor's output asked for with ``return_tensors="pt"``;
+    - ``default_collate(items)`` of items that hold only host data, arrays and CPU tensors
+      (pinned or not: the batch is stacked into fresh memory).
 
     The source may be the copy's argument or reach it through local names, dense slices and
     views (``x[:n]``, ``x[i, :k]``, ``.view``, ``.reshape``, ``.t()``...) and CPU conversions
@@ -111,6 +114,11 @@ class PageableCpuSource(Rule):
 
     VALID = [
         Case(_H + "def f(ids, dev):\n    return torch.tensor(ids, device=dev).to(dev, non_blocking=True)\n"),
+        # Items on the device (or that pinfix cannot follow) collate on the device.
+        Case(
+            _H + "from torch.utils.data import default_collate\n\n\ndef f(n, dev):\n"
+            "    return default_collate([torch.zeros(2, device=dev) for _ in range(n)]).to(dev, non_blocking=True)\n"
+        ),
         Case(_H + "def f(x, n, dev):\n    return torch.full((n,), 0, device=x.device).to(dev, non_blocking=True)\n"),
         # `part` may be 0-dim (an integer index): it would follow the other operand's device.
         Case(
@@ -194,6 +202,14 @@ class PageableCpuSource(Rule):
         ),
         Case(_H + "def f(ids, dev):\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"),
         Case(_H + "def f(ids, dev):\n    return torch.LongTensor(ids).to(dev, non_blocking=True)\n"),
+        # A batch collated from host items is stacked into fresh pageable memory.
+        Case(
+            _H + "from torch.utils.data import default_collate\n\n\ndef f(n, dev):\n"
+            "    batch = default_collate([{'ids': torch.tensor([i])} for i in range(n)])\n"
+            "    return batch['ids'].to(dev, non_blocking=True)\n"
+        ),
+        # A processor's `return_tensors="pt"` output is made on the host.
+        Case(_H + "def f(tok, text, dev):\n    enc = tok(text, return_tensors='pt')\n    return enc['input_ids'].to(dev, non_blocking=True)\n"),
         Case(
             _H + "def f(a, n, dev):\n    x = torch.from_numpy(a)\n    if n:\n        x = torch.cat((x, torch.zeros(n)))\n"
             "    return x.to(dev, non_blocking=True)\n"

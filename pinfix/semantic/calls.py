@@ -20,6 +20,7 @@ from ..effects import (
     NON_BLOCKING_KEYWORD,
     TENSOR_METHODS,
     Availability,
+    Collates,
     Computes,
     Constant,
     Converts,
@@ -47,9 +48,11 @@ from .values import (
     DENSE,
     EMPTY,
     GAPPED,
+    MAX_NESTING,
     PAGEABLE,
     PINNED,
     Array,
+    Atom,
     Class,
     Const,
     Device,
@@ -377,6 +380,8 @@ class Calls(Expressions):
             return self.converts(effect, node, receiver, state)
         if isinstance(effect, Computes):
             return self.computes(effect, qualified, node, args, state, receiver)
+        if isinstance(effect, Collates):
+            return self.collates(effect, qualified, node, args, state)
         if isinstance(effect, ToHost):
             return self.to_host(node, receiver, state)
         if isinstance(effect, MakesArray):
@@ -562,6 +567,28 @@ class Calls(Expressions):
         self.host_read(join(*operands), node, state, computing=True)
         label = _qualified_label(qualified)
         return self.tensor_result(node, operands, qualified, label, "computes a fresh tensor", effect, effect.scalar)
+
+    def collates(self, effect: Collates, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
+        """``default_collate(items)``: fresh pageable tensors, shaped as an item is, where every
+        item holds only host data and CPU tensors (anything else: unknown)."""
+        first = args.first("batch")
+        if first is None:
+            return unknown(node=node)
+        items = self.elements_of(first[1], node)
+        callee = self.short(node.func, 40)
+        if not items or not _host_only(items, MAX_NESTING):
+            return unknown(f"pinfix cannot tell where what `{callee}()` collates lives", node)
+        self.host_read(first[1], node, state, computing=True)
+        tensor = Value((self.made(node, effect, qualified, f"`{callee}(...)`"),))
+
+        def shaped(item: Atom) -> Value:
+            if isinstance(item, Dict):
+                return Value((Dict((), tensor, node, record=True),))
+            if isinstance(item, Seq):
+                return Value((Seq("list", None, tensor, node),))
+            return tensor
+
+        return join(*(shaped(a) for a in items))
 
     def to_host(self, node: ast.Call, receiver: Optional[Tensor], state: State) -> Value:
         """``t.cpu()``: a CPU tensor stays as it is; a device tensor's data lands in fresh pageable memory."""
@@ -749,6 +776,25 @@ def _by_spelling(node: ast.AST) -> str:
     if "dtype" in name.lower() or name.lower() in ("dt", "type"):
         return "dtype"
     return ANY_DEVICE
+
+
+def _host_only(value: Value, depth: int) -> bool:
+    """Whether ``value`` holds only host data, arrays and CPU tensors, through its containers."""
+    if depth <= 0:
+        return False
+    for a in value:
+        if isinstance(a, Tensor):
+            if a.device != CPU:
+                return False
+        elif isinstance(a, Seq):
+            if not all(_host_only(v, depth - 1) for v in (*(a.items or ()), a.elements) if v):
+                return False
+        elif isinstance(a, Dict):
+            if not all(_host_only(v, depth - 1) for v in (*(v for _, v in a.items), a.elements) if v):
+                return False
+        elif not isinstance(a, (Array, Host, Const, NoneValue)):
+            return False
+    return True
 
 
 def _to_positional_non_blocking(positional: Sequence[Tuple[ast.expr, Value]]) -> Optional[Tuple[ast.expr, Value]]:

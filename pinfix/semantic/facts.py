@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from .scope import FunctionInfo, ModuleInfo, enclosing_loops, iter_nodes
 from .source import SourceText
-from .values import CPU, Pending, Tensor, Value, join
+from .values import CPU, Pending, Step, Tensor, Value, join
 
 
 class Copy:
@@ -35,6 +35,7 @@ class Copy:
         "direction",
         "device_node",
         "function",
+        "given_by",
     )
 
     def __init__(
@@ -68,6 +69,17 @@ class Copy:
         self.direction = direction
         self.device_node = device_node
         self.function = function
+        #: Where a call of the function passes ``True`` to the parameter that is ``non_blocking`` here (deep mode).
+        self.given_by: Optional[Step] = None
+
+    def given(self, where: Step) -> "Copy":
+        """This copy as one call of its function makes it: ``where`` gives its ``non_blocking``."""
+        out = Copy(
+            self.call, self.method, self.function_form, self.source_node, self.source, self.destination,
+            self.non_blocking, self.non_blocking_node, self.direction, self.device_node, self.function,
+        )
+        out.given_by = where
+        return out
 
     def merge(self, other: "Copy") -> None:
         """Another evaluation of the same call (a later loop round): join what it saw."""
@@ -121,6 +133,14 @@ class FunctionFacts:
             self.copies[id(copy.call)] = copy
         else:
             known.merge(copy)
+
+    def with_copies(self, copies: Dict[int, Copy]) -> "FunctionFacts":
+        """The same facts, with ``copies`` instead."""
+        out = FunctionFacts(self.info)
+        out.reads, out.returns, out.all_values, out.stores = self.reads, self.returns, self.all_values, self.stores
+        out.widened, out.sites = self.widened, self.sites
+        out.copies = copies
+        return out
 
     def add_read(self, read: HostRead) -> None:
         self.reads.setdefault((id(read.node), id(read.pending.copy)), read)

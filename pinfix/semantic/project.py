@@ -31,7 +31,7 @@ from ..regular import read_regular
 from ..settings import Settings
 from .calls import Arguments
 from .evaluator import Evaluator
-from .facts import FunctionFacts
+from .facts import Copy, FunctionFacts
 from .flow import TRANSPARENT_DECORATORS
 from .module import ModuleContext, functions_at
 from .modules import ModuleIndex, module_name, project_file_names
@@ -77,6 +77,8 @@ MAX_CALLER_FILES = 16
 MAX_STORE_FILES = 8
 #: The same for stores of an attribute on objects of classes pinfix cannot see.
 MAX_AGREED_FILES = 4
+#: Calls of a function looked at for the ``non_blocking=True`` they pass to its copies.
+MAX_FLAG_SITES = 8
 #: A function storing more attributes than this is evaluated once for all its stores
 #: (not once per attribute asked about: a big ``__init__`` would be run for each).
 MAX_SLICED_STORES = 4
@@ -541,23 +543,27 @@ class Project:
         self.passed[key] = result
         return result
 
-    def _passed(self, func: FunctionInfo, names: Set[str]) -> Dict[str, Value]:
-        callers = self.callers(func)
-        out: Dict[str, List[Value]] = {n: [] for n in names}
+    def call_sites(self, func: FunctionInfo) -> Iterator[Tuple[FunctionInfo, ast.Call, Dict[str, Value]]]:
+        """Each call of ``func`` the project shows: the calling function, the call, and
+        what it gives the parameters (defaults where it gives none)."""
         called = ("calls", _called_name(func))
-        for caller in callers or ():
+        for caller in self.callers(func) or ():
             if not speaks_for(caller.module, func.module):
                 continue
             with self.deeper():
                 facts = self.facts(caller, called)
             for callee, call, args, receiver in facts.sites if facts is not None else ():
-                if callee.node is not func.node:
-                    continue
-                given = self.parameters(func, receiver, args)
-                where = Step("argument", call, f"the argument given to `{func.name}()` in `{caller.name}`", caller.module.src)
-                for name in names:
-                    if name in given:
-                        out[name].append(mark(given[name], where, via=True))
+                if callee.node is func.node:
+                    yield caller, call, self.parameters(func, receiver, args)
+
+    def _passed(self, func: FunctionInfo, names: Set[str]) -> Dict[str, Value]:
+        callers = self.callers(func)
+        out: Dict[str, List[Value]] = {n: [] for n in names}
+        for caller, call, given in self.call_sites(func):
+            where = Step("argument", call, f"the argument given to `{func.name}()` in `{caller.name}`", caller.module.src)
+            for name in names:
+                if name in given:
+                    out[name].append(mark(given[name], where, via=True))
         public = not func.name.startswith("_") or func.name == "__init__"
         result = {}
         for name, values in out.items():
@@ -570,27 +576,64 @@ class Project:
 
     def refine(self, ctx: ModuleContext, facts: FunctionFacts, purpose: Optional[Purpose] = None) -> FunctionFacts:
         """``facts`` again, with the parameters its copies and stores depend on filled
-        from the project's calls of the function, where those say something."""
+        from the project's calls of the function, where those say something; and
+        copies whose ``non_blocking`` is a parameter, as the calls that pass ``True`` make them."""
         func = facts.info
         params = {p.name for p in func.params}
+        if purpose is None:
+            purpose = None if ctx.whole else ("copies", ctx.lines)
+        else:
+            purpose = self.purpose_for(func, purpose)
         wanted: Set[str] = set()
         for value in [c.source for c in facts.copies.values()] + [v for _, _, v, _ in facts.stores]:
             for atom in value.only(Unknown):
                 if isinstance(atom.node, ast.arg) and atom.node.arg in params:
                     wanted.add(atom.node.arg)
-        if not wanted:
-            return facts
-        given = self.from_callers(func, wanted)
+        given = self.from_callers(func, wanted) if wanted else {}
         given = {n: v for n, v in given.items() if v.any(lambda a: not isinstance(a, Unknown))}
-        if not given:
+        refined = facts
+        if given:
+            key = ("refined", id(func.node), purpose, tuple(sorted((n, v.keys) for n, v in given.items())), self.left)
+            refined = self.evaluated(self.refined, key, func, given, purpose) or facts
+        flags = _flag_parameters(refined, params)
+        return self.given_non_blocking(refined, flags, purpose) if flags else refined
+
+    def given_non_blocking(self, facts: FunctionFacts, flags: Dict[int, str], purpose: Optional[Purpose]) -> FunctionFacts:
+        """``facts`` with each copy whose ``non_blocking`` is the parameter ``flags[id(call)]``
+        seen as the project's calls that pass ``True`` for it make it: one evaluation per
+        such call, with everything that call gives (the copy's source joined over them)."""
+        func = facts.info
+        if self.left <= 0 or not self.wide():
             return facts
-        if purpose is None:
-            purpose = None if ctx.whole else ("copies", ctx.lines)
-        else:
-            purpose = self.purpose_for(func, purpose)
-        key = ("refined", id(func.node), purpose, tuple(sorted((n, v.keys) for n, v in given.items())), self.left)
-        refined = self.evaluated(self.refined, key, func, given, purpose)
-        return refined if refined is not None else facts
+        names = set(flags.values())
+        seen: Dict[int, Copy] = {}
+        for n, (caller, call, given) in enumerate(self.call_sites(func)):
+            if n >= MAX_FLAG_SITES:
+                break
+            passed = {name for name in names if name in given and given[name].all(lambda a: isinstance(a, Const) and a.value is True)}
+            if not passed:
+                continue
+            argument = Step("argument", call, f"the argument given to `{func.name}()` in `{caller.name}`", caller.module.src)
+            given = {name: mark(value, argument, via=True) for name, value in given.items()}
+            key = ("flagged", id(func.node), purpose, id(call), self.left)
+            found = self.evaluated(self.refined, key, func, given, purpose)
+            if found is None:
+                continue
+            for call_id, copy in found.copies.items():
+                flag = flags.get(call_id)
+                if copy.non_blocking is not True or flag not in passed:
+                    continue
+                given_copy = copy.given(Step("argument", call, f"`{caller.name}()` passes `{flag}=True`", caller.module.src))
+                known = seen.get(call_id)
+                if known is not None and (known.blocking or not given_copy.blocking):
+                    known.merge(given_copy)  # the first call whose copy blocks names the way
+                else:
+                    if known is not None:
+                        given_copy.merge(known)
+                    seen[call_id] = given_copy
+        if not seen:
+            return facts
+        return facts.with_copies({**facts.copies, **seen})
 
     # --- attributes ------------------------------------------------------------------------
 
@@ -959,6 +1002,17 @@ def _read_tree(root: Path) -> List[Tuple[Path, bytes]]:
         except OSError:
             continue  # unreadable: what it says stays unknown
     return found
+
+
+def _flag_parameters(facts: FunctionFacts, params: Set[str]) -> Dict[int, str]:
+    """The copies whose ``non_blocking`` is one of the function's parameters, as it
+    came in (``id(call) -> name``)."""
+    out: Dict[int, str] = {}
+    for call_id, copy in facts.copies.items():
+        node = copy.non_blocking_node
+        if copy.non_blocking is None and isinstance(node, ast.Name) and node.id in params:
+            out[call_id] = node.id
+    return out
 
 
 def is_test_file(path: Optional[Path]) -> bool:
