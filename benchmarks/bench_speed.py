@@ -47,7 +47,8 @@ RULE = "pinfix.lint_rules.pageable_non_blocking_copy"
 NO_PREFILTER_ENV = "PINFIX_NO_PREFILTER"
 DEEP_LABEL = "pinfix check --deep"
 DEEP_WARM_LABEL = "pinfix check --deep, warm cache"
-DEEP_ONE_LABEL = "pinfix check --deep FILE, one changed file, warm cache"
+DEEP_ONE_LABEL = "pinfix check --deep FILE, one changed file (a comment), warm cache"
+DEEP_CODE_LABEL = "pinfix check --deep FILE, one changed file (code), warm cache"
 
 
 def log(msg: str) -> None:
@@ -268,6 +269,8 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
         # The pre-commit call on one file just edited, with the cache the row above left: its
         # own verdict and those of the files whose verdict read it are redone.
         one_changed_file(pinfix, tree, args.rounds) if extra and deep else None,
+        # The same with an edit that changes the module's meaning: its dependents are rechecked.
+        one_changed_file(pinfix, tree, args.rounds, code=True) if extra and deep else None,
         Tool(f"pinfix check, shortcuts off ({NO_PREFILTER_ENV}=1)", pin_cmd, no_pre_env, (0, 1),
              args.no_prefilter_rounds, timeout=args.no_prefilter_timeout, keep_output=True),
         Tool("ruff check --select F --no-cache", [tools["ruff"], "check", "--select", "F", "--no-cache", str(tree)],
@@ -363,10 +366,12 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
     report.append("")
     deep_t = by_label.get(DEEP_LABEL)
     warm_t, one_t = by_label.get(DEEP_WARM_LABEL), by_label.get(DEEP_ONE_LABEL)
+    code_t = by_label.get(DEEP_CODE_LABEL)
     return {"pinfix": wall_of(pin_t), "ruff": ruff_w, "fixit": fixit_w, "fixit_lower": fixit_lower or 0.0,
             "deep": wall_of(deep_t) if deep_t else float("nan"),
             "deep_warm": wall_of(warm_t) if warm_t else float("nan"),
-            "deep_one": wall_of(one_t) if one_t else float("nan")}
+            "deep_one": wall_of(one_t) if one_t else float("nan"),
+            "deep_code": wall_of(code_t) if code_t else float("nan")}
 
 
 def deep_warm(pin_cmd: List[str], work: Path, rounds: int) -> Tool:
@@ -383,7 +388,10 @@ def deep_warm(pin_cmd: List[str], work: Path, rounds: int) -> Tool:
 ONE_CHANGED_FILE = "vllm/v1/attention/ops/rocm_aiter_mla_prefill.py"
 
 
-def one_changed_file(pinfix: str, tree: Path, rounds: int) -> Tool:
+def one_changed_file(pinfix: str, tree: Path, rounds: int, code: bool = False) -> Tool:
+    """The pre-commit call on one file just edited: a comment appended (no change of meaning:
+    the files whose verdict read it keep their verdicts), or with ``code`` a module-level
+    assignment appended (a change of meaning: they are rechecked)."""
     target = tree / ONE_CHANGED_FILE
     if not target.is_file():
         target = next(p for p in py_files(tree) if b"non_blocking=True" in p.read_bytes())
@@ -391,11 +399,12 @@ def one_changed_file(pinfix: str, tree: Path, rounds: int) -> Tool:
 
     def edit() -> None:
         edits[0] += 1
+        line = f"_PINFIX_BENCHMARK_EDIT = {edits[0]}\n" if code else f"# pinfix benchmark edit {edits[0]}\n"
         with open(target, "a", encoding="utf-8") as f:
-            f.write(f"# pinfix benchmark edit {edits[0]}\n")
+            f.write(line)
 
     cmd = [pinfix, "check", "--no-progress", "--output-format", "json", "--deep", str(target)]
-    return Tool(DEEP_ONE_LABEL, cmd, base_env(), (0, 1), rounds, before=edit)
+    return Tool(DEEP_CODE_LABEL if code else DEEP_ONE_LABEL, cmd, base_env(), (0, 1), rounds, before=edit)
 
 
 def _prefilter_predicate():
@@ -638,10 +647,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                 ok = walls["deep_warm"] <= 0.5 * walls["ruff"]
                 report.append(f"Target pinfix --deep, warm cache <= 0.5x ruff: {'met' if ok else 'NOT met'} "
                               f"({walls['deep_warm']:.2f} s, {walls['deep_warm'] / walls['ruff']:.2f}x).")
-            if walls["deep_one"] == walls["deep_one"]:
-                ok = walls["deep_one"] <= 0.3
-                report.append(f"Target one changed file, deep, warm cache <= 300 ms: {'met' if ok else 'NOT met'} "
-                              f"({walls['deep_one'] * 1000:.0f} ms).")
+            for key, what in (("deep_one", "a comment"), ("deep_code", "code")):
+                if walls[key] == walls[key]:
+                    ok = walls[key] <= 0.3
+                    report.append(f"Target one changed file ({what}), deep, warm cache <= 300 ms: {'met' if ok else 'NOT met'} "
+                                  f"({walls[key] * 1000:.0f} ms).")
             if walls["fixit"] == walls["fixit"]:
                 speed = walls["fixit"] / walls["pinfix"]
                 report.append(f"Target >= 20x faster than fixit: {'met' if speed >= 20 else 'NOT met'} ({speed:.0f}x).")

@@ -32,7 +32,7 @@ import time
 from dataclasses import asdict, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import __version__
 from .config import Config
@@ -174,11 +174,25 @@ class ResultCache:
             raw = json.loads(read_regular(entry, follow_symlinks=False, limit=MAX_ENTRY).decode("utf-8"))
             if raw["sha256"] != hashlib.sha256(data).hexdigest():
                 return None
-            if deep and not (isinstance(raw.get("deep"), dict) and self.verdicts(entry).still_valid(path, raw["deep"])):
-                return None  # something its verdict read has changed
+            if deep:
+                verdicts = self.verdicts(entry)
+                if not (isinstance(raw.get("deep"), dict) and verdicts.still_valid(path, raw["deep"], json.dumps(raw["diagnostics"]))):
+                    return None  # something its verdict read has changed
+                if verdicts.refreshed:
+                    # Modules changed in their bytes only: the entry takes them as they are now.
+                    raw["deep"]["modules"].update(verdicts.refreshed)
+                    self._rewrite(entry, raw)
             return FileReport(path, [Diagnostic(**d) for d in raw["diagnostics"]], parsed=raw["parsed"], reads=raw.get("reads"))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
             return None  # absent, not ours, or not a regular file: a miss
+
+    def _rewrite(self, entry: Path, raw: Dict[str, Any]) -> None:
+        from .writing import atomic_write
+
+        try:
+            atomic_write(entry.parent, entry.name, json.dumps(raw).encode("utf-8"))
+        except OSError:
+            self.usable = False
 
     def put(self, path: str, data: bytes, config: Optional[Config] = None, report=None, baseline=None) -> None:  # type: ignore[no-untyped-def]
         """Remember a clean check (no error, nothing changed) of these bytes

@@ -14,6 +14,14 @@ pattern). An entry keeps, besides the file's own hash:
   the changed files' text now matches the search (a file that matched before
   was read, so it is among the modules above).
 
+A module whose bytes changed still counts as unchanged when its meaning did not
+change: the text it had when the verdict read it is kept (compressed, by hash,
+under ``texts/``), and both parse to the same tree once positions and
+docstrings are left out (an edit of comments, docstrings or layout), no recorded
+search matches one text and not the other, and the verdict's findings do not
+name the module (whose positions may have moved). The entry is then brought up
+to date, so the next run compares nothing.
+
 The index (``deep-index.json``) says, for each file checked with ``--deep``,
 what it read, so a check of some files can also recheck the copies elsewhere
 whose verdict depends on them (:meth:`DeepVerdicts.dependents`): the
@@ -35,12 +43,43 @@ Listing = Dict[str, Tuple[int, int]]
 
 INDEX_NAME = "deep-index.json"
 LISTINGS_DIR = "listings"
+#: Texts of the modules verdicts read, compressed, by hash (``<hash>.z``).
+TEXTS_DIR = "texts"
+#: Texts kept (the newest); larger modules are not kept (a change to one is a change).
+KEEP_TEXTS = 20000
+MAX_KEPT_TEXT = 1 << 21
 #: Listings kept (the newest): an entry whose listing is gone is a miss.
 KEEP_LISTINGS = 8
 
 
 def file_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def meaning(data: bytes) -> Optional[str]:
+    """A hash of what a module's text says to the analysis: its tree without positions
+    and docstrings (``None``: it does not parse)."""
+    import ast
+
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and isinstance(body, list)
+            and len(body) > 1
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            del body[0]
+    try:
+        return hashlib.sha256(ast.dump(tree, include_attributes=False).encode("utf-8", "surrogatepass")).hexdigest()
+    except (RecursionError, MemoryError):
+        return None
 
 
 class DeepVerdicts:
@@ -59,6 +98,11 @@ class DeepVerdicts:
         self._patterns: Dict[str, "re.Pattern[bytes]"] = {}
         self._index: Optional[Dict[str, Any]] = None
         self._index_updates: Dict[str, List[str]] = {}
+        self._meanings: Dict[str, Optional[str]] = {}
+        self._kept_texts: Dict[str, bool] = {}
+        self._texts_written = False
+        #: Modules :meth:`still_valid` last found changed in bytes only: path -> [stat, hash].
+        self.refreshed: Dict[str, List[Any]] = {}
 
     # --- the project's files -----------------------------------------------------------------
 
@@ -166,13 +210,17 @@ class DeepVerdicts:
             kind, _, name = what.partition(":")
             if kind == "f":
                 modules[name] = [self._stat(name), self._hash(name)]
+                self._keep_text(name)
             elif kind == "g":
                 searches.append(name)
         self._index_updates[os.path.realpath(path)] = list(reads or ())
         return {"root": root, "listing": digest, "modules": modules, "searches": searches}
 
-    def still_valid(self, path: str, kept: Dict[str, Any]) -> bool:
-        """Whether nothing an entry's verdict read has changed since."""
+    def still_valid(self, path: str, kept: Dict[str, Any], said: str = "") -> bool:
+        """Whether nothing an entry's verdict read has changed since (``said``: the
+        verdict's findings, as text: a module they name must not change at all).
+        Modules changed in their bytes only are left in :attr:`refreshed`."""
+        self.refreshed = {}
         try:
             self.listing(path)
             for name, (stamp, digest) in kept["modules"].items():
@@ -181,7 +229,10 @@ class DeepVerdicts:
                     return False
                 if stamp is None or tuple(stamp) != now:
                     if self._hash(name) != digest:
-                        return False
+                        if not self._same_meaning(name, digest, kept["searches"], said):
+                            return False
+                        self.refreshed[name] = [now, self._hash(name)]
+                        self._keep_text(name)
             searches = kept["searches"]
             if searches:
                 changed = self.changed_since(kept["root"], kept["listing"])
@@ -199,6 +250,83 @@ class DeepVerdicts:
             return True
         except (KeyError, TypeError, ValueError, re.error):
             return False
+
+    def _same_meaning(self, name: str, digest: str, searches: List[str], said: str) -> bool:
+        """Whether module ``name``, whose text was ``digest`` when the verdict read it,
+        says the same to the verdict now (see the module's docstring)."""
+        if os.path.basename(name) in said:
+            return False
+        old = self._kept_text(digest)
+        new = self._text(name)
+        if old is None or new is None:
+            return False
+        if any(self.matches(s, old) != self.matches(s, new) for s in searches):
+            return False
+        then = self._meaning(digest, old)
+        return then is not None and then == self._meaning(self._hash(name) or "", new)
+
+    def _meaning(self, digest: str, data: bytes) -> Optional[str]:
+        if digest not in self._meanings:
+            self._meanings[digest] = meaning(data)
+        return self._meanings[digest]
+
+    def _text_path(self, digest: str) -> Path:
+        return self.directory / TEXTS_DIR / digest[:2] / (digest + ".z")
+
+    def _keep_text(self, name: str) -> None:
+        """Keep module ``name``'s text as read now, by its hash (once)."""
+        digest = self._hash(name)
+        if digest is None or digest in self._kept_texts:
+            return
+        data = self._text(name)
+        self._kept_texts[digest] = False
+        if data is None or len(data) > MAX_KEPT_TEXT or not re.fullmatch(r"[0-9a-f]{64}", digest):
+            return
+        target = self._text_path(digest)
+        if target.is_file():
+            self._kept_texts[digest] = True
+            return
+        import zlib
+
+        from .writing import atomic_write
+
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(target.parent, target.name, zlib.compress(data, 1))
+            self._kept_texts[digest] = self._texts_written = True
+        except OSError:
+            pass  # a cache is only ever a shortcut
+
+    def _kept_text(self, digest: str) -> Optional[bytes]:
+        """The text kept under ``digest``, if it is there and still hashes to it."""
+        if not re.fullmatch(r"[0-9a-f]{64}", digest):
+            return None
+        import zlib
+
+        from .regular import read_regular
+
+        try:
+            data = zlib.decompress(read_regular(self._text_path(digest), follow_symlinks=False, limit=MAX_KEPT_TEXT))
+        except (OSError, zlib.error, ValueError, MemoryError):
+            return None
+        return data if file_hash(data) == digest else None
+
+    def _prune_texts(self) -> None:
+        """Keep the :data:`KEEP_TEXTS` newest texts (only after a run wrote some)."""
+        if not self._texts_written:
+            return
+        found = []
+        try:
+            for folder in os.scandir(self.directory / TEXTS_DIR):
+                if folder.is_dir(follow_symlinks=False):
+                    for entry in os.scandir(folder.path):
+                        if entry.name.endswith(".z") and entry.is_file(follow_symlinks=False):
+                            found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.path))
+            if len(found) > KEEP_TEXTS:
+                for _, stale in sorted(found, reverse=True)[KEEP_TEXTS:]:
+                    os.unlink(stale)
+        except OSError:
+            pass
 
     def matches(self, search: str, data: bytes) -> bool:
         """Whether a recorded search (``word\\0pattern``, or a bare pattern) matches ``data``
@@ -269,6 +397,7 @@ class DeepVerdicts:
 
     def save(self) -> None:
         """Write the index with this run's deep verdicts (atomically)."""
+        self._prune_texts()
         if not self._index_updates:
             return
         from .writing import atomic_write
@@ -304,4 +433,4 @@ def _real_folder(folder: str, folders: Dict[str, str]) -> str:
     return real
 
 
-__all__ = ["DeepVerdicts", "file_hash"]
+__all__ = ["DeepVerdicts", "file_hash", "meaning"]

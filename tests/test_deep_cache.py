@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Dict
 
+import pytest
+
 PINNED_MAKER = "import torch\n\n\ndef make():\n    return torch.zeros(4, pin_memory=True)\n"
 COPIER = "from pkg.a import make\n\n\ndef send(dev):\n    return make().to(dev, non_blocking=True)\n"
 
@@ -228,3 +230,80 @@ def test_no_file_is_a_dependent_when_every_verdict_is_among_the_checked_paths(tm
     assert verdicts.dependents(["pkg/a.py", "pkg/b.py", "pkg/c.py"]) == []  # the whole tree
     assert verdicts.dependents(["pkg/a.py", "pkg/b.py"]) == [(real["c.py"], "pkg/b.py")]
     assert verdicts.dependents(["pkg/a.py"]) == [(real["b.py"], "pkg/a.py")]
+
+
+# --- edits that change no meaning ---------------------------------------------------------------
+
+_INLINE = "\n\ndef other(dev):\n    return torch.arange(3).to(dev, non_blocking=True)\n"
+_COPIER_AND_INLINE = "import torch\n\n" + COPIER + _INLINE
+
+
+def _mark_entry(root: Path) -> Path:
+    """Mark the one entry's finding, to see whether a later check answers from the cache."""
+    (name, kept), = entries(root).items()
+    kept["diagnostics"][0]["message"] = "from the cache"
+    (path,) = [p for p in (root / ".pinfix_cache").rglob(name)]
+    path.write_text(json.dumps(kept))
+    return path
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: t + "# a comment at the end\n",
+        lambda t: "# a comment at the top: every line below moves\n" + t,
+        lambda t: t.replace("def make():\n", 'def make():\n    """Four pinned zeros."""\n'),
+        lambda t: '"""The maker."""\n' + t,
+        lambda t: t.replace("torch.zeros(4, pin_memory=True)", "torch.zeros(\n        4,  pin_memory=True  # pinned\n    )"),
+    ],
+    ids=["comment-at-end", "comment-at-top", "docstring", "module-docstring", "layout"],
+)
+def test_an_edit_that_changes_no_meaning_keeps_the_verdicts_that_read_the_module(tmp_path: Path, edit) -> None:
+    import hashlib
+
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": _COPIER_AND_INLINE})
+    assert found(check(root, "pkg")) == [("pkg/b.py", 11, "PIN002")]
+    entry = _mark_entry(root)
+    (root / "pkg/a.py").write_text(edit(PINNED_MAKER))
+    assert [f["message"] for f in json.loads(check(root, "pkg/b.py").stdout)["findings"]] == ["from the cache"]
+    # The entry now records a.py as it is, so the next run compares nothing.
+    recorded = {os.path.basename(k): v[1] for k, v in json.loads(entry.read_text())["deep"]["modules"].items()}
+    assert recorded["a.py"] == hashlib.sha256((root / "pkg/a.py").read_bytes()).hexdigest()
+    # A pre-commit call on a.py leaves b.py alone, and a real edit still reaches it.
+    assert check(root, "pkg/a.py").returncode == 0
+    (root / "pkg/a.py").write_text(edit(PINNED_MAKER).replace(", pin_memory=True", "").replace(",  pin_memory=True", ""))
+    # (line 11 comes back too: it differs from the marked text the hook compares with)
+    assert ("pkg/b.py", 7, "PIN002") in found(check(root, "pkg/a.py"))
+
+
+def test_a_verdict_that_names_the_module_is_redone_when_its_lines_move(tmp_path: Path) -> None:
+    maker = PINNED_MAKER.replace(", pin_memory=True", "")
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": maker, "pkg/b.py": COPIER})
+    (finding,) = json.loads(check(root, "pkg").stdout)["findings"]
+    assert "made at pkg/a.py:5" in finding["message"]
+    _mark_entry(root)
+    (root / "pkg/a.py").write_text("# one more line\n" + maker)
+    (again,) = json.loads(check(root, "pkg/b.py").stdout)["findings"]
+    assert "made at pkg/a.py:6" in again["message"]
+
+
+def test_a_comment_that_a_recorded_search_would_now_match_is_a_change(tmp_path: Path) -> None:
+    from pinfix.deepcache import DeepVerdicts
+
+    module = tmp_path / "m.py"
+    module.write_text("def helper():\n    return 1\n")
+    verdicts = DeepVerdicts(tmp_path / "cache")
+    kept = verdicts.record(str(module), [f"f:{module}", "g:make\0\\bmake\\s*\\("])
+    said = "[]"
+    for text, valid in [
+        ("def helper():\n    return 1  # no call of the maker here\n", True),
+        ("def helper():\n    return 1  # make() would be a caller\n", False),
+        ("def helper():\n    return 2\n", False),
+    ]:
+        module.write_text(text)
+        again = DeepVerdicts(tmp_path / "cache")  # a later run
+        assert again.still_valid(str(module), kept, said) is valid, text
+        assert bool(again.refreshed) is valid
+    # A verdict whose findings name the module keeps nothing of it but its exact bytes.
+    module.write_text("def helper():\n    return 1  # no call of the maker here\n")
+    assert DeepVerdicts(tmp_path / "cache").still_valid(str(module), kept, '[{"message": "made at m.py:2"}]') is False
