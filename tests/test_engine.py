@@ -200,6 +200,15 @@ def test_a_test_naming_the_cpu_puts_an_unknown_tensor_there(guard: str, expected
     assert found(code) == ([(code.count("\n"), "PIN002")] if expected else [])
 
 
+def test_an_assert_outlives_a_later_branch_that_rebinds_the_tensor() -> None:
+    # The assert's word holds on the way where the branch leaves `t` as it was.
+    code = (
+        "import torch\n\ndef f(t, c, dev):\n    assert t.is_cpu\n    if c:\n        t = t.cuda()\n"
+        "    y = t.nonzero()\n    return y.to(dev, non_blocking=True)\n"
+    )
+    assert found(code) == [(8, "PIN002")]
+
+
 def test_a_tensor_put_on_the_cpu_by_a_test_keeps_unknown_memory() -> None:
     # Its own memory is still not known: a copy of it is no finding (it may be pinned).
     assert found("import torch\n\ndef f(t, dev):\n    assert t.is_cpu\n    return t.to(dev, non_blocking=True)\n") == []
@@ -215,6 +224,7 @@ def test_a_tensor_put_on_the_cpu_by_a_test_keeps_unknown_memory() -> None:
         ("", True),
         ("    n = 3\n", True),
         ("    if dev is None:\n        raise ValueError(dev)\n", True),
+        ("    def inner():\n        return m\n", True),
         # Not when the function may return before it, or rebinds the parameter first.
         ("    if dev is None:\n        return None\n", False),
         ("    m = m[1:]\n", False),

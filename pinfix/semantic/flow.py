@@ -288,7 +288,7 @@ class Flow(Calls):
         self.narrow(node.test, False, orelse)
         self.run_block(node.body, then)
         self.run_block(node.orelse, orelse)
-        self.join_branches(state, then, orelse, self.short(node.test, 40))
+        self.join_branches(state, then, orelse, self.short(node.test, 40), node.test)
 
     def settled(self, part: ast.AST) -> Optional[bool]:
         """:meth:`availability` of a part of a test, evaluated again only where that is
@@ -355,8 +355,10 @@ class Flow(Calls):
         if "." in name:
             _remember_path(name, state)
 
-    def join_branches(self, state: State, then: State, orelse: State, test: str) -> None:
-        """Join two branches, marking the tensors only one branch makes with its condition."""
+    def join_branches(self, state: State, then: State, orelse: State, test: str, test_node: Optional[ast.AST] = None) -> None:
+        """Join two branches, marking the tensors only one branch makes with its condition
+        (``test_node``: the test whose word on where a value is ends here)."""
+        tested = {id(n) for n in ast.walk(test_node)} if test_node is not None else set()
         if not then.dead and not orelse.dead:
             for name in then.changed_since(state) | orelse.changed_since(state):
                 if name.startswith("#"):
@@ -365,7 +367,7 @@ class Flow(Calls):
                 # Where the other way goes on too, a test's word that an unknown value is on
                 # the CPU ends with its branch (code that runs on either device tests where a
                 # tensor is, and then copies it to where the others are).
-                a, b = _untested(a, b), _untested(b, a)
+                a, b = _untested(a, b, tested), _untested(b, a, tested)
                 if a is not then.get(name):
                     then.vars[name] = a
                 if b is not orelse.get(name):
@@ -541,19 +543,22 @@ def _unnegated(test: ast.AST) -> ast.AST:
     return test
 
 
-def _untested(value: Optional[Value], other: Optional[Value]) -> Optional[Value]:
-    """``value`` without the CPU tensors a test made of unknown values (:data:`BY_TEST`)
-    that ``other`` does not hold too: unknown again."""
-    if not value:
+def _untested(value: Optional[Value], other: Optional[Value], tested: Set[int]) -> Optional[Value]:
+    """``value`` without the CPU tensors the test (its nodes: ``tested``) made of unknown
+    values (:data:`BY_TEST`) that ``other`` does not hold too: unknown again."""
+    if not value or not tested:
         return value
     kept = {a.key for a in other or ()}
-    if not any(isinstance(a, Tensor) and a.origin is not None and a.origin.qualified == BY_TEST and a.key not in kept for a in value):
+
+    def ends(a: Any) -> bool:
+        return (
+            isinstance(a, Tensor) and a.origin is not None and a.origin.qualified == BY_TEST
+            and id(a.origin.node) in tested and a.key not in kept
+        )
+
+    if not any(ends(a) for a in value):
         return value
-    return value.map(
-        lambda a: Value((a.origin.data,))
-        if isinstance(a, Tensor) and a.origin is not None and a.origin.qualified == BY_TEST and a.key not in kept
-        else None
-    )
+    return value.map(lambda a: Value((a.origin.data,)) if ends(a) else None)
 
 
 def _names_cpu(test: ast.AST) -> bool:
@@ -597,6 +602,8 @@ def _and_parts(test: ast.AST) -> List[ast.AST]:
 
 def _may_leave(stmt: ast.stmt) -> bool:
     """Whether a statement can end its function's call normally (or hand a value out) before the next one runs."""
+    if isinstance(stmt, (*FUNCTION_NODES, ast.ClassDef)):
+        return False  # a definition runs nothing of its body
     stack: List[ast.AST] = [stmt]
     while stack:
         node = stack.pop()
