@@ -11,7 +11,8 @@ enclosing functions and from its module.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Dict, Optional
+import weakref
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 from .facts import FunctionFacts
 from .flow import BUDGET_PER_STATEMENT, Flow, preconditions
@@ -22,6 +23,10 @@ from .values import ANY_DEVICE, Array, Class, Device, DType, Host, Instance, Seq
 if TYPE_CHECKING:
     from .module import ModuleContext
     from .slices import Slice
+
+
+#: Each function's :func:`~.flow.preconditions`, found once (a function is evaluated many times).
+_PRECONDITIONS: "weakref.WeakKeyDictionary[FunctionInfo, List[ast.stmt]]" = weakref.WeakKeyDictionary()
 
 
 class Evaluator(Flow):
@@ -76,7 +81,10 @@ class Evaluator(Flow):
             else:
                 state.set(p.name, self.parameter_value(p))
         if not isinstance(func.node, ast.Lambda):
-            for stmt in preconditions(func.body, {p.name for p in func.params}):
+            asserts = _PRECONDITIONS.get(func)
+            if asserts is None:
+                asserts = _PRECONDITIONS[func] = preconditions(func.body, {p.name for p in func.params})
+            for stmt in asserts:
                 self.narrow(stmt.test, True, state)
 
     def parameter_value(self, p: Param) -> Value:
