@@ -12,7 +12,6 @@ deterministic.
 from __future__ import annotations
 
 import ast
-import bisect
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from .scope import FunctionInfo, ModuleInfo, enclosing_loops, iter_nodes
@@ -221,11 +220,14 @@ class ModuleFacts:
                     killed.append(([position(st) for st in rest], rest))
                     break
         out: List[ast.Name] = []
+        # Uses come in written order: each rebinding's statements are swept once, not searched per use.
+        cursors = [0] * len(killed)
+        at = position(binding)
         for use in uses:
             if id(use) not in own:
                 out.append(use)
-            elif position(use) > position(binding):
-                if not any(_in_one_of(use, starts, rest) for starts, rest in killed):
+            elif position(use) > at:
+                if not any(_swept_into(use, starts, rest, cursors, k) for k, (starts, rest) in enumerate(killed)):
                     out.append(use)
             elif set(map(id, around)) & set(map(id, self.loops(func, use))):
                 out.append(use)
@@ -251,11 +253,16 @@ def _blocks_around(body: Sequence[ast.AST], node: ast.AST) -> List[Tuple[Sequenc
     return out
 
 
-def _in_one_of(node: Any, starts: List[Tuple[int, int]], statements: Sequence[ast.AST]) -> bool:
+def _swept_into(node: Any, starts: List[Tuple[int, int]], statements: Sequence[ast.AST], cursors: List[int], k: int) -> bool:
     """Whether ``node`` lies within one of ``statements`` (in written order, ``starts``
-    their positions)."""
-    i = bisect.bisect_right(starts, position(node)) - 1
-    return i >= 0 and inside(node, statements[i])
+    their positions), for nodes asked in written order: ``cursors[k]`` is the first
+    statement that may hold the next one."""
+    here = position(node)
+    i = cursors[k]
+    while i < len(starts) and starts[i] <= here:
+        i += 1
+    cursors[k] = i
+    return i > 0 and inside(node, statements[i - 1])
 
 
 def _rebinds(stmt: ast.AST, name: str) -> bool:
