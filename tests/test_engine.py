@@ -228,6 +228,9 @@ def test_a_tensor_put_on_the_cpu_by_a_test_keeps_unknown_memory() -> None:
         # Not when the function may return before it, or rebinds the parameter first.
         ("    if dev is None:\n        return None\n", False),
         ("    m = m[1:]\n", False),
+        ("    try:\n        pass\n    except ValueError as m:\n        pass\n", False),
+        ("    from os import path as m\n", False),
+        ("    def m():\n        pass\n", False),
         ("    for m in ms:\n        pass\n", False),
     ],
 )

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tupl
 
 from .calls import Calls
 from .expressions import BY_TEST
-from .scope import FUNCTION_NODES, target_names
+from .scope import FUNCTION_NODES, binds, iter_nodes, target_names
 from .state import PATHS, PENDING, State
 from .values import (
     ACCEL,
@@ -511,8 +511,6 @@ def _as_load(target: ast.AST) -> ast.AST:
 
 def _assigned_names(body: Sequence[ast.AST]) -> Set[str]:
     """Names (and access paths) a block assigns, read from its syntax."""
-    from .scope import iter_nodes
-
     out: Set[str] = set()
     for stmt in body:
         for node in iter_nodes(stmt):
@@ -590,7 +588,7 @@ def preconditions(body: Sequence[ast.stmt], params: Set[str]) -> List[ast.Assert
             continue
         if _may_leave(stmt):
             break
-        rebound |= _bound_names(stmt)
+        rebound |= {p for node in iter_nodes(stmt) for p in params if binds(node, p)}
     return found
 
 
@@ -606,32 +604,7 @@ def _may_leave(stmt: ast.stmt) -> bool:
     """Whether a statement can end its function's call normally (or hand a value out) before the next one runs."""
     if isinstance(stmt, (*FUNCTION_NODES, ast.ClassDef)):
         return False  # a definition runs nothing of its body
-    stack: List[ast.AST] = [stmt]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)):
-            return True
-        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, (*FUNCTION_NODES, ast.ClassDef)))
-    return False
-
-
-def _bound_names(stmt: ast.stmt) -> Set[str]:
-    """Names a statement (and what it holds, not nested functions) binds or may change."""
-    out: Set[str] = set()
-    stack: List[ast.AST] = [stmt]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            out.add(node.id)
-        elif isinstance(node, (*FUNCTION_NODES, ast.ClassDef)):
-            out.add(node.name)
-            continue
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            out.update(node.names)
-        elif isinstance(node, ast.alias):
-            out.add((node.asname or node.name).split(".")[0])
-        stack.extend(ast.iter_child_nodes(node))
-    return out
+    return any(isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) for node in iter_nodes(stmt))
 
 
 def _memory_test(test: ast.AST) -> Optional[Tuple[ast.AST, str, bool]]:

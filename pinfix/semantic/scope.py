@@ -533,6 +533,13 @@ class ModuleInfo:
         return out
 
 
+def binds(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` binds ``name``, an import (``import name``, ``from m import *``) too."""
+    if isinstance(node, ast.alias):
+        return node.name == "*" or (node.asname or node.name).split(".")[0] == name
+    return _binds(node, name)
+
+
 def _binds(node: ast.AST, name: str) -> bool:
     """Whether ``node`` binds ``name`` other than by an import."""
     if isinstance(node, ast.Name):
