@@ -176,7 +176,7 @@ class ResultCache:
                 return None
             if deep:
                 verdicts = self.verdicts(entry)
-                if not (isinstance(raw.get("deep"), dict) and verdicts.still_valid(path, raw["deep"], json.dumps(raw["diagnostics"]))):
+                if not (isinstance(raw.get("deep"), dict) and verdicts.still_valid(path, raw["deep"], raw["diagnostics"])):
                     return None  # something its verdict read has changed
                 if verdicts.refreshed:
                     # Modules changed in their bytes only: the entry takes them as they are now.

@@ -166,9 +166,10 @@ class DeepVerdicts:
 
     def _text(self, path: str) -> Optional[bytes]:
         if path not in self._texts:
+            from .regular import read_regular
+
             try:
-                with open(path, "rb") as f:
-                    self._texts[path] = f.read()
+                self._texts[path] = read_regular(path)  # a FIFO named `x.py` is refused, not waited on
             except OSError:
                 self._texts[path] = None
         return self._texts[path]
@@ -216,9 +217,9 @@ class DeepVerdicts:
         self._index_updates[os.path.realpath(path)] = list(reads or ())
         return {"root": root, "listing": digest, "modules": modules, "searches": searches}
 
-    def still_valid(self, path: str, kept: Dict[str, Any], said: str = "") -> bool:
-        """Whether nothing an entry's verdict read has changed since (``said``: the
-        verdict's findings, as text: a module they name must not change at all).
+    def still_valid(self, path: str, kept: Dict[str, Any], findings: Any = ()) -> bool:
+        """Whether nothing an entry's verdict read has changed since (``findings``: the
+        verdict's, as stored: a module they name must not change at all).
         Modules changed in their bytes only are left in :attr:`refreshed`."""
         self.refreshed = {}
         try:
@@ -229,7 +230,7 @@ class DeepVerdicts:
                     return False
                 if stamp is None or tuple(stamp) != now:
                     if self._hash(name) != digest:
-                        if not self._same_meaning(name, digest, kept["searches"], said):
+                        if not self._same_meaning(name, digest, kept["searches"], findings):
                             return False
                         self.refreshed[name] = [now, self._hash(name)]
                         self._keep_text(name)
@@ -251,10 +252,10 @@ class DeepVerdicts:
         except (KeyError, TypeError, ValueError, re.error):
             return False
 
-    def _same_meaning(self, name: str, digest: str, searches: List[str], said: str) -> bool:
+    def _same_meaning(self, name: str, digest: str, searches: List[str], findings: Any) -> bool:
         """Whether module ``name``, whose text was ``digest`` when the verdict read it,
         says the same to the verdict now (see the module's docstring)."""
-        if os.path.basename(name) in said:
+        if os.path.basename(name) in json.dumps(findings):
             return False
         old = self._kept_text(digest)
         new = self._text(name)
@@ -280,7 +281,7 @@ class DeepVerdicts:
             return
         data = self._text(name)
         self._kept_texts[digest] = False
-        if data is None or len(data) > MAX_KEPT_TEXT or not re.fullmatch(r"[0-9a-f]{64}", digest):
+        if data is None or len(data) > MAX_KEPT_TEXT:
             return
         target = self._text_path(digest)
         if target.is_file():
