@@ -12,6 +12,7 @@ deterministic.
 from __future__ import annotations
 
 import ast
+import copy
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from .scope import FunctionInfo, ModuleInfo, enclosing_loops, iter_nodes
@@ -73,10 +74,7 @@ class Copy:
 
     def given(self, where: Step) -> "Copy":
         """This copy as one call of its function makes it: ``where`` gives its ``non_blocking``."""
-        out = Copy(
-            self.call, self.method, self.function_form, self.source_node, self.source, self.destination,
-            self.non_blocking, self.non_blocking_node, self.direction, self.device_node, self.function,
-        )
+        out = copy.copy(self)
         out.given_by = where
         return out
 
@@ -135,9 +133,7 @@ class FunctionFacts:
 
     def with_copies(self, copies: Dict[int, Copy]) -> "FunctionFacts":
         """The same facts, with ``copies`` instead."""
-        out = FunctionFacts(self.info)
-        out.reads, out.returns, out.all_values, out.stores = self.reads, self.returns, self.all_values, self.stores
-        out.widened, out.sites = self.widened, self.sites
+        out = copy.copy(self)
         out.copies = copies
         return out
 
