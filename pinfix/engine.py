@@ -473,14 +473,45 @@ def default_jobs(deep: bool) -> int:
     return max(1, min(cpus, memory // DEEP_WORKER_MEMORY))
 
 
+@contextmanager
+def interrupts_held() -> Iterator[None]:
+    """SIGINT blocked in this thread while it starts worker processes: a forked
+    child keeps the mask, so a Ctrl-C in the moment before it ignores SIGINT
+    (:func:`die_with_parent`) waits instead of killing it mid-start. The
+    parent loses nothing: another thread takes the signal, or this one does
+    when the mask is restored, and the main thread raises KeyboardInterrupt."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 def die_with_parent(parent: int) -> None:
     """Make this (worker) process exit when ``parent`` does, however it ends
     (SIGKILL included): Linux's parent-death signal, and on every platform a
-    watchdog thread that notices being handed to another parent."""
+    watchdog thread that notices being handed to another parent.
+
+    It also leaves Ctrl-C to the parent. A terminal's SIGINT reaches the whole
+    process group; a worker that took it would die wherever it happened to be
+    (inside a weakref callback it prints "Exception ignored" and a traceback,
+    between tasks it breaks the pool). The parent stops handing out files and
+    waits for the ones in hand, each of which is written whole or not at all.
+    (Until here SIGINT is blocked: the parent forks with it held, see
+    :func:`interrupts_held`.)"""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if sys.platform.startswith("linux"):
         try:
             import ctypes
-            import signal
 
             libc = ctypes.CDLL(None, use_errno=True)
             PR_SET_PDEATHSIG = 1
@@ -543,7 +574,8 @@ class _Pool:
         )
 
     def submit(self, index: int, item: tuple) -> Future:
-        return self.executor.submit(_pool_task, index, item)
+        with interrupts_held():  # a submit may start a worker
+            return self.executor.submit(_pool_task, index, item)
 
     def busy(self) -> Set[int]:
         return {i for i in self.slots if i >= 0}
@@ -569,7 +601,8 @@ def _isolated(items: List[tuple], jobs: int) -> Iterator[FileReport]:
         for item in items[start : start + jobs]:
             receive, send = context.Pipe(duplex=False)
             process = context.Process(target=_alone, args=(item, send, os.getpid()), daemon=True)
-            process.start()
+            with interrupts_held():
+                process.start()
             send.close()
             running.append((item, receive, process))
         for item, receive, process in running:

@@ -427,6 +427,44 @@ def test_sigint_during_parallel_fix_leaves_every_file_old_or_new(tmp_path: Path)
     assert "Traceback" not in err, err
 
 
+
+def _children(pid: int) -> List[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the workers through Linux's /proc")
+def test_workers_leave_sigint_to_the_parent(tmp_path: Path) -> None:
+    """Ctrl-C reaches the whole group: a worker that took it would die wherever it
+    stood (in a weakref callback it prints a traceback, between files it breaks the
+    pool). Interrupting the workers alone must change nothing in the run."""
+    tree = tmp_path / "tree"
+    for i in range(120):
+        write(tree / f"m{i:03d}.py", _variant(i))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pinfix", "fix", "-j", "2", "--no-progress", str(tree)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=sigint_as_default,
+    )
+    interrupted = 0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and interrupted < 20:
+        for child in _children(proc.pid) if proc.poll() is None else []:
+            try:
+                os.kill(child, signal.SIGINT)
+                interrupted += 1
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)
+    out, err = proc.communicate(timeout=120)
+    assert interrupted > 0, "the run finished before a worker started; make the files slower to process"
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "interrupted" not in err, err
+    assert all(path.read_bytes() == _variant(int(path.stem[1:]), FIXED) for path in tree.iterdir())
+
+
 def test_read_gives_whole_files_and_says_why_not(tmp_path: Path) -> None:
     from pinfix.engine import _read
 

@@ -11,8 +11,7 @@ enclosing functions and from its module.
 from __future__ import annotations
 
 import ast
-import weakref
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, Optional
 
 from .facts import FunctionFacts
 from .flow import BUDGET_PER_STATEMENT, Flow, preconditions
@@ -23,10 +22,6 @@ from .values import ANY_DEVICE, Array, Class, Device, DType, Host, Instance, Seq
 if TYPE_CHECKING:
     from .module import ModuleContext
     from .slices import Slice
-
-
-#: Each function's :func:`~.flow.preconditions`, found once (a function is evaluated many times).
-_PRECONDITIONS: "weakref.WeakKeyDictionary[FunctionInfo, List[ast.stmt]]" = weakref.WeakKeyDictionary()
 
 
 class Evaluator(Flow):
@@ -81,9 +76,9 @@ class Evaluator(Flow):
             else:
                 state.set(p.name, self.parameter_value(p))
         if not isinstance(func.node, ast.Lambda):
-            asserts = _PRECONDITIONS.get(func)
-            if asserts is None:
-                asserts = _PRECONDITIONS[func] = preconditions(func.body, {p.name for p in func.params})
+            asserts = func.entry_asserts
+            if asserts is None:  # found once: a function is evaluated many times
+                asserts = func.entry_asserts = preconditions(func.body, {p.name for p in func.params})
             for stmt in asserts:
                 self.narrow(stmt.test, True, state)
 

@@ -158,6 +158,8 @@ class FunctionInfo:
         self._statements = 0
         self._generator = False
         self._stores: Optional[FrozenSet[str]] = None
+        #: The body's asserts that hold from its start (:func:`.flow.preconditions`), once the evaluator found them.
+        self.entry_asserts: Optional[List[ast.stmt]] = None
 
     def __repr__(self) -> str:
         return f"<FunctionInfo {self.qualname}>"
@@ -567,7 +569,7 @@ def enclosing_loops(func: FunctionInfo) -> Dict[int, Tuple[ast.AST, ...]]:
         for child in reversed(children):
             if isinstance(node, (ast.For, ast.AsyncFor)) and child is node.iter:
                 stack.append((child, loops))  # the iterable is evaluated once, before the loop
-            elif isinstance(node, COMPREHENSIONS) and not (child is getattr(node, "generators", [None])[0]):
+            elif isinstance(node, COMPREHENSIONS) and child is not getattr(node, "generators", [None])[0]:
                 stack.append((child, (*loops, node)))
             else:
                 stack.append((child, inner))
