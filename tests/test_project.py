@@ -69,6 +69,33 @@ CASES = {
         "def upload(host, dev):\n    return host.to(dev, non_blocking=True)\n",
         [],
     ),
+    # A fresh result of a parameter (`lens - 1`) lives on the parameter's device: the
+    # callers say which. Pinned or not, a CPU input makes a pageable result.
+    "computed_from_a_parameter_a_caller_passes_on_the_cpu": (
+        {"use.py": "import torch\n\nfrom pkg.main import _starts\n\n\ndef go(dev):\n    return _starts(torch.zeros(4, pin_memory=True), dev)\n"},
+        "def _starts(lens, dev):\n    starts = lens - 1\n    return starts.to(dev, non_blocking=True)\n",
+        [3],
+    ),
+    "computed_from_a_keyword_only_parameter": (
+        {"use.py": "import torch\n\nfrom pkg.main import _plan\n\n\ndef go(dev):\n    lens = torch.zeros(8)\n    return _plan(lens=lens[1:], dev=dev)\n"},
+        "import torch\n\n\ndef _plan(*, lens, dev):\n    kv = torch.minimum(lens, lens - 2)\n    starts = lens - kv\n    return starts.to(dev, non_blocking=True)\n",
+        [7],
+    ),
+    "computed_from_a_parameter_every_caller_passes_on_the_device": (
+        {"use.py": "import torch\n\nfrom pkg.main import _starts\n\n\ndef go(dev):\n    return _starts(torch.zeros(4, device='cuda'), dev)\n"},
+        "def _starts(lens, dev):\n    starts = lens - 1\n    return starts.to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "computed_from_a_parameter_no_caller_shows": (
+        {},
+        "def _starts(lens, dev):\n    starts = lens - 1\n    return starts.to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "a_number_a_caller_passes_decides_nothing": (
+        {"use.py": "import torch\n\nfrom pkg.main import _part\n\n\ndef go(buf, dev):\n    return _part(buf, 3, dev)\n"},
+        "def _part(buf, i, dev):\n    return (buf[i] * 2).to(dev, non_blocking=True)\n",
+        [],
+    ),
     "a_test_calling_library_code_says_nothing_of_it": (
         {"test_upload.py": "import torch\n\nfrom pkg.main import upload\n\n\ndef test_go():\n    upload(torch.tensor([1, 2]), 'cpu')\n"},
         "def upload(host, dev):\n    return host.to(dev, non_blocking=True)\n",
@@ -93,6 +120,26 @@ CASES = {
          "def make(x):\n    return Batch(torch.tensor(x))\n"},
         "from pkg.batch import make\n\n\ndef f(x, dev):\n    return make(x).ids.to(dev, non_blocking=True)\n",
         [5],
+    ),
+    # A record read through an annotated parameter: its field holds what the project's
+    # constructor calls give it (or the default), wherever they are.
+    "record_field_given_by_a_constructor_call_elsewhere": (
+        {"meta.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Meta:\n    lens: Optional[torch.Tensor] = None\n",
+         "runner.py": "import torch\n\nfrom pkg.meta import Meta\n\n\ndef make(n):\n    return Meta(lens=torch.zeros(n))\n"},
+        "from pkg.meta import Meta\n\n\ndef f(m: Meta, dev):\n    return m.lens.to(dev, non_blocking=True)\n",
+        [5],
+    ),
+    "record_field_every_constructor_call_pins": (
+        {"meta.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Meta:\n    lens: Optional[torch.Tensor] = None\n",
+         "runner.py": "import torch\n\nfrom pkg.meta import Meta\n\n\ndef make(n):\n    return Meta(lens=torch.zeros(n, pin_memory=True))\n"},
+        "from pkg.meta import Meta\n\n\ndef f(m: Meta, dev):\n    return m.lens.to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "record_field_computed_on_after_the_read": (
+        {"meta.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Meta:\n    lens: Optional[torch.Tensor] = None\n",
+         "runner.py": "import torch\n\nfrom pkg.meta import Meta\n\n\ndef make(n):\n    return Meta(lens=torch.zeros(n, pin_memory=True))\n"},
+        "from pkg.meta import Meta\n\n\ndef f(m: Meta, dev):\n    starts = m.lens[1:] - m.lens[:-1]\n    return starts.to(dev, non_blocking=True)\n",
+        [6],
     ),
     "namedtuple_field": (
         {},

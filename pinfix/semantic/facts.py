@@ -123,6 +123,8 @@ class FunctionFacts:
         self.widened = False
         #: Calls of project functions: (the callee, the call, its arguments, the receiver).
         self.sites: List[Tuple[FunctionInfo, ast.Call, Any, Optional[Value]]] = []
+        #: Records (dataclasses, NamedTuples) made here: (the class, the call, the fields it gives).
+        self.made: List[Tuple[Any, ast.Call, Tuple[Tuple[str, Value], ...]]] = []
 
     def add_copy(self, copy: Copy) -> None:
         known = self.copies.get(id(copy.call))

@@ -40,6 +40,7 @@ from .slices import ANY_ATTRIBUTE, Graph, Purpose, Slice
 from .source import SourceError, SourceText
 from .state import State
 from .values import (
+    ANY_DEVICE,
     CPU,
     DENSE,
     PINNED,
@@ -243,15 +244,20 @@ class Project:
         (see :mod:`.slices`) can be reached (``None``: everywhere)."""
         relevant = None
         if purpose is not None and not isinstance(func.node, ast.Lambda):
-            key = (id(func.node), purpose)
-            relevant = self._slices.get(key)
-            if relevant is None:
-                closures = purpose[0] == "copies"
-                graph = self._graphs.get((id(func.node), closures))
-                if graph is None:
-                    graph = self._graphs[(id(func.node), closures)] = Graph(func, closures)
-                relevant = self._slices[key] = graph.slice(purpose)
+            relevant = self.slice(func, purpose)
         return DeepEvaluator(ctx, func, params, relevant)
+
+    def slice(self, func: FunctionInfo, purpose: Purpose) -> Slice:
+        """The statements of ``func`` (not a lambda) that may matter to ``purpose``, and the keys they read."""
+        key = (id(func.node), purpose)
+        relevant = self._slices.get(key)
+        if relevant is None:
+            closures = purpose[0] == "copies"
+            graph = self._graphs.get((id(func.node), closures))
+            if graph is None:
+                graph = self._graphs[(id(func.node), closures)] = Graph(func, closures)
+            relevant = self._slices[key] = graph.slice(purpose)
+        return relevant
 
     def purpose_for(self, func: FunctionInfo, purpose: Purpose) -> Purpose:
         """``purpose``, or all of ``func``'s stores where it stores so many attributes
@@ -461,7 +467,11 @@ class Project:
                 if any(n == name for n, _ in names):
                     given[name] = value
             for name, default in names:
-                if name not in given and default is not None:
+                if name in given:
+                    continue
+                if args.starred or args.double_starred:  # `*a` or `**kw` may give it
+                    given[name] = unknown(f"`{name}` may be given by `*` or `**` in `{cls.name}(...)`")
+                elif default is not None:
                     given[name] = _literal(default)
             return sorted(given.items())
         init = self.method(cls, "__init__")
@@ -589,14 +599,38 @@ class Project:
             for atom in value.only(Unknown):
                 if isinstance(atom.node, ast.arg) and atom.node.arg in params:
                     wanted.add(atom.node.arg)
+        shaping = self._shaping_parameters(facts) - wanted
+        wanted |= shaping
         given = self.from_callers(func, wanted) if wanted else {}
         given = {n: v for n, v in given.items() if v.any(lambda a: not isinstance(a, Unknown))}
+        # A number or a flag a caller passes decides no tensor's memory here: not worth an evaluation.
+        given = {n: v for n, v in given.items() if n not in shaping or v.any(lambda a: not isinstance(a, (Unknown, Const, NoneValue)))}
         refined = facts
         if given:
             key = ("refined", id(func.node), purpose, tuple(sorted((n, v.keys) for n, v in given.items())), self.left)
             refined = self.evaluated(self.refined, key, func, given, purpose) or facts
         flags = _flag_parameters(refined, params)
         return self.given_non_blocking(refined, flags, purpose) if flags else refined
+
+    def _shaping_parameters(self, facts: FunctionFacts) -> Set[str]:
+        """The parameters that may decide where the source of a non_blocking copy
+        lives, when the function alone cannot tell (``lens - 1`` of a parameter
+        ``lens``: a fresh tensor on ``lens``' device): those its copies' slices read.
+        (A copy of the parameter itself is asked for by name, in :meth:`refine`.)"""
+        func = facts.info
+        if isinstance(func.node, ast.Lambda):
+            return set()
+        lines: Set[int] = set()
+        for copy in facts.copies.values():
+            if copy.non_blocking is False or copy.blocking:
+                continue
+            if copy.source.any(_undetermined):
+                lines.update(range(copy.call.lineno, (copy.call.end_lineno or copy.call.lineno) + 1))
+        if not lines:
+            return set()
+        relevant = self.slice(func, ("copies", frozenset(lines)))
+        me = func.self_name
+        return {p.name for p in func.params if p.kind not in ("vararg", "kwarg") and p.name != me and relevant.reads_name(p.name)}
 
     def given_non_blocking(self, facts: FunctionFacts, flags: Dict[int, str], purpose: Optional[Purpose]) -> FunctionFacts:
         """``facts`` with each copy whose ``non_blocking`` is the parameter ``flags[id(call)]``
@@ -676,6 +710,8 @@ class Project:
             node = next((s for s in cls.node.body if _assigns_name(s, attr)), cls.node)
             step = Step("attribute", node, f"the class attribute `{cls.name}.{attr}`", cls.module.src)
             values.append(mark(body.all_values[attr], step, via=True))
+        if cls.is_record and self.wide() and any(name == attr for name, _ in cls.fields()):
+            values.extend(self.given_to_field(cls, attr))
         family = [cls, *(self.subclasses(cls) if self.wide() else ())]
         seen: Set[int] = set()
         for klass in family:
@@ -690,6 +726,29 @@ class Project:
                 if id(func.node) not in seen and speaks_for(func.module, cls.module):
                     values.extend(self.stored_by(func, attr, family))
         return join(*values) if values else None
+
+    def given_to_field(self, cls: ClassInfo, attr: str) -> List[Value]:
+        """What the project's constructor calls of the record ``cls`` give its field
+        ``attr`` (a call that leaves it out gives the default, the class body's value)."""
+        hits = self.grep(re.compile(rb"\b" + re.escape(cls.name.encode()) + rb"\s*\("), cls.name)
+        if hits is None:
+            return [unknown(self.unfollowed(f"`{cls.name}.{attr}`"))]
+        out: List[Value] = []
+        for module, lines in hits:
+            if not speaks_for(module, cls.module):
+                continue
+            for func in functions_at(module, lines):
+                with self.deeper():
+                    facts = self.facts(func, ("calls", cls.name))
+                if facts is None:
+                    out.append(unknown(self.unfollowed(f"`{cls.name}.{attr}`")))
+                    continue
+                for klass, call, fields in facts.made:
+                    value = dict(fields).get(attr) if klass is cls else None
+                    if value is not None:
+                        step = Step("attribute", call, f"the field `{attr}` given to `{cls.name}(...)` in `{func.name}`", func.module.src)
+                        out.append(mark(value, step, via=True))
+        return out
 
     def stored_by(self, func: FunctionInfo, attr: str, family: List[ClassInfo]) -> List[Value]:
         """The values ``func`` stores to ``attr`` on an object of one of ``family``."""
@@ -846,6 +905,8 @@ class DeepEvaluator(Evaluator):
         if init is not None:
             self.facts.sites.append((init, node, args, Value((Instance(atom.info),))))
         fields = self.project.fields(atom.info, args, node)
+        if atom.info.is_record and isinstance(node, ast.Call):
+            self.facts.made.append((atom.info, node, tuple(fields)))
         step = self.step("made", node, f"`{self.short(node, 40)}` makes an object of `{atom.info.name}`")
         return Value((Instance(atom.info, tuple((name, mark(v, step)) for name, v in fields)),))
 
@@ -1002,6 +1063,15 @@ def _read_tree(root: Path) -> List[Tuple[Path, bytes]]:
         except OSError:
             continue  # unreadable: what it says stays unknown
     return found
+
+
+def _undetermined(atom: Any) -> bool:
+    """An atom of a copy's source that the function alone leaves open: an unknown
+    made here or met on the way (not a parameter itself), or a tensor whose device
+    depends on its inputs."""
+    if isinstance(atom, Unknown):
+        return not isinstance(atom.node, ast.arg)
+    return isinstance(atom, Tensor) and atom.device == ANY_DEVICE
 
 
 def _flag_parameters(facts: FunctionFacts, params: Set[str]) -> Dict[int, str]:
