@@ -738,8 +738,8 @@ class Project:
             if not speaks_for(module, cls.module):
                 continue
             for func in functions_at(module, lines):
-                with self.deeper():
-                    facts = self.facts(func, ("calls", cls.name))
+                # The read of the field is the step away from the copy, as for a store (stored_by).
+                facts = self.facts(func, ("calls", cls.name))
                 if facts is None:
                     out.append(unknown(self.unfollowed(f"`{cls.name}.{attr}`")))
                     continue
