@@ -527,15 +527,18 @@ class Project:
         return found
 
     def _find_callers(self, func: FunctionInfo) -> Optional[List[FunctionInfo]]:
-        name = _called_name(func)
+        found = self.functions_calling(_called_name(func))
+        return None if found is None else [caller for caller in found if caller.node is not func.node]
+
+    def functions_calling(self, name: str) -> Optional[List[FunctionInfo]]:
+        """The project functions whose text says ``name(`` (``None``: too many files
+        say it for pinfix to read them all)."""
         hits = self.grep(re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\("), name)
         if hits is None:
             return None
         found: List[FunctionInfo] = []
         for module, lines in hits:
-            for caller in functions_at(module, lines):
-                if caller.node is not func.node and caller not in found:
-                    found.append(caller)
+            found.extend(f for f in functions_at(module, lines) if f not in found)
         return found
 
     def from_callers(self, func: FunctionInfo, names: Set[str]) -> Dict[str, Value]:
@@ -730,24 +733,23 @@ class Project:
     def given_to_field(self, cls: ClassInfo, attr: str) -> List[Value]:
         """What the project's constructor calls of the record ``cls`` give its field
         ``attr`` (a call that leaves it out gives the default, the class body's value)."""
-        hits = self.grep(re.compile(rb"\b" + re.escape(cls.name.encode()) + rb"\s*\("), cls.name)
-        if hits is None:
+        makers = self.functions_calling(cls.name)
+        if makers is None:
             return [unknown(self.unfollowed(f"`{cls.name}.{attr}`"))]
         out: List[Value] = []
-        for module, lines in hits:
-            if not speaks_for(module, cls.module):
+        for func in makers:
+            if not speaks_for(func.module, cls.module):
                 continue
-            for func in functions_at(module, lines):
-                # The read of the field is the step away from the copy, as for a store (stored_by).
-                facts = self.facts(func, ("calls", cls.name))
-                if facts is None:
-                    out.append(unknown(self.unfollowed(f"`{cls.name}.{attr}`")))
-                    continue
-                for klass, call, fields in facts.made:
-                    value = dict(fields).get(attr) if klass is cls else None
-                    if value is not None:
-                        step = Step("attribute", call, f"the field `{attr}` given to `{cls.name}(...)` in `{func.name}`", func.module.src)
-                        out.append(mark(value, step, via=True))
+            # The read of the field is the step away from the copy, as for a store (stored_by).
+            facts = self.facts(func, ("calls", cls.name))
+            if facts is None:
+                out.append(unknown(self.unfollowed(f"`{cls.name}.{attr}`")))
+                continue
+            for klass, call, fields in facts.made:
+                value = dict(fields).get(attr) if klass is cls else None
+                if value is not None:
+                    step = Step("attribute", call, f"the field `{attr}` given to `{cls.name}(...)` in `{func.name}`", func.module.src)
+                    out.append(mark(value, step, via=True))
         return out
 
     def stored_by(self, func: FunctionInfo, attr: str, family: List[ClassInfo]) -> List[Value]:
