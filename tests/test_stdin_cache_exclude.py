@@ -160,7 +160,7 @@ def test_force_exclude_applies_to_named_files(tree: Path) -> None:
 
 def test_interrupted_check_does_not_speak_of_rewritten_files(tmp_path: Path) -> None:
     body = "".join(f"def f{i}(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n\n" for i in range(400))
-    for i in range(60):
+    for i in range(240):  # about 8 s of work: the interrupt at 2 s must find it running
         write(tmp_path / f"m{i}.py", "import torch\n\n" + body)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pinfix", "check", "--no-cache", "-j", "2", "."],
