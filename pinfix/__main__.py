@@ -7,9 +7,9 @@ import sys
 sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
 
 try:
-    from .cli import main  # noqa: E402
+    from .cli import command  # noqa: E402
 except KeyboardInterrupt:  # interrupted while starting up
     sys.stderr.write("pinfix: interrupted\n")
     sys.exit(130)
 
-sys.exit(main())
+sys.exit(command())

@@ -21,6 +21,7 @@ crashes again.
 from __future__ import annotations
 
 import ast
+import gc
 import itertools
 import os
 import sys
@@ -404,12 +405,39 @@ def _read(path: "Path | str") -> "bytes | str":
 # --- worker processes -------------------------------------------------------------------
 
 
+#: Whether :func:`_worker` may freeze the collector's heap after a deep file: always
+#: in a worker process (its heap is ours), in the main process while :func:`run` holds it.
+_freezing = False
+
+
 def _worker(args) -> FileReport:  # type: ignore[no-untyped-def]
     path, data, config, mode = args
     # One file's syntax trees are freed by reference counting; the collector
     # would only walk the growing heap again and again while they are built.
     with gc_paused():
-        return _guarded(path, data, config, mode)
+        report = _guarded(path, data, config, mode)
+        if _freezing and config.deep:
+            # What a deep file leaves (the project's modules, their answers) lives for the
+            # run. Out of the collector's sight, the next file's collections do not walk it
+            # again: on vLLM 0.34.0 one process spent 30 of 66 s in those walks.
+            gc.freeze()
+        return report
+
+
+@contextmanager
+def heap_frozen_between_files() -> Iterator[None]:
+    """Let :func:`_worker` freeze the heap in this process for the block, and
+    thaw it after. A host that freezes its own heap is left to do so."""
+    global _freezing
+    if _freezing or gc.get_freeze_count():
+        yield
+        return
+    _freezing = True
+    try:
+        yield
+    finally:
+        _freezing = False
+        gc.unfreeze()
 
 
 def _guarded(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
@@ -539,8 +567,9 @@ def _init_worker(parent: int, slots: Any, counter: Any) -> None:
     """Pool initializer: die with the parent, claim a slot to say which file
     it works on, and import the engine and the rules while the parent is still
     walking and reading the tree, not when the first file arrives."""
-    global _SLOT
+    global _SLOT, _freezing
     die_with_parent(parent)
+    _freezing = True
     with counter.get_lock():
         _SLOT = (slots, counter.value % len(slots))
         counter.value += 1
@@ -585,7 +614,9 @@ class _Pool:
 
 
 def _alone(item: tuple, conn: Any, parent: int) -> None:
+    global _freezing
     die_with_parent(parent)
+    _freezing = True
     conn.send(_worker(item))
     conn.close()
 
@@ -677,6 +708,18 @@ def run(
     mode only) answers for files analysed before with the same bytes.
     ``config`` may be a function giving each file's settings. A worker that
     dies takes only its own file down (see :func:`_collect`)."""
+    with heap_frozen_between_files():
+        yield from _run(files, config, mode, jobs, on_progress, cache)
+
+
+def _run(
+    files: Iterable[Path],
+    config: Union[Config, Callable[[Path], Config]],
+    mode: Mode,
+    jobs: Optional[int] = None,
+    on_progress: Optional[Callable[[int], None]] = None,
+    cache: Optional["ResultCache"] = None,
+) -> Iterator[FileReport]:
     jobs = jobs or available_cpus()
     # Answers of an earlier run in this process may be stale (its files since edited); the
     # analysis is imported only if it ran (a pre-commit call over ruled-out files never does).

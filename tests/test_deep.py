@@ -87,6 +87,35 @@ def test_attribute_and_return_across_files(tmp_path):
     assert ("runner.py", 14) in chain[:-1]
 
 
+@pytest.mark.parametrize("host_freezes", [False, True])
+def test_a_run_in_process_freezes_the_heap_between_deep_files_and_thaws_it(tmp_path, host_freezes):
+    """What deep files leave (the project's modules and answers) is frozen out of the
+    collector's walks between files, and the heap is thawed when the run ends. A host
+    that freezes its own heap keeps it as it was: pinfix neither freezes nor thaws."""
+    import gc
+
+    from pinfix.config import Config
+    from pinfix.engine import Mode, run
+
+    pkg = project(tmp_path, {"runner.py": RUNNER, "helpers.py": HELPERS, "other.py": RUNNER})
+    config = Config(root=tmp_path, deep=True)
+    gc.unfreeze()
+    if host_freezes:
+        gc.freeze()
+    before = gc.get_freeze_count()
+    seen: List[int] = []
+    try:
+        reports = list(run(sorted(pkg.glob("*.py")), config, Mode(), jobs=1, on_progress=lambda _n: seen.append(gc.get_freeze_count())))
+        after = gc.get_freeze_count()
+    finally:
+        gc.unfreeze()
+    assert sorted((Path(r.path).name, len(r.diagnostics)) for r in reports if r.diagnostics) == [("other.py", 2), ("runner.py", 2)]
+    if host_freezes:
+        assert seen and set(seen) == {before} and after == before
+    else:
+        assert before == 0 and max(seen) > 0 and after == 0
+
+
 def test_plain_mode_does_not_follow(tmp_path):
     pkg = project(tmp_path, {"runner.py": RUNNER, "helpers.py": HELPERS})
     assert check([pkg / "runner.py"], "--no-cache")[1] == []
