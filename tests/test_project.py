@@ -141,6 +141,22 @@ CASES = {
         "from pkg.meta import Meta\n\n\ndef f(m: Meta, dev):\n    starts = m.lens[1:] - m.lens[:-1]\n    return starts.to(dev, non_blocking=True)\n",
         [6],
     ),
+    # The field is read one call away from the copy: a caller passes a slice of it to the
+    # helper that copies (the constructor calls are searched two steps from the copy).
+    "record_field_passed_on_by_a_caller": (
+        {"meta.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Meta:\n    lens: Optional[torch.Tensor] = None\n",
+         "runner.py": "import torch\n\nfrom pkg.meta import Meta\n\n\ndef make(n):\n    return Meta(lens=torch.zeros(n))\n",
+         "build.py": "from pkg.main import _send\nfrom pkg.meta import Meta\n\n\ndef build(m: Meta, dev):\n    return _send(m.lens[:4], dev)\n"},
+        "def _send(lens, dev):\n    return lens.to(dev, non_blocking=True)\n",
+        [2],
+    ),
+    "record_field_passed_on_by_a_caller_pinned_everywhere": (
+        {"meta.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Meta:\n    lens: Optional[torch.Tensor] = None\n",
+         "runner.py": "import torch\n\nfrom pkg.meta import Meta\n\n\ndef make(n):\n    return Meta(lens=torch.zeros(n, pin_memory=True))\n",
+         "build.py": "from pkg.main import _send\nfrom pkg.meta import Meta\n\n\ndef build(m: Meta, dev):\n    return _send(m.lens[:4], dev)\n"},
+        "def _send(lens, dev):\n    return lens.to(dev, non_blocking=True)\n",
+        [],
+    ),
     "namedtuple_field": (
         {},
         HEADER + "from typing import NamedTuple\n\n\nclass Pair(NamedTuple):\n    a: torch.Tensor\n    b: torch.Tensor\n\n\n"

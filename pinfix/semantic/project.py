@@ -70,6 +70,10 @@ DEPTH = 4
 CONTEXT_DEPTH = 2
 #: How many of them the questions that search the project's text may be asked in.
 WIDE_DEPTH = 1
+#: The same for a record's constructor calls (``Meta(lens=...)``): one step further, as
+#: a record's field is often read in a caller that passes it on to the copying helper,
+#: and a record is built in few places (a class name in many files is not searched).
+RECORD_DEPTH = WIDE_DEPTH + 1
 #: How many re-exports (``from .impl import f`` in a package) are followed.
 MAX_HOPS = 4
 #: A name said in more files than this is too common to read every caller of.
@@ -362,12 +366,12 @@ class Project:
 
     # --- calls -----------------------------------------------------------------------------
 
-    def wide(self) -> bool:
+    def wide(self, depth: int = WIDE_DEPTH) -> bool:
         """Whether questions that search the whole project's text (callers, stores
         from outside the class, subclasses, agreeing stores) may be asked here: only
-        within :data:`WIDE_DEPTH` steps of the copy, as each reads many files and
-        asks more questions in each."""
-        return DEPTH - self.left <= WIDE_DEPTH
+        within ``depth`` (:data:`WIDE_DEPTH`) steps of the copy, as each reads many
+        files and asks more questions in each."""
+        return DEPTH - self.left <= depth
 
     def deeper(self) -> "_Deeper":
         return _Deeper(self)
@@ -713,7 +717,7 @@ class Project:
             node = next((s for s in cls.node.body if _assigns_name(s, attr)), cls.node)
             step = Step("attribute", node, f"the class attribute `{cls.name}.{attr}`", cls.module.src)
             values.append(mark(body.all_values[attr], step, via=True))
-        if cls.is_record and self.wide() and any(name == attr for name, _ in cls.fields()):
+        if cls.is_record and self.wide(RECORD_DEPTH) and any(name == attr for name, _ in cls.fields()):
             values.extend(self.given_to_field(cls, attr))
         family = [cls, *(self.subclasses(cls) if self.wide() else ())]
         seen: Set[int] = set()
