@@ -25,6 +25,7 @@ The kinds (each a small frozen class below):
 ``Metadata``   reads no data (``.shape``, ``.device``, ``.dtype``)
 ``Constant``   a value: a dtype (``torch.float16``) or a device constructor (``torch.device``)
 ``Availability`` true only when pinned memory / an accelerator is available
+``RecordFields`` a dataclass's fields (``dataclasses.fields``): read back with ``getattr(obj, f.name)``
 """
 
 from __future__ import annotations
@@ -191,6 +192,13 @@ class Availability(Effect):
     no copy can block, so pinfix does not report what happens there."""
 
 
+@dataclass(frozen=True)
+class RecordFields(Effect):
+    """The fields of a dataclass, or of one of its objects (``dataclasses.fields``): ``Field``
+    objects whose ``.name`` is one of the fields' names, so that ``getattr(obj, f.name)`` in a
+    loop over them reads each field of ``obj`` (a ``to_device`` that copies every tensor field)."""
+
+
 def _entries(effect: Effect, names: str, prefix: str = "") -> Dict[str, Effect]:
     return {prefix + n: effect for n in names.split()}
 
@@ -238,6 +246,8 @@ FUNCTIONS: Mapping[str, Effect] = {
     **_entries(Collates(), "default_collate", "torch.utils.data."),
     **_entries(Collates(), "default_collate", "torch.utils.data.dataloader."),
     **_entries(Collates(), "default_collate", "torch.utils.data._utils.collate."),
+    # --- records ----------------------------------------------------------------------
+    "dataclasses.fields": RecordFields(),
     # --- values ---------------------------------------------------------------------
     **_entries(Constant(value="dtype"), _TORCH_DTYPES, "torch."),
     "torch.device": Constant(value="device"),

@@ -50,6 +50,7 @@ from .effects import (
     Metadata,
     Pins,
     ReadsOnHost,
+    RecordFields,
     ToHost,
     View,
     Waits,
@@ -89,6 +90,7 @@ KIND_ROLES: Mapping[Type[Effect], str] = {
     Metadata: "neither",
     Constant: "neither",
     Availability: "neither",
+    RecordFields: "neither",
 }
 ORIGIN_KINDS = tuple(kind for kind, role in KIND_ROLES.items() if role == "origin")
 

@@ -157,6 +157,26 @@ CASES = {
         "def _send(lens, dev):\n    return lens.to(dev, non_blocking=True)\n",
         [],
     ),
+    # Reflection over a record's fields (`for f in fields(b): getattr(b, f.name)`): each field's
+    # value, as the project's constructor calls give it.
+    "dataclass_fields_read_by_reflection": (
+        {"batch.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Batch:\n    ids: Optional[torch.Tensor] = None\n    lens: Optional[torch.Tensor] = None\n    n: int = 0\n",
+         "maker.py": "import torch\n\nfrom pkg.batch import Batch\n\n\ndef make(x):\n    return Batch(ids=torch.zeros(4, pin_memory=True), lens=torch.tensor(x), n=2)\n"},
+        "from dataclasses import fields\n\nimport torch\n\nfrom pkg.batch import Batch\n\n\ndef send(b: Batch, dev):\n    out = {}\n    for f in fields(b):\n        v = getattr(b, f.name)\n        if isinstance(v, torch.Tensor):\n            v = v.to(dev, non_blocking=True)\n        out[f.name] = v\n    return Batch(**out)\n",
+        [13],
+    ),
+    "dataclass_fields_read_by_reflection_all_pinned": (
+        {"batch.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Batch:\n    ids: Optional[torch.Tensor] = None\n    lens: Optional[torch.Tensor] = None\n    n: int = 0\n",
+         "maker.py": "import torch\n\nfrom pkg.batch import Batch\n\n\ndef make(x):\n    return Batch(ids=torch.zeros(4, pin_memory=True), lens=torch.zeros(4, pin_memory=True), n=2)\n"},
+        "from dataclasses import fields\n\nimport torch\n\nfrom pkg.batch import Batch\n\n\ndef send(b: Batch, dev):\n    out = {}\n    for f in fields(b):\n        v = getattr(b, f.name)\n        if isinstance(v, torch.Tensor):\n            v = v.to(dev, non_blocking=True)\n        out[f.name] = v\n    return Batch(**out)\n",
+        [],
+    ),
+    "getattr_with_a_literal_name": (
+        {"batch.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Batch:\n    ids: Optional[torch.Tensor] = None\n    lens: Optional[torch.Tensor] = None\n    n: int = 0\n",
+         "maker.py": "import torch\n\nfrom pkg.batch import Batch\n\n\ndef make(x):\n    return Batch(ids=torch.zeros(4, pin_memory=True), lens=torch.tensor(x), n=2)\n"},
+        "from pkg.batch import Batch\n\n\ndef send(b: Batch, dev):\n    return getattr(b, 'ids').to(dev, non_blocking=True), getattr(b, 'lens').to(dev, non_blocking=True)\n",
+        [5],
+    ),
     "namedtuple_field": (
         {},
         HEADER + "from typing import NamedTuple\n\n\nclass Pair(NamedTuple):\n    a: torch.Tensor\n    b: torch.Tensor\n\n\n"
@@ -274,3 +294,58 @@ def test_deep_mode_finds_the_same_with_the_word_index(tmp_path: Path, monkeypatc
     assert built, "the search never used the index"
     assert [line for line, _ in lines_in(found, "main.py")] == expected
     assert "use.py" in found[0]["message"]
+
+
+INPUTS = '''from dataclasses import dataclass, fields
+from typing import Optional
+
+import torch
+
+
+@dataclass
+class ModelInputs:
+    input_ids: torch.Tensor
+    seq_length: torch.Tensor
+    block_offsets: Optional[torch.Tensor] = None
+    is_decoding: bool = False
+
+    def to_device(self, device: str, non_blocking: bool = False):
+        out_dict = dict()
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, torch.Tensor):
+                v = v.to(device, non_blocking=non_blocking)
+            out_dict[f.name] = v
+        return ModelInputs(**out_dict)
+'''
+MAKER = '''import torch
+
+from pkg.inputs import ModelInputs
+
+
+class InputsMaker:
+    def make(self, seqs):
+        ids = torch.tensor([s.id for s in seqs]){pin}
+        lens = torch.tensor([len(s) for s in seqs]){pin}
+        return ModelInputs(input_ids=ids, seq_length=lens)
+'''
+LOOP = '''from pkg.maker import InputsMaker
+
+
+def preprocess(maker: InputsMaker, seqs, device):
+    inputs = maker.make(seqs)
+    return inputs.to_device(device, non_blocking=True)
+'''
+
+
+@pytest.mark.parametrize("pin, expected", [("", [(19, "PIN002")]), (".pin_memory()", [])])
+def test_a_records_to_device_copies_each_field_its_maker_gives(tmp_path: Path, pin: str, expected: List[Tuple[int, str]]) -> None:
+    """A dataclass's ``to_device`` copies every tensor field (``fields(self)`` and ``getattr``),
+    with the ``non_blocking=True`` its caller passes: a field the project's maker fills with
+    ``torch.tensor`` blocks there; pinned by the maker, nothing is said."""
+    pkg = project(tmp_path, {"inputs.py": INPUTS, "maker.py": MAKER.format(pin=pin), "loop.py": LOOP})
+    found = deep([pkg / "inputs.py"])
+    assert lines_in(found, "inputs.py") == expected
+    if expected:
+        (finding,) = found
+        assert "maker.py:8" in finding["message"] and "loop.py:6" in finding["message"]

@@ -114,6 +114,11 @@ class PageableCpuSource(Rule):
 
     VALID = [
         Case(_H + "def f(ids, dev):\n    return torch.tensor(ids, device=dev).to(dev, non_blocking=True)\n"),
+        # A comprehension's own variable holds what its iterable holds: pinned here.
+        Case(
+            _H + "def f(rows, dev):\n    hosts = [torch.tensor(r).pin_memory() for r in rows]\n"
+            "    return [h.to(dev, non_blocking=True) for h in hosts]\n"
+        ),
         # Items on the device (or that pinfix cannot follow) collate on the device.
         Case(
             _H + "from torch.utils.data import default_collate\n\n\ndef f(n, dev):\n"
@@ -182,6 +187,11 @@ class PageableCpuSource(Rule):
     ]
 
     INVALID = [
+        # A comprehension's own variable holds what its iterable holds.
+        Case(
+            _H + "def f(rows, dev):\n    hosts = [torch.tensor(r) for r in rows]\n"
+            "    return [h.to(dev, non_blocking=True) for h in hosts]\n"
+        ),
         # Some path delivers pageable memory: that path blocks whenever it runs.
         Case(_H + "def f(x, c, dev):\n    if c:\n        x = x.cpu()\n    return x.to(dev, non_blocking=True)\n"),
         Case(

@@ -33,6 +33,7 @@ from ..effects import (
     Metadata,
     Pins,
     ReadsOnHost,
+    RecordFields,
     ToHost,
     View,
     Waits,
@@ -58,6 +59,8 @@ from .values import (
     Device,
     Dict,
     DType,
+    FieldName,
+    FieldOf,
     Flag,
     Func,
     Host,
@@ -75,6 +78,8 @@ from .values import (
     unknown,
 )
 
+#: At most this many of a record's fields are read by ``getattr(obj, f.name)``.
+MAX_REFLECTED_FIELDS = 64
 #: Memory of a tensor that holds no data (``torch.zeros(0)``): its copy moves nothing.
 NO_DATA = "empty"
 
@@ -238,8 +243,8 @@ class Calls(Expressions):
             return self.elements_of(first[1], node) if first else unknown(node=node)
         if name == "slice":
             return Value((Slice(),))
-        if name in ("getattr",):
-            return unknown(node=node)
+        if name == "getattr":
+            return self.getattr_call(node, args)
         if qualified.startswith(("numpy.", "math.")):
             return Value((Array(),)) if qualified.startswith("numpy.") else Value((Host(),))
         self.escape(args, state)
@@ -407,7 +412,52 @@ class Calls(Expressions):
             return Value((DType(),))
         if isinstance(effect, Availability):
             return Value((Flag(),))
+        if isinstance(effect, RecordFields):
+            return self.record_fields(node, args)
         return unknown(node=node)
+
+    def record_fields(self, node: ast.Call, args: Arguments) -> Value:
+        """``dataclasses.fields(x)``: a tuple of the fields of ``x``'s record class."""
+        first = args.first("class_or_instance")
+        if first is None:
+            return unknown(node=node)
+
+        def fields_of(atom: Atom) -> Value:
+            cls = atom.cls if isinstance(atom, Instance) else atom.info if isinstance(atom, Class) else None
+            if cls is None or not cls.is_record:
+                return unknown(node=node)
+            return Value((Seq("tuple", None, Value((FieldOf(cls),)), node),))
+
+        return first[1].map(fields_of)
+
+    def getattr_call(self, node: ast.Call, args: Arguments) -> Value:
+        """``getattr(obj, name[, default])``: ``obj.name`` for a literal name, or for each of a
+        record's field names (``f.name`` for ``f`` in ``dataclasses.fields(obj)``), joined
+        with the default."""
+        if len(args.positional) not in (2, 3) or args.keywords or args.starred or args.double_starred:
+            return unknown(node=node)
+        names: List[str] = []
+        for atom in args.positional[1][1]:
+            if isinstance(atom, Const) and isinstance(atom.value, str) and atom.value.isidentifier():
+                names.append(atom.value)
+            elif isinstance(atom, FieldName):
+                names.extend(name for name, _ in atom.cls.fields()[:MAX_REFLECTED_FIELDS])
+            else:
+                return unknown(node=node)
+
+        def read(atom: Atom) -> Value:
+            if not isinstance(atom, (Instance, Class)):
+                return unknown(node=node)
+            out = []
+            for name in dict.fromkeys(names):
+                known = atom.field(name) if isinstance(atom, Instance) else None
+                if known is None:
+                    known = self.instance_attribute(atom, name, node) if isinstance(atom, Instance) else self.class_attribute(atom, name, node)
+                out.append(known)
+            return join(*out)
+
+        found = args.positional[0][1].map(read)
+        return join(found, args.positional[2][1]) if len(args.positional) == 3 else found
 
     def synchronized(self, state: State, keep: Optional[Value] = None) -> None:
         """A wait (or a blocking read, which waits for the stream): nothing is pending any more."""

@@ -35,6 +35,8 @@ from .values import (
     Device,
     Dict,
     DType,
+    FieldName,
+    FieldOf,
     Flag,
     Func,
     Host,
@@ -161,6 +163,9 @@ class Expressions:
             if any(isinstance(a, Seq) and a.elements.unknown is not None and a.elements.unknown.why == ITEM_OF_PARAMETER for a in found):
                 found = found.map(lambda a: self.items_of_parameter(a, name) if isinstance(a, Seq) else None)
             return self.by_name(found, name, node)
+        found = state.get(name)
+        if found is not None:  # a comprehension's own variable: bound in its state only
+            return self.by_name(found, name, node)
         found = self.closure.get(name)
         where = "the enclosing function's"
         if found is None and name in self.module.rebound_globals:
@@ -257,6 +262,8 @@ class Expressions:
         if isinstance(atom, Dict) and atom.record:
             found = atom.get(attr)
             return found if found is not None else atom.elements
+        if isinstance(atom, FieldOf):
+            return Value((FieldName(atom.cls),)) if attr == "name" else unknown(node=node)
         if isinstance(atom, (Const, Host, Seq, Dict, NoneValue)):
             return Value((Host(),)) if attr in ("real", "imag", "shape") else unknown(node=node)
         deep = "" if self.settings.deep else " (try --deep)"

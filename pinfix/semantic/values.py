@@ -329,6 +329,26 @@ class Instance(Atom):
         return Instance(self.cls, (*kept, (name, value)))
 
 
+class FieldOf(Atom):
+    """A ``dataclasses.Field`` of the record class ``cls``: any one of its fields."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls: Any):
+        self.cls = cls
+        self.key = ("F", id(cls))
+
+
+class FieldName(Atom):
+    """The name of one of the record class ``cls``'s fields (``f.name`` of a :class:`FieldOf`)."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls: Any):
+        self.cls = cls
+        self.key = ("FN", id(cls))
+
+
 class Seq(Atom):
     """A list, tuple, set or generator. ``items``: each item's value where the
     length is known (a display never grown); ``elements``: the join of them all."""
