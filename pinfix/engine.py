@@ -21,6 +21,7 @@ crashes again.
 from __future__ import annotations
 
 import ast
+import functools
 import gc
 import itertools
 import os
@@ -440,6 +441,17 @@ def heap_frozen_between_files() -> Iterator[None]:
         gc.unfreeze()
 
 
+def _frozen_between_files(generator: Callable[..., Iterator[FileReport]]) -> Callable[..., Iterator[FileReport]]:
+    """``generator`` run under :func:`heap_frozen_between_files` while it yields."""
+
+    @functools.wraps(generator)
+    def frozen(*args: Any, **kwargs: Any) -> Iterator[FileReport]:
+        with heap_frozen_between_files():
+            yield from generator(*args, **kwargs)
+
+    return frozen
+
+
 def _guarded(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
     try:
         return process_source(path, data, config, mode)
@@ -694,6 +706,7 @@ def _collect(pool: _Pool, futures: Dict[Future, int], items: List[tuple], jobs: 
         pool.shutdown()
 
 
+@_frozen_between_files
 def run(
     files: Iterable[Path],
     config: Union[Config, Callable[[Path], Config]],
@@ -708,18 +721,6 @@ def run(
     mode only) answers for files analysed before with the same bytes.
     ``config`` may be a function giving each file's settings. A worker that
     dies takes only its own file down (see :func:`_collect`)."""
-    with heap_frozen_between_files():
-        yield from _run(files, config, mode, jobs, on_progress, cache)
-
-
-def _run(
-    files: Iterable[Path],
-    config: Union[Config, Callable[[Path], Config]],
-    mode: Mode,
-    jobs: Optional[int] = None,
-    on_progress: Optional[Callable[[int], None]] = None,
-    cache: Optional["ResultCache"] = None,
-) -> Iterator[FileReport]:
     jobs = jobs or available_cpus()
     # Answers of an earlier run in this process may be stale (its files since edited); the
     # analysis is imported only if it ran (a pre-commit call over ruled-out files never does).
