@@ -177,6 +177,32 @@ CASES = {
         "from pkg.batch import Batch\n\n\ndef send(b: Batch, dev):\n    return getattr(b, 'ids').to(dev, non_blocking=True), getattr(b, 'lens').to(dev, non_blocking=True)\n",
         [5],
     ),
+    # A dataclass's constructor takes its dataclass bases' fields first: `Child(a, b)`.
+    "dataclass_subclass_takes_its_bases_fields_first": (
+        {},
+        HEADER + "from dataclasses import dataclass\n\n\n@dataclass\nclass Base:\n    a: torch.Tensor\n\n\n"
+        "@dataclass\nclass Child(Base):\n    b: torch.Tensor\n\n\n"
+        "def f(dev):\n    c = Child(torch.zeros(2), torch.zeros(2, pin_memory=True))\n"
+        "    x = c.b.to(dev, non_blocking=True)\n    return x, c.a.to(dev, non_blocking=True)\n",
+        [20],
+    ),
+    # A base pinfix cannot see may take the first places: positional arguments say nothing.
+    "dataclass_with_a_base_pinfix_cannot_see": (
+        {},
+        HEADER + "from dataclasses import dataclass\n\nfrom elsewhere import Ext\n\n\n"
+        "@dataclass\nclass Child(Ext):\n    b: torch.Tensor\n\n\n"
+        "def f(dev):\n    c = Child(torch.zeros(2), torch.zeros(2, pin_memory=True))\n"
+        "    return c.b.to(dev, non_blocking=True)\n",
+        [],
+    ),
+    "dataclass_fields_by_reflection_include_the_bases_fields": (
+        {},
+        HEADER + "from dataclasses import dataclass, fields\n\n\n@dataclass\nclass Base:\n    a: torch.Tensor\n\n\n"
+        "@dataclass\nclass Child(Base):\n    b: torch.Tensor\n\n\n"
+        "def f(dev):\n    c = Child(torch.zeros(2), torch.zeros(2, pin_memory=True))\n"
+        "    return [getattr(c, f.name).to(dev, non_blocking=True) for f in fields(c)]\n",
+        [19],
+    ),
     "namedtuple_field": (
         {},
         HEADER + "from typing import NamedTuple\n\n\nclass Pair(NamedTuple):\n    a: torch.Tensor\n    b: torch.Tensor\n\n\n"

@@ -430,6 +430,13 @@ class Calls(Expressions):
 
         return first[1].map(fields_of)
 
+    def record_field_names(self, cls: Any) -> Optional[List[str]]:
+        """The names of a record's fields (``None``: a base may add some; deep mode reads
+        the project's bases)."""
+        if cls.bases and "dataclass" in cls.decorators:
+            return None
+        return [name for name, _ in cls.fields()]
+
     def getattr_call(self, node: ast.Call, args: Arguments) -> Value:
         """``getattr(obj, name[, default])``: ``obj.name`` for a literal name, or for each of a
         record's field names (``f.name`` for ``f`` in ``dataclasses.fields(obj)``), joined
@@ -441,7 +448,10 @@ class Calls(Expressions):
             if isinstance(atom, Const) and isinstance(atom.value, str) and atom.value.isidentifier():
                 names.append(atom.value)
             elif isinstance(atom, FieldName):
-                names.extend(name for name, _ in atom.cls.fields()[:MAX_REFLECTED_FIELDS])
+                fields = self.record_field_names(atom.cls)
+                if fields is None:
+                    return unknown(f"pinfix cannot see every field of `{atom.cls.name}`", node)
+                names.extend(fields[:MAX_REFLECTED_FIELDS])
             else:
                 return unknown(node=node)
 

@@ -353,6 +353,31 @@ class Project:
                 out.append(found)
         return out
 
+    def record_fields(self, cls: ClassInfo, seen: int = 0) -> Optional[List[Tuple[str, Optional[ast.expr]]]]:
+        """A record's fields in the order its constructor takes them: a dataclass's project
+        dataclass bases' first, then its own (a field declared again keeps its place and
+        takes the new default); ``None`` where a base pinfix cannot see may add fields."""
+        own = cls.fields()
+        if "dataclass" not in cls.decorators or not cls.bases:
+            return own
+        if seen > DEPTH * 4:
+            return None
+        out: Dict[str, Optional[ast.expr]] = {}
+        for base in cls.bases:
+            found = self.class_expression(cls.module, base)
+            if found is None:
+                if _fieldless_base(base):
+                    continue
+                return None
+            if found is cls or "dataclass" not in found.decorators:
+                continue  # a plain class adds no fields to a dataclass
+            inherited = self.record_fields(found, seen + 1)
+            if inherited is None:
+                return None
+            out.update(inherited)
+        out.update(own)
+        return list(out.items())
+
     def method(self, cls: ClassInfo, name: str, seen: int = 0) -> Optional[FunctionInfo]:
         if name in cls.methods:
             return cls.methods[name]
@@ -463,9 +488,11 @@ class Project:
     def fields(self, cls: ClassInfo, args: Arguments, node: ast.AST) -> List[Tuple[str, Value]]:
         """The fields a constructor call gives a new object of ``cls``."""
         if cls.is_record:
-            names = cls.fields()
+            fields = self.record_fields(cls)
+            # A base pinfix cannot see may take the first places: only keywords say which field gets what.
+            names = fields if fields is not None else cls.fields()
             given: Dict[str, Value] = {}
-            for (name, _), (_, value) in zip(names, args.positional):
+            for (name, _), (_, value) in zip(names if fields is not None else (), args.positional):
                 given[name] = value
             for name, _, value in args.keywords:
                 if any(n == name for n, _ in names):
@@ -473,7 +500,7 @@ class Project:
             for name, default in names:
                 if name in given:
                     continue
-                if args.starred or args.double_starred:  # `*a` or `**kw` may give it
+                if args.starred or args.double_starred or (fields is None and args.positional):  # `*a`, `**kw` or an unplaced positional may give it
                     given[name] = unknown(f"`{name}` may be given by `*` or `**` in `{cls.name}(...)`")
                 elif default is not None:
                     given[name] = _literal(default)
@@ -717,7 +744,7 @@ class Project:
             node = next((s for s in cls.node.body if _assigns_name(s, attr)), cls.node)
             step = Step("attribute", node, f"the class attribute `{cls.name}.{attr}`", cls.module.src)
             values.append(mark(body.all_values[attr], step, via=True))
-        if cls.is_record and self.wide(RECORD_DEPTH) and any(name == attr for name, _ in cls.fields()):
+        if cls.is_record and self.wide(RECORD_DEPTH) and any(name == attr for name, _ in self.record_fields(cls) or cls.fields()):
             values.extend(self.given_to_field(cls, attr))
         family = [cls, *(self.subclasses(cls) if self.wide() else ())]
         seen: Set[int] = set()
@@ -949,6 +976,12 @@ class DeepEvaluator(Evaluator):
         self.kill_paths(node.func.value, state)
         return unknown(f"pinfix cannot see what `{self.short(node.func)}()` returns", node)
 
+    def record_field_names(self, cls: ClassInfo) -> Optional[List[str]]:
+        if not self.deep_on:
+            return super().record_field_names(cls)
+        fields = self.project.record_fields(cls)
+        return None if fields is None else [name for name, _ in fields]
+
     def attribute_of(self, atom: Any, node: ast.Attribute, state: State) -> Value:
         found = super().attribute_of(atom, node, state)
         if self.deep_on and isinstance(atom, Unknown) and found.unknown is not None and node.attr not in ("device", "dtype", "shape"):
@@ -1078,6 +1111,17 @@ def _undetermined(atom: Any) -> bool:
     if isinstance(atom, Unknown):
         return not isinstance(atom.node, ast.arg)
     return isinstance(atom, Tensor) and atom.device == ANY_DEVICE
+
+
+#: Bases that give a dataclass no fields of their own (``class B(Generic[T], ABC)``).
+_FIELDLESS_BASES = frozenset({"object", "ABC", "Generic", "Protocol"})
+
+
+def _fieldless_base(node: ast.expr) -> bool:
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+    return name in _FIELDLESS_BASES
 
 
 def _flag_parameters(facts: FunctionFacts, params: Set[str]) -> Dict[int, str]:
