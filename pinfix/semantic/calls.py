@@ -413,10 +413,10 @@ class Calls(Expressions):
         if isinstance(effect, Availability):
             return Value((Flag(),))
         if isinstance(effect, RecordFields):
-            return self.record_fields(node, args)
+            return self.fields_call(node, args)
         return unknown(node=node)
 
-    def record_fields(self, node: ast.Call, args: Arguments) -> Value:
+    def fields_call(self, node: ast.Call, args: Arguments) -> Value:
         """``dataclasses.fields(x)``: a tuple of the fields of ``x``'s record class."""
         first = args.first("class_or_instance")
         if first is None:
@@ -433,7 +433,7 @@ class Calls(Expressions):
     def record_field_names(self, cls: Any) -> Optional[List[str]]:
         """The names of a record's fields (``None``: a base may add some; deep mode reads
         the project's bases)."""
-        if cls.bases and "dataclass" in cls.decorators:
+        if cls.bases and cls.is_dataclass:
             return None
         return [name for name, _ in cls.fields()]
 

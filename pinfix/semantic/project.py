@@ -358,7 +358,7 @@ class Project:
         dataclass bases' first, then its own (a field declared again keeps its place and
         takes the new default); ``None`` where a base pinfix cannot see may add fields."""
         own = cls.fields()
-        if "dataclass" not in cls.decorators or not cls.bases:
+        if not cls.is_dataclass or not cls.bases:
             return own
         if seen > DEPTH * 4:
             return None
@@ -369,7 +369,7 @@ class Project:
                 if _fieldless_base(base):
                     continue
                 return None
-            if found is cls or "dataclass" not in found.decorators:
+            if found is cls or not found.is_dataclass:
                 continue  # a plain class adds no fields to a dataclass
             inherited = self.record_fields(found, seen + 1)
             if inherited is None:
@@ -500,8 +500,10 @@ class Project:
             for name, default in names:
                 if name in given:
                     continue
-                if args.starred or args.double_starred or (fields is None and args.positional):  # `*a`, `**kw` or an unplaced positional may give it
+                if args.starred or args.double_starred:  # `*a` or `**kw` may give it
                     given[name] = unknown(f"`{name}` may be given by `*` or `**` in `{cls.name}(...)`")
+                elif fields is None and args.positional:
+                    given[name] = unknown(f"`{name}` may be given by a positional argument of `{cls.name}(...)` (a base pinfix cannot see comes first)")
                 elif default is not None:
                     given[name] = _literal(default)
             return sorted(given.items())

@@ -344,9 +344,13 @@ class ClassInfo:
         return list(self.node.bases)
 
     @property
+    def is_dataclass(self) -> bool:
+        return "dataclass" in self.decorators
+
+    @property
     def is_record(self) -> bool:
         """A dataclass or NamedTuple: its annotated class-level names are its fields."""
-        if "dataclass" in self.decorators:
+        if self.is_dataclass:
             return True
         return any((isinstance(b, ast.Name) and b.id == "NamedTuple") or (isinstance(b, ast.Attribute) and b.attr == "NamedTuple") for b in self.bases)
 
