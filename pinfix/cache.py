@@ -7,10 +7,19 @@ share a cache and a reader never sees half an entry. A cache that cannot be
 read or written is simply not used. ``--no-cache`` turns it off.
 
 Layout: ``<cache dir>/<version>/<settings>/<2 hex>/<entry>``, with a
-``CACHEDIR.TAG`` and a ``.gitignore`` at the top. An entry is named by the
-file's path and holds the hash of the bytes it answers for, so an edited file
-replaces its entry. :meth:`ResultCache.prune` removes other versions and all
-but the most recently used settings; ``pinfix clean`` removes the lot.
+``CACHEDIR.TAG`` and a ``.gitignore`` at the top and a :data:`VERSION_MARKER`
+in each version directory. An entry is named by the file's path and
+holds the hash of the bytes it answers for, so an edited file replaces its
+entry. :meth:`ResultCache.prune` removes other versions and all but the most
+recently used settings; ``pinfix clean`` removes the lot.
+
+Ownership: a cache directory is pinfix's when it holds pinfix's own
+``CACHEDIR.TAG`` (these bytes exactly). One that exists, is not empty and is
+not pinfix's is never used, written or pruned (``check`` warns and runs
+without a cache, ``clean`` refuses it). Inside pinfix's own directory, only a
+version directory holding pinfix's marker and settings directories named as
+pinfix names them are ever removed, and a ``.gitignore`` is written only where
+there is none (or an empty one): a user's is never replaced.
 
 Safety: only files under the cache's project (``scope``) are cached, so a file
 checked from outside leaves nothing in it. The cache never reads, creates,
@@ -26,6 +35,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import stat
 import time
@@ -49,6 +59,12 @@ CACHEDIR_TAG = (
 )
 #: What ``.gitignore`` at the cache's top holds: everything in it is ignored.
 IGNORE_ALL = b"*\n"
+#: The file pinfix writes in each version directory it makes: only a version
+#: directory holding it (these bytes) is ever removed.
+VERSION_MARKER = "PINFIX-VERSION"
+VERSION_MARKER_TEXT = b"A version directory of pinfix's check cache; pinfix may remove it.\n"
+#: How pinfix names a settings directory (the first 16 hex digits of the settings' hash).
+SETTINGS_NAME = re.compile(r"[0-9a-f]{16}")
 #: An entry larger than this is not ours (ours are a few kB).
 MAX_ENTRY = 16 * 1024 * 1024
 #: Per settings directory: the files the byte pre-filter ruled out, by their stat.
@@ -115,6 +131,43 @@ def _real_directory(path: Path) -> Optional[bool]:
     return stat.S_ISDIR(mode)
 
 
+def _holds(path: Path, content: bytes) -> bool:
+    """Whether ``path`` is a regular file (no link) holding exactly ``content``."""
+    from .regular import read_regular
+
+    try:
+        return read_regular(path, follow_symlinks=False, limit=len(content) + 1) == content
+    except (OSError, ValueError):
+        return False
+
+
+def ownership(directory: Path) -> Optional[bool]:
+    """``True``: pinfix's cache (a real directory with pinfix's ``CACHEDIR.TAG``);
+    ``None``: free to become one (nothing there, or an empty real directory);
+    ``False``: anything else (a link, a file, someone's directory): never touched."""
+    state = _real_directory(directory)
+    if state is None:
+        return None
+    if state is False:
+        return False
+    if _holds(directory / "CACHEDIR.TAG", CACHEDIR_TAG.encode()):
+        return True
+    try:
+        with os.scandir(directory) as entries:
+            return None if next(entries, None) is None else False
+    except OSError:
+        return False
+
+
+def _marked_version(path: str) -> bool:
+    """A version directory pinfix made (it holds :data:`VERSION_MARKER`)."""
+    return _holds(Path(path) / VERSION_MARKER, VERSION_MARKER_TEXT)
+
+
+def foreign_message(directory: Path) -> str:
+    return f"{directory} exists and is not pinfix's cache (no CACHEDIR.TAG written by pinfix)"
+
+
 class ResultCache:
     def __init__(self, directory: Path, config: Config, scope: Optional[Path] = None):
         self.directory = directory
@@ -125,9 +178,11 @@ class ResultCache:
         self.used: Dict[str, None] = {}
         #: Only files under this directory are cached (``None``: any).
         self.scope = None if scope is None else str(scope).rstrip(os.sep) + os.sep
-        # A link or a file where the cache should be: not ours to use.
-        self.usable = _real_directory(directory) is not False
+        # A link, a file or someone else's directory where the cache should be: not ours to use.
+        self.foreign = ownership(directory) is False
+        self.usable = not self.foreign
         self._tagged = False
+        self._marked: Dict[Path, bool] = {}
         self._verdicts: Dict[Path, DeepVerdicts] = {}
         #: Stamps older than this are not racy (see :data:`RACY_SECONDS`).
         self._settled_before = time.time_ns() - int(RACY_SECONDS * 1e9)
@@ -220,10 +275,8 @@ class ResultCache:
             kept["deep"] = self.verdicts(entry).record(path, report.reads)
         payload = json.dumps(kept)
         try:
-            self._make_directory(self.directory)
-            self._tag()
-            for directory in (entry.parent.parent.parent, entry.parent.parent, entry.parent):
-                self._make_directory(directory)
+            self.prepare(entry.parent.parent)
+            self._make_directory(entry.parent)
             atomic_write(entry.parent, entry.name, payload.encode("utf-8"))
         except OSError:
             self.usable = False  # read-only tree, full disk, a link in the way: run without a cache
@@ -286,9 +339,7 @@ class ResultCache:
             # gone (renamed or deleted), so the list does not grow with every rename.
             merged = {path: stamp for path, stamp in merged.items() if path in now or os.path.isfile(path)}
             try:
-                for d in (self.directory, directory.parent, directory):
-                    self._make_directory(d)
-                self._tag()
+                self.prepare(directory)
                 atomic_write(directory, RULED_OUT_NAME, json.dumps(merged).encode())
             except OSError:
                 self.usable = False
@@ -299,7 +350,7 @@ class ResultCache:
         directory = entry.parent.parent
         found = self._verdicts.get(directory)
         if found is None:
-            found = self._verdicts[directory] = DeepVerdicts(directory)
+            found = self._verdicts[directory] = DeepVerdicts(directory, prepare=lambda: self.prepare(directory))
         return found
 
     def previous(self, path: str, config: Optional[Config] = None) -> Optional[List[Tuple[str, int, int, str]]]:
@@ -330,6 +381,24 @@ class ResultCache:
         self._save_ruled_out()
         self.prune()
 
+    def prepare(self, settings: Path) -> None:
+        """The settings directory ``settings`` exists, in a cache directory that is
+        pinfix's (claimed here if it is free: tagged before anything else goes in) and
+        a version directory holding pinfix's marker. Raises ``OSError``."""
+        from .writing import atomic_write
+
+        if self.foreign or ownership(self.directory) is False:
+            self.foreign = True
+            raise PermissionError(foreign_message(self.directory))
+        self._make_directory(self.directory)
+        self._tag()
+        version = settings.parent
+        self._make_directory(version)
+        if not self._marked.get(version) and not _marked_version(str(version)):
+            atomic_write(version, VERSION_MARKER, VERSION_MARKER_TEXT)
+        self._marked[version] = True
+        self._make_directory(settings)
+
     @staticmethod
     def _make_directory(directory: Path) -> None:
         """``directory`` exists, made here if need be, and is no link."""
@@ -345,40 +414,44 @@ class ResultCache:
 
     def _tag(self) -> None:
         """Like ruff's cache: keep it out of version control and of our own
-        walks. Each file written whole or not at all; the ``.gitignore``
-        repaired when a full disk (or anything else) left it empty or different."""
+        walks. The tag first (it makes the directory pinfix's), then the
+        ``.gitignore`` where there is none or an empty one (a user's is never
+        replaced); each written whole or not at all."""
         if self._tagged:
             return
-        from .regular import read_regular
         from .writing import atomic_write
 
-        for name, content, limit in ((".gitignore", IGNORE_ALL, 1024), ("CACHEDIR.TAG", CACHEDIR_TAG.encode(), 4096)):
-            try:
-                current: Optional[bytes] = read_regular(self.directory / name, follow_symlinks=False, limit=limit)
-            except OSError:
-                current = None
-            if current != content:
-                atomic_write(self.directory, name, content)
+        if not _holds(self.directory / "CACHEDIR.TAG", CACHEDIR_TAG.encode()):
+            atomic_write(self.directory, "CACHEDIR.TAG", CACHEDIR_TAG.encode())
+        ignore = self.directory / ".gitignore"
+        try:
+            info: Optional[os.stat_result] = os.lstat(ignore)
+        except FileNotFoundError:
+            info = None
+        if info is None or (stat.S_ISREG(info.st_mode) and info.st_size == 0):
+            atomic_write(self.directory, ".gitignore", IGNORE_ALL)
         self._tagged = True
 
     def prune(self) -> None:
         """Remove other versions' entries, and those of settings this run did
         not use but the :data:`KEEP_OTHER_SETTINGS` most recently used; never
         through a symbolic link."""
-        if not self.usable or not self.used or _real_directory(self.directory) is not True:
+        if not self.usable or not self.used or ownership(self.directory) is not True:
             return
         try:
             for version in os.scandir(self.directory):
-                if version.is_dir(follow_symlinks=False) and version.name != __version__:
+                if version.is_dir(follow_symlinks=False) and version.name != __version__ and _marked_version(version.path):
                     shutil.rmtree(version.path, ignore_errors=True)
             here = self.directory / __version__
-            if _real_directory(here) is not True:
+            if _real_directory(here) is not True or not _marked_version(str(here)):
                 return
             for name in self.used:
                 if _real_directory(here / name) is True:
                     os.utime(here / name)
             others = [
-                e for e in os.scandir(here) if e.is_dir(follow_symlinks=False) and e.name not in self.used
+                e
+                for e in os.scandir(here)
+                if e.is_dir(follow_symlinks=False) and e.name not in self.used and SETTINGS_NAME.fullmatch(e.name)
             ]
             others.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime, reverse=True)
             for stale in others[KEEP_OTHER_SETTINGS:]:
@@ -387,12 +460,35 @@ class ResultCache:
             pass  # a cache is only ever a shortcut
 
 
-def clean(directory: Path) -> bool:
-    """Remove a cache directory pinfix made (one with its tag or ignore
-    file), never through a symlink; whether one was removed."""
-    if directory.is_symlink() or not directory.is_dir():
-        return False
-    if not ((directory / "CACHEDIR.TAG").is_file() or (directory / ".gitignore").is_file()):
-        return False
-    shutil.rmtree(directory, ignore_errors=True)
-    return not directory.exists()
+def clean(directory: Path) -> Tuple[bool, Optional[str]]:
+    """Remove a cache directory pinfix made: whether anything was removed, and
+    why not all of it (``None``: all of it, or nothing was there). Refused
+    whole: a link, a file, or a directory without pinfix's tag. Inside it, only
+    what pinfix provably wrote goes (marked version directories, its tag and
+    ignore file, its temporary files); the tag last, so an interrupted clean
+    leaves a directory still known as pinfix's."""
+    state = ownership(directory)
+    if state is None:
+        return False, None
+    if state is False:
+        return False, foreign_message(directory) + "; not removed"
+    kept = []
+    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+        if entry.name in ("CACHEDIR.TAG",):
+            continue
+        if entry.is_dir(follow_symlinks=False) and _marked_version(entry.path):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        elif entry.name == ".gitignore" and _holds(Path(entry.path), IGNORE_ALL):
+            os.unlink(entry.path)
+        elif entry.name.startswith(".tmp-") and entry.is_file(follow_symlinks=False):
+            os.unlink(entry.path)  # what an interrupted atomic write left
+        if os.path.lexists(entry.path):
+            kept.append(entry.name)
+    if kept:
+        return True, f"{directory}: kept {', '.join(kept)} (not pinfix's)"
+    os.unlink(directory / "CACHEDIR.TAG")
+    try:
+        os.rmdir(directory)
+    except OSError:
+        pass
+    return True, None

@@ -188,13 +188,30 @@ def _output_format(args: argparse.Namespace, base: Config, out: TextIO) -> str:
     return chosen
 
 
-def _cache_dir(args: argparse.Namespace, base: Config) -> Path:
+def _cache_dir(args: argparse.Namespace, base: Config, err: Optional[TextIO] = None) -> Path:
     """``--cache-dir`` (from the working directory), ``PINFIX_CACHE_DIR``, or
-    the working directory's settings (``cache-dir``, else the project root's)."""
+    the working directory's settings (``cache-dir``, else the project root's).
+
+    A ``cache-dir`` read from a settings file (a cloned repository's) stays inside
+    that file's project: one that resolves outside it is ignored, with a warning on
+    ``err``. Only the command line and the environment may point elsewhere."""
+    from .config import CACHE_DIR_NAME
+
     chosen = getattr(args, "setting_cache_dir", None) or os.environ.get("PINFIX_CACHE_DIR")
     if chosen:
         return Path(chosen).expanduser().resolve()
-    return base.cache_directory()
+    directory = base.cache_directory()
+    if base.cache_dir is None or any("cache-dir" in layer for layer in _overrides(args)[1]):
+        return directory
+    real, root = Path(os.path.realpath(directory)), Path(os.path.realpath(base.root))
+    if real == root or root in real.parents:
+        return directory
+    if err is not None:
+        err.write(
+            f"pinfix: warning: cache-dir in {base.source} resolves to {real}, outside the project {root}; "
+            f"ignored (only --cache-dir or PINFIX_CACHE_DIR may point outside)\n"
+        )
+    return base.root / CACHE_DIR_NAME
 
 
 # --- Commands ------------------------------------------------------------------------
@@ -298,10 +315,15 @@ def _clean(args: argparse.Namespace, err: TextIO) -> int:
         if CACHE_DIR_NAME in subdirs:
             targets.append(Path(directory) / CACHE_DIR_NAME)
         subdirs[:] = [d for d in subdirs if d not in (CACHE_DIR_NAME, ".git")]
+    refused = False
     for target in targets:
-        if clean(target):
+        removed, why = clean(target)
+        if why is not None:
+            err.write(f"pinfix: {why}\n")
+            refused = refused or not removed
+        elif removed:
             err.write(f"pinfix: removed {target}\n")
-    return EXIT_CLEAN
+    return EXIT_ERROR if refused else EXIT_CLEAN
 
 
 def _progress(total: int, stream: TextIO):  # type: ignore[no-untyped-def]
@@ -514,10 +536,14 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
         from .cache import ResultCache
         from .config import CACHE_DIR_NAME
 
-        chosen = _cache_dir(args, base)
+        chosen = _cache_dir(args, base, err)
         # The project's own cache holds its own files only: a file checked from
         # outside leaves nothing there. A cache directory given explicitly takes all.
         cache = ResultCache(chosen, base, scope=base.root if chosen == base.root / CACHE_DIR_NAME else None)
+        if cache.foreign:
+            from .cache import foreign_message
+
+            err.write(f"pinfix: warning: {foreign_message(chosen)}; running without a cache\n")
     jobs = args.jobs_used = args.jobs or default_jobs(base.deep)
     reports: List[FileReport] = []
     try:

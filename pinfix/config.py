@@ -192,7 +192,7 @@ SETTINGS: Tuple[Setting, ...] = (
     Setting("extend-exclude", "patterns", "none", "patterns to exclude on top of `exclude`", "--extend-exclude"),
     Setting("force-exclude", "bool", "`false`", "apply the exclusions to files named on the command line too (the pre-commit hooks pass it)", "--force-exclude"),
     Setting("max-dependents", "int", "`8`", "deep mode with the cache: at most this many files whose verdict read a checked file are rechecked, those that read the fewest files first (`0`: all); a note names the rest", low=0, high=1_000_000),
-    Setting("cache-dir", "path", "`.pinfix_cache` at the project root", "where `check` keeps its results (relative to the settings file; also `PINFIX_CACHE_DIR`)", "--cache-dir"),
+    Setting("cache-dir", "path", "`.pinfix_cache` at the project root", "where `check` keeps its results (relative to the settings file, and inside its project; also `PINFIX_CACHE_DIR`)", "--cache-dir"),
     Setting("output-format", "choice", "`full` on a terminal, else `concise`", "how findings are printed (also `PINFIX_OUTPUT_FORMAT`)", "--output-format", choices=OUTPUT_FORMATS),
 )
 

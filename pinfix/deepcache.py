@@ -36,7 +36,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 #: A listing: path -> (size, modification time in ns).
 Listing = Dict[str, Tuple[int, int]]
@@ -86,9 +86,11 @@ class DeepVerdicts:
     """Deep entries' validity and the index of what each deep verdict read, for
     one cache settings directory."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, prepare: Optional[Callable[[], None]] = None):
         #: ``<cache>/<version>/<settings>``.
         self.directory = directory
+        #: Makes :attr:`directory` (in a cache directory that is pinfix's); raises ``OSError``.
+        self.prepare = prepare or (lambda: directory.mkdir(parents=True, exist_ok=True))
         self._listings: Dict[str, Tuple[str, Listing]] = {}
         self._stored: Dict[str, Optional[Listing]] = {}
         self._stats: Dict[str, Optional[Tuple[int, int]]] = {}
@@ -136,7 +138,8 @@ class DeepVerdicts:
                 pass
             return
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            self.prepare()
+            directory.mkdir(exist_ok=True)
             atomic_write(directory, digest, json.dumps(listing).encode())
             kept = sorted(directory.iterdir(), key=lambda p: p.stat().st_mtime_ns, reverse=True)
             for stale in kept[KEEP_LISTINGS:]:
@@ -292,6 +295,7 @@ class DeepVerdicts:
         from .writing import atomic_write
 
         try:
+            self.prepare()
             target.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(target.parent, target.name, zlib.compress(data, 1))
             self._kept_texts[digest] = self._texts_written = True
@@ -406,7 +410,7 @@ class DeepVerdicts:
         merged = dict(self.index())
         merged.update(self._index_updates)
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.prepare()
             atomic_write(self.directory, INDEX_NAME, json.dumps(merged, sort_keys=True).encode())
         except OSError:
             pass  # a cache is only ever a shortcut

@@ -16,6 +16,7 @@ from typing import Dict, List, Optional
 import pytest
 
 import pinfix.writing
+from pinfix.cache import CACHEDIR_TAG
 from tests.test_bad_input import (
     FIXED,
     RUNNING_AS_ROOT,
@@ -376,7 +377,7 @@ def test_a_cache_directory_that_is_a_symlink_is_never_written_through(own_cache:
             p.unlink()
         level.parent.mkdir(parents=True, exist_ok=True)
         level.symlink_to(elsewhere, target_is_directory=True)
-        (cache / ".gitignore").unlink()
+        (cache / ".gitignore").unlink(missing_ok=True)  # a link there is left alone, never written through
         (cache / ".gitignore").symlink_to(elsewhere / "ignored")
         assert cli("check", str(project))[0] == 1
         assert list(elsewhere.iterdir()) == []
@@ -471,7 +472,8 @@ def test_cache_gitignore_is_written_whole_and_repaired(own_cache: Path, monkeypa
     assert not ignore.exists() or ignore.read_bytes() == b"*\n"  # never left empty
     monkeypatch.setattr(pinfix.writing.tempfile, "mkstemp", real_mkstemp)
     ignore.parent.mkdir(exist_ok=True)
-    ignore.write_bytes(b"")  # what a full disk left behind before
+    (ignore.parent / "CACHEDIR.TAG").write_text(CACHEDIR_TAG)
+    ignore.write_bytes(b"")  # what a full disk left behind before (an empty one is no user's)
     write(project / "n.py", SAMPLE.replace(b"load", b"other"))
     assert cli("check", str(project))[0] == 1
     assert ignore.read_bytes() == b"*\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pinfix.cache import KEEP_OTHER_SETTINGS
+from pinfix.cache import KEEP_OTHER_SETTINGS, VERSION_MARKER
 from tests.support import BAD_SOURCE, pinfix, sigint_as_default
 from tests.support import write_text as write
 
@@ -56,7 +56,7 @@ def cache_env() -> dict:
 
 
 def settings_dirs(cache: Path) -> list:
-    return sorted(p.name for version in cache.iterdir() if version.is_dir() for p in version.iterdir())
+    return sorted(p.name for version in cache.iterdir() if version.is_dir() for p in version.iterdir() if p.is_dir())
 
 
 def test_cache_is_tagged_at_the_project_root_and_cleaned(project: Path) -> None:
@@ -89,6 +89,8 @@ def test_cache_prunes_other_versions_and_old_settings(project: Path) -> None:
     pinfix("check", "m.py", cwd=project, env=cache_env())
     stale_version = cache / "0.0.1-old" / "abc" / "00"
     stale_version.mkdir(parents=True)
+    marker = next(cache.glob(f"*/{VERSION_MARKER}"))
+    (cache / "0.0.1-old" / VERSION_MARKER).write_bytes(marker.read_bytes())  # a version pinfix made
     lengths = range(90, 90 + KEEP_OTHER_SETTINGS + 3)
     for length in lengths:
         pinfix("check", "--config", f"line-length = {length}", "m.py", cwd=project, env=cache_env())

@@ -1,0 +1,139 @@
+"""Issue 25, items 1-3: pinfix never deletes, overwrites or leaves behind what it
+does not own. Each test builds a real tree of user files, runs the command line in
+a subprocess and checks every user file byte for byte."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from pinfix.cache import CACHEDIR_TAG, VERSION_MARKER
+from tests.support import BAD_SOURCE, pinfix
+from tests.support import write_text as write
+
+
+def snapshot(root: Path, skip: str = ".pinfix_cache") -> Dict[str, str]:
+    """Every file under ``root`` (but pinfix's own cache) by its hash."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        if skip in path.relative_to(root).parts or not path.is_file():
+            continue
+        found[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A user's folder of projects: a cloned repository beside two projects of theirs."""
+    write(tmp_path / "mine" / "notes.txt", "do not lose\n")
+    write(tmp_path / "mine" / "src" / "model.py", "x = 1\n")
+    write(tmp_path / "mine" / ".gitignore", "build/\n")
+    write(tmp_path / "theirs" / "data" / "a.csv", "1,2,3\n")
+    write(tmp_path / "theirs" / "data" / "sub" / "b.bin", "\x00\x01")
+    write(tmp_path / "cloned" / "m.py", BAD_SOURCE)
+    write(tmp_path / "cloned" / "data" / "keep.txt", "precious\n")
+    write(tmp_path / "cloned" / "data" / "deeper" / "more.txt", "precious too\n")
+    write(tmp_path / "cloned" / ".gitignore", "*.log\n")
+    return tmp_path
+
+
+def env(**extra: str) -> dict:
+    return {"PINFIX_CACHE_DIR": "", **extra}
+
+
+def test_a_repository_setting_cannot_point_the_cache_outside_it(workspace: Path) -> None:
+    before = snapshot(workspace)
+    for value in ("..", str(workspace / "mine"), "../theirs/data"):
+        write(workspace / "cloned" / "pyproject.toml", f'[tool.pinfix]\ncache-dir = "{value}"\n')
+        before = snapshot(workspace)
+        proc = pinfix("check", "m.py", cwd=workspace / "cloned", env=env())
+        assert proc.returncode == 1, proc.stderr
+        assert "outside the project" in proc.stderr and "Traceback" not in proc.stderr
+        assert snapshot(workspace) == before
+        # The project's own cache is used instead.
+        assert (workspace / "cloned" / ".pinfix_cache" / "CACHEDIR.TAG").is_file()
+        assert not (workspace / "CACHEDIR.TAG").exists() and not (workspace / "mine" / "CACHEDIR.TAG").exists()
+    # Inside the project it is honoured.
+    write(workspace / "cloned" / "pyproject.toml", '[tool.pinfix]\ncache-dir = "build/pf"\n')
+    proc = pinfix("check", "m.py", cwd=workspace / "cloned", env=env())
+    assert "warning" not in proc.stderr
+    assert (workspace / "cloned" / "build" / "pf" / "CACHEDIR.TAG").is_file()
+
+
+@pytest.mark.parametrize("how", ["option", "environment", "absolute", "dot"])
+def test_a_cache_directory_that_is_not_pinfixs_is_never_touched(workspace: Path, how: str) -> None:
+    cloned = workspace / "cloned"
+    before = snapshot(workspace)
+    if how == "option":
+        args, extra = ["--cache-dir", "data"], {}
+    elif how == "environment":
+        args, extra = [], {"PINFIX_CACHE_DIR": "data"}
+    elif how == "absolute":
+        args, extra = ["--cache-dir", str(workspace / "theirs")], {}
+    else:
+        args, extra = [], {"PINFIX_CACHE_DIR": "."}
+    for _ in range(2):  # the second run would prune what the first left
+        proc = pinfix("check", *args, "m.py", cwd=cloned, env=env(**extra))
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.count("is not pinfix's cache") == 1 and "running without a cache" in proc.stderr
+        assert snapshot(workspace) == before
+    assert not list(workspace.rglob("CACHEDIR.TAG")) and not list(workspace.rglob(VERSION_MARKER))
+    # `clean` refuses it too, with one line and a non-zero exit.
+    proc = pinfix("clean", *args, cwd=cloned, env=env(**extra))
+    assert proc.returncode == 2 and "not removed" in proc.stderr and "Traceback" not in proc.stderr
+    assert snapshot(workspace) == before
+
+
+def test_prune_and_clean_remove_only_what_pinfix_made(workspace: Path) -> None:
+    cloned = workspace / "cloned"
+    cache = cloned / ".pinfix_cache"
+    assert pinfix("check", "m.py", cwd=cloned, env=env()).returncode == 1
+    assert (cache / "CACHEDIR.TAG").read_text() == CACHEDIR_TAG
+    # Things a user (or another tool) put in pinfix's directory are no version of pinfix's.
+    write(cache / "0.0.1-old" / "notes.txt", "mine\n")
+    write(cache / "0.0.2-old" / VERSION_MARKER, "not the marker pinfix writes\n")
+    version = next(p for p in cache.iterdir() if (p / VERSION_MARKER).is_file())
+    write(version / "my-settings" / "x.txt", "mine too\n")
+    # A version pinfix made is pruned.
+    stale = cache / "0.0.0-stale"
+    (stale / "abc").mkdir(parents=True)
+    (stale / VERSION_MARKER).write_bytes((version / VERSION_MARKER).read_bytes())
+    for n in range(3):
+        pinfix("check", "--config", f"line-length = {90 + n}", "m.py", cwd=cloned, env=env())
+    assert not stale.exists()
+    assert (cache / "0.0.1-old" / "notes.txt").read_text() == "mine\n"
+    assert (cache / "0.0.2-old" / VERSION_MARKER).is_file()
+    assert (version / "my-settings" / "x.txt").read_text() == "mine too\n"
+    # `clean` removes pinfix's versions, its tag and ignore file, and keeps the rest.
+    proc = pinfix("clean", cwd=cloned, env=env())
+    assert "kept 0.0.1-old, 0.0.2-old" in proc.stderr, proc.stderr
+    assert not version.exists() and (cache / "0.0.1-old" / "notes.txt").read_text() == "mine\n"
+    assert not (cache / ".gitignore").exists() and (cache / "CACHEDIR.TAG").is_file()
+
+
+def test_a_users_gitignore_in_the_cache_directory_is_never_replaced(workspace: Path) -> None:
+    cloned = workspace / "cloned"
+    cache = cloned / ".pinfix_cache"
+    write(cache / "CACHEDIR.TAG", CACHEDIR_TAG)
+    write(cache / ".gitignore", "!keep-me\n")
+    assert pinfix("check", "m.py", cwd=cloned, env=env()).returncode == 1
+    assert (cache / ".gitignore").read_text() == "!keep-me\n"
+    assert pinfix("clean", cwd=cloned, env=env()).returncode == 0
+    assert (cache / ".gitignore").read_text() == "!keep-me\n"
+
+
+def test_an_empty_directory_becomes_the_cache_and_clean_removes_it(workspace: Path) -> None:
+    cloned = workspace / "cloned"
+    (cloned / "empty").mkdir()
+    assert pinfix("check", "--cache-dir", "empty", "m.py", cwd=cloned, env=env()).returncode == 1
+    assert (cloned / "empty" / "CACHEDIR.TAG").is_file() and (cloned / "empty" / ".gitignore").read_text() == "*\n"
+    proc = pinfix("clean", "--cache-dir", "empty", cwd=cloned, env=env())
+    assert proc.returncode == 0 and "removed" in proc.stderr and not (cloned / "empty").exists()
