@@ -205,7 +205,9 @@ def replace_file(path: Path, expected: bytes, new: bytes, follow_symlinks: bool 
     ``follow_symlinks``: then the link's target is written, the link kept), a
     file that is not regular, read-only, has other hard links (replacing it
     would leave them holding the old text) or no longer holds ``expected``
-    (unless it holds ``new`` already: then there is nothing to do).
+    (unless it holds ``new`` already: then there is nothing to do), checked
+    when the file is read and again after the new bytes are flushed, just
+    before the rename (its identity, size, time and bytes).
     """
     if not follow_symlinks:
         link = symlink_in_path(path)
@@ -230,7 +232,7 @@ def replace_file(path: Path, expected: bytes, new: bytes, follow_symlinks: bool 
         if current == new and current != expected:
             return  # it holds what we would write (a try whose report was lost with its worker wrote it)
         if current != expected:
-            raise WriteRefused("file changed while pinfix was working on it; not overwritten", "changed meanwhile")
+            raise WriteRefused("file changed while pinfix was working on it; not overwritten", "changed while fixing")
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".pinfix-tmp")
     except OSError as e:
         raise _refusal(e) from None
@@ -241,6 +243,7 @@ def replace_file(path: Path, expected: bytes, new: bytes, follow_symlinks: bool 
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, stat.S_IMODE(info.st_mode))
+        _still_as_read(target, info, expected)
         os.replace(tmp, target)
     except BaseException as e:
         try:
@@ -250,6 +253,24 @@ def replace_file(path: Path, expected: bytes, new: bytes, follow_symlinks: bool 
         if isinstance(e, OSError):
             raise _refusal(e) from None
         raise
+
+
+def _identity(info: os.stat_result) -> Tuple[int, int, int, int]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _still_as_read(target: Path, info: os.stat_result, expected: bytes) -> None:
+    """Raise :class:`WriteRefused` unless ``target`` is still the file ``info`` described
+    and holds ``expected``: checked again at the last moment, after the new bytes were
+    flushed (which takes a while), so an editor's save in the meantime is never replaced.
+    The bytes are compared too: a save within one timestamp tick keeps the stat."""
+    try:
+        now = os.stat(target)
+        same = _identity(now) == _identity(info) and read_regular(target) == expected
+    except OSError:
+        same = False
+    if not same:
+        raise WriteRefused("file changed while pinfix was fixing it; not overwritten", "changed while fixing")
 
 
 def _keep_owner(fd: int, info: os.stat_result) -> None:

@@ -137,3 +137,33 @@ def test_an_empty_directory_becomes_the_cache_and_clean_removes_it(workspace: Pa
     assert (cloned / "empty" / "CACHEDIR.TAG").is_file() and (cloned / "empty" / ".gitignore").read_text() == "*\n"
     proc = pinfix("clean", "--cache-dir", "empty", cwd=cloned, env=env())
     assert proc.returncode == 0 and "removed" in proc.stderr and not (cloned / "empty").exists()
+
+
+# --- 2. An edit saved while `fix` runs ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("same_stat", [False, True])
+def test_an_edit_saved_between_flush_and_rename_survives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, same_stat: bool) -> None:
+    """The save lands in the last window: after pinfix flushed its new bytes, before
+    the rename. ``same_stat``: the edit keeps the size and the modification time."""
+    import pinfix.writing
+    from tests.test_bad_input import cli
+
+    target = write(tmp_path / "m.py", BAD_SOURCE)
+    edited = BAD_SOURCE.replace("dst, a", "dst, b").replace("(a)", "(b)") if same_stat else BAD_SOURCE + "# saved\n"
+    assert len(edited) == len(BAD_SOURCE) or not same_stat
+    real_fsync = os.fsync
+
+    def fsync_then_save(fd: int) -> None:
+        real_fsync(fd)
+        info = target.stat()
+        target.write_text(edited)  # the editor saves in place
+        if same_stat:
+            os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+    monkeypatch.setattr(pinfix.writing.os, "fsync", fsync_then_save)
+    rc, _, err = cli("fix", "-j", "1", str(target))
+    assert rc == 2, err
+    assert "changed while" in err and "not overwritten" in err and "write refused (changed while fixing)" in err
+    assert target.read_text() == edited
+    assert [p.name for p in tmp_path.iterdir()] == ["m.py"]  # no temporary file left
