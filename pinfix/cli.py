@@ -27,7 +27,7 @@ from .config import (
     describe,
     parse_override,
 )
-from .engine import Diagnostic, FileReport, Mode, default_jobs
+from .engine import Diagnostic, FileReport, Mode, Stopped, default_jobs, stops_as_interrupts
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 #: Show a progress bar (on a terminal) only for runs this long.
@@ -469,6 +469,11 @@ def main(
         args = parser().parse_args(argv)
     except SystemExit as e:  # argparse has printed the usage message
         return EXIT_CLEAN if e.code == 0 else EXIT_ERROR
+    with stops_as_interrupts():  # SIGTERM and SIGHUP end a run as Ctrl-C does
+        return _command(args, out, err, stdin)
+
+
+def _command(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[BinaryIO]) -> int:
     try:
         if args.command == "rule":
             return _rule_doc(args.code, out, err)
@@ -484,9 +489,23 @@ def main(
     except ConfigError as e:
         err.write(f"pinfix: {e}\n")
         return EXIT_ERROR
-    except KeyboardInterrupt:  # before the files were reached (while importing, say)
-        err.write("pinfix: interrupted\n")
-        return 130
+    except KeyboardInterrupt as e:  # before the files were reached (while importing, say)
+        err.write(f"pinfix: {_interrupted(e)}\n")
+        return _interrupted_code(e)
+
+
+def _interrupted(e: KeyboardInterrupt) -> str:
+    """"interrupted", naming the signal when it was not Ctrl-C."""
+    if isinstance(e, Stopped):
+        import signal
+
+        return f"interrupted ({signal.Signals(e.signum).name})"
+    return "interrupted"
+
+
+def _interrupted_code(e: KeyboardInterrupt) -> int:
+    """The shell's convention: 128 + the signal's number (130 for Ctrl-C)."""
+    return 128 + (e.signum if isinstance(e, Stopped) else 2)
 
 
 def command() -> int:
@@ -555,12 +574,12 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
                 reports += run(
                     files, project.config_for, mode, jobs=jobs, cache=cache, on_progress=lambda n: progress.advance(task, n)
                 )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         if mode.fix and not mode.diff_only:
-            err.write("pinfix: interrupted; every file is either as it was or fully rewritten\n")
+            err.write(f"pinfix: {_interrupted(e)}; every file is either as it was or fully rewritten\n")
         else:
-            err.write("pinfix: interrupted\n")
-        return 130
+            err.write(f"pinfix: {_interrupted(e)}\n")
+        return _interrupted_code(e)
     if cache is not None:
         cache.finish()
         if cache.unrechecked:

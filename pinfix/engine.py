@@ -513,9 +513,56 @@ def default_jobs(deep: bool) -> int:
     return max(1, min(cpus, memory // DEEP_WORKER_MEMORY))
 
 
+#: The signals that stop a run as Ctrl-C does: the pool's workers leave them to the main
+#: process, which stops handing out files and waits for those in hand (each written whole
+#: or not at all). SIGTERM (``kill``, a service manager) and SIGHUP (a closed terminal)
+#: reach the whole process group too.
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+def stop_signals() -> Set[int]:
+    import signal
+
+    return {int(getattr(signal, name)) for name in STOP_SIGNALS if hasattr(signal, name)}
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread and handled where Ctrl-C is."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def stops_as_interrupts() -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGHUP raise :class:`Stopped` in the main
+    thread, as SIGINT raises KeyboardInterrupt (a signal this process ignores, as
+    under ``nohup``, stays ignored). The handlers before are restored after."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise Stopped(signum)
+
+    before = {}
+    for signum in stop_signals() - {int(signal.SIGINT)}:
+        if signal.getsignal(signum) == signal.SIG_DFL:
+            before[signum] = signal.signal(signum, stop)
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
 @contextmanager
 def interrupts_held() -> Iterator[None]:
-    """SIGINT blocked in this thread while it starts worker processes: a forked
+    """SIGINT (and the other :data:`STOP_SIGNALS`) blocked in this thread while it starts worker processes: a forked
     child keeps the mask, so a Ctrl-C in the moment before it ignores SIGINT
     (:func:`die_with_parent`) waits instead of killing it mid-start. The
     parent loses nothing: another thread takes the signal, or this one does
@@ -525,7 +572,7 @@ def interrupts_held() -> Iterator[None]:
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals())
     try:
         yield
     finally:
@@ -546,9 +593,10 @@ def die_with_parent(parent: int) -> None:
     :func:`interrupts_held`.)"""
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in stop_signals():
+        signal.signal(signum, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals())
     if sys.platform.startswith("linux"):
         try:
             import ctypes
