@@ -8,7 +8,7 @@ read or written is simply not used. ``--no-cache`` turns it off.
 
 Layout: ``<cache dir>/<version>/<settings>/<2 hex>/<entry>``, with a
 ``CACHEDIR.TAG`` and a ``.gitignore`` at the top and a :data:`VERSION_MARKER`
-in each version directory. An entry is named by the file's path and
+in each version directory. An entry is named by the file's resolved path and
 holds the hash of the bytes it answers for, so an edited file replaces its
 entry. :meth:`ResultCache.prune` removes other versions and all but the most
 recently used settings; ``pinfix clean`` removes the lot.
@@ -209,7 +209,9 @@ class ResultCache:
 
     def _entry(self, path: str, data: bytes, config: Optional[Config] = None) -> Path:
         salt = self._salt_for(config)
-        key = hashlib.sha256(salt + path.encode("utf-8", "surrogateescape")).hexdigest()
+        # By the resolved path: one name typed in two working directories is two files.
+        real = os.path.realpath(path) if path else path
+        key = hashlib.sha256(salt + real.encode("utf-8", "surrogateescape")).hexdigest()
         settings = salt.hex()[:16]
         self.used[settings] = None
         return self.directory / __version__ / settings / key[:2] / key
