@@ -46,7 +46,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import __version__
 from .config import Config
-from .deepcache import DeepVerdicts
+from .deepcache import RACY_SECONDS, DeepVerdicts, Stamp
 
 #: Settings directories kept besides those of the current run. A tree with several settings
 #: files has one directory per file and mode (plain, deep): vLLM's uses three in each, so a
@@ -69,26 +69,6 @@ SETTINGS_NAME = re.compile(r"[0-9a-f]{16}")
 MAX_ENTRY = 16 * 1024 * 1024
 #: Per settings directory: the files the byte pre-filter ruled out, by their stat.
 RULED_OUT_NAME = "ruled-out.json"
-#: A file modified less than this long before the run began may change again within
-#: the same timestamp tick without its stat showing it: it is not remembered (git's
-#: rule for "racily clean" index entries).
-RACY_SECONDS = 2.0
-#: What identifies a file's bytes without reading them: device, inode, size,
-#: modification and change times (ns).
-Stamp = Tuple[int, int, int, int, int]
-
-
-def stamp_of(path: str) -> Optional[Stamp]:
-    """The stat stamp of a regular file (``None``: anything else, or no file)."""
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
 @lru_cache(maxsize=None)
 def _code_fingerprint() -> str:
     """Hash of pinfix's analysis sources: a changed rule never reuses old results."""

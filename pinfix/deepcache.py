@@ -6,11 +6,17 @@ attribute, subclasses). The engine reports both (``FileReport.reads``:
 ``f:<path>``, ``g:<word>\\0<pattern>``: a word every match holds, then the
 pattern). An entry keeps, besides the file's own hash:
 
-- each module read, with its size, modification time and hash: still valid
-  when it is unchanged (stat first, then the hash if the stat differs);
+- each module read, with its stamp (device, inode, size, modification and
+  change times) and hash: still valid when it is unchanged (stat first, then
+  the hash if the stamp differs; a stamp taken within :data:`RACY_SECONDS` of
+  the file's last change is not kept, as git does for "racily clean" files,
+  so an edit in the same timestamp tick is seen by its hash); a module that
+  was looked for and was not there is kept as absent, and its appearing is a
+  change;
 - each search, with the *listing* of the project's files when it was made
-  (sizes and times of every ``.py`` under the project's root, kept once per
-  distinct listing): still valid when no file changed since then, or none of
+  (the stamps of every ``.py`` under the project's root, kept once per
+  distinct listing; a file that was racy is kept as changed, so a later
+  run compares its text with the searches): still valid when no file changed since then, or none of
   the changed files' text now matches the search (a file that matched before
   was read, so it is among the modules above).
 
@@ -35,11 +41,21 @@ import hashlib
 import json
 import os
 import re
+import stat
+import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-#: A listing: path -> (size, modification time in ns).
-Listing = Dict[str, Tuple[int, int]]
+#: What identifies a file's bytes without reading them: device, inode, size,
+#: modification and change times (ns). A changed link target or an edit that kept
+#: the size and the modification time still changes the inode or the change time.
+Stamp = Tuple[int, int, int, int, int]
+#: A listing: path -> stamp.
+Listing = Dict[str, Stamp]
+#: A file changed less than this long before its stamp was taken may change again
+#: within the same timestamp tick without its stamp showing it: such a stamp is not
+#: relied on later (git's rule for "racily clean" index entries).
+RACY_SECONDS = 2.0
 
 INDEX_NAME = "deep-index.json"
 LISTINGS_DIR = "listings"
@@ -50,6 +66,25 @@ KEEP_TEXTS = 20000
 MAX_KEPT_TEXT = 1 << 21
 #: Listings kept (the newest): an entry whose listing is gone is a miss.
 KEEP_LISTINGS = 8
+
+
+#: A racy file's stamp in a stored listing: equal to no file's.
+RACY_STAMP: Stamp = (-1, -1, -1, -1, -1)
+
+
+def _listing_digest(listing: Listing) -> str:
+    return hashlib.sha256(json.dumps(sorted(listing.items())).encode()).hexdigest()[:32]
+
+
+def stamp_of(path: str) -> Optional[Stamp]:
+    """The stamp of a regular file, through links (``None``: anything else, or no file)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def file_hash(data: bytes) -> str:
@@ -91,9 +126,12 @@ class DeepVerdicts:
         self.directory = directory
         #: Makes :attr:`directory` (in a cache directory that is pinfix's); raises ``OSError``.
         self.prepare = prepare or (lambda: directory.mkdir(parents=True, exist_ok=True))
-        self._listings: Dict[str, Tuple[str, Listing]] = {}
+        #: root -> (the digest entries keep, the listing now, the digest of the listing now).
+        self._listings: Dict[str, Tuple[str, Listing, str]] = {}
         self._stored: Dict[str, Optional[Listing]] = {}
-        self._stats: Dict[str, Optional[Tuple[int, int]]] = {}
+        self._stats: Dict[str, Optional[Stamp]] = {}
+        #: Stamps changed after this are racy (see :data:`RACY_SECONDS`).
+        self._settled_before = time.time_ns() - int(RACY_SECONDS * 1e9)
         self._hashes: Dict[str, Optional[str]] = {}
         self._texts: Dict[str, Optional[bytes]] = {}
         self._changed: Dict[Tuple[str, str], Optional[List[str]]] = {}
@@ -116,15 +154,17 @@ class DeepVerdicts:
         known = self._listings.get(root)
         if known is None:
             found: Listing = {}
+            kept: Listing = {}
             for file in project_file_names(root):
-                try:
-                    st = os.stat(file)
-                except OSError:
-                    continue
-                found[file] = (st.st_size, st.st_mtime_ns)
-            digest = hashlib.sha256(json.dumps(sorted(found.items())).encode()).hexdigest()[:32]
-            known = self._listings[root] = (digest, found)
-            self._store_listing(digest, found)
+                stamp = self._stat(file)
+                if stamp is not None:
+                    found[file] = stamp
+                    # A racy file may still change unseen: kept as changed, so a later run
+                    # compares its text with the searches.
+                    kept[file] = RACY_STAMP if self._racy(stamp) else stamp
+            digest = _listing_digest(kept)
+            known = self._listings[root] = (digest, found, _listing_digest(found) if kept != found else digest)
+            self._store_listing(digest, kept)
         return root, known[0], known[1]
 
     def _store_listing(self, digest: str, listing: Listing) -> None:
@@ -153,19 +193,23 @@ class DeepVerdicts:
 
             try:
                 raw = json.loads(read_regular(self.directory / LISTINGS_DIR / digest, follow_symlinks=False, limit=1 << 26))
-                self._stored[digest] = {k: (int(v[0]), int(v[1])) for k, v in raw.items()}
+                self._stored[digest] = {k: tuple(int(x) for x in v) for k, v in raw.items()}  # type: ignore[misc]
             except (OSError, ValueError, TypeError, IndexError, AttributeError, RecursionError):
                 self._stored[digest] = None
         return self._stored[digest]
 
-    def _stat(self, path: str) -> Optional[Tuple[int, int]]:
+    def _stat(self, path: str) -> Optional[Stamp]:
         if path not in self._stats:
-            try:
-                st = os.stat(path)
-                self._stats[path] = (st.st_size, st.st_mtime_ns)
-            except OSError:
-                self._stats[path] = None
+            self._stats[path] = stamp_of(path)
         return self._stats[path]
+
+    def _racy(self, stamp: Stamp) -> bool:
+        return stamp[3] >= self._settled_before or stamp[4] >= self._settled_before
+
+    def _kept_stamp(self, path: str) -> Optional[Stamp]:
+        """The stamp an entry keeps for ``path`` (``None``: racy, compare the hash)."""
+        stamp = self._stat(path)
+        return None if stamp is None or self._racy(stamp) else stamp
 
     def _text(self, path: str) -> Optional[bytes]:
         if path not in self._texts:
@@ -192,7 +236,7 @@ class DeepVerdicts:
             if current is None:
                 self._changed[key] = None
                 return None
-            now_digest, now = current
+            _, now, now_digest = current
             if now_digest == digest:
                 self._changed[key] = []
             else:
@@ -213,7 +257,8 @@ class DeepVerdicts:
         for what in reads or ():
             kind, _, name = what.partition(":")
             if kind == "f":
-                modules[name] = [self._stat(name), self._hash(name)]
+                # Absent: looked for (a module an import may name) and not there.
+                modules[name] = None if self._stat(name) is None else [self._kept_stamp(name), self._hash(name)]
                 self._keep_text(name)
             elif kind == "g":
                 searches.append(name)
@@ -227,15 +272,18 @@ class DeepVerdicts:
         self.refreshed = {}
         try:
             self.listing(path)
-            for name, (stamp, digest) in kept["modules"].items():
+            for name, then in kept["modules"].items():
                 now = self._stat(name)
-                if now is None:
-                    return False
+                if then is None or now is None:
+                    if then is None and now is None:
+                        continue  # absent then, absent now
+                    return False  # created, or gone
+                stamp, digest = then
                 if stamp is None or tuple(stamp) != now:
                     if self._hash(name) != digest:
                         if not self._same_meaning(name, digest, kept["searches"], findings):
                             return False
-                        self.refreshed[name] = [now, self._hash(name)]
+                        self.refreshed[name] = [self._kept_stamp(name), self._hash(name)]
                         self._keep_text(name)
             searches = kept["searches"]
             if searches:
@@ -334,16 +382,20 @@ class DeepVerdicts:
             pass
 
     def matches(self, search: str, data: bytes) -> bool:
-        """Whether a recorded search (``word\\0pattern``, or a bare pattern) matches ``data``
-        (each pattern compiled once a run; the word tested first, which rules most out)."""
+        """Whether a recorded search (``word\\0pattern``, or a bare pattern, each its UTF-8
+        bytes one character a byte) matches ``data`` (each pattern compiled once a run; the
+        word tested first, which rules most out)."""
         word, sep, pattern = search.partition("\0")
-        if not sep:
-            word, pattern = "", search
-        elif word.encode("latin-1") not in data:
-            return False
-        compiled = self._patterns.get(pattern)
-        if compiled is None:
-            compiled = self._patterns[pattern] = re.compile(pattern.encode("latin-1"))
+        try:
+            if not sep:
+                word, pattern = "", search
+            elif word.encode("latin-1") not in data:
+                return False
+            compiled = self._patterns.get(pattern)
+            if compiled is None:
+                compiled = self._patterns[pattern] = re.compile(pattern.encode("latin-1"))
+        except (UnicodeEncodeError, re.error):
+            return True  # not a search as pinfix records it (one character a byte): assume it matches
         return compiled.search(data) is not None
 
     def _matches_file(self, search: str, path: str) -> bool:

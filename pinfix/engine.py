@@ -47,7 +47,7 @@ from typing import (
     Union,
 )
 
-from .cache import stamp_of
+from .deepcache import stamp_of
 from .config import NOQA_CODE, Config
 from .findings import FindingFields
 from .prefilter import gc_paused, may_contain_finding

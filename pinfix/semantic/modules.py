@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 #: Directories under a project root that hold no project code.
 NOT_PROJECT = frozenset({"build", "dist", "node_modules", "site-packages", "venv", "__pycache__"})
@@ -65,7 +65,10 @@ class ModuleIndex:
 
     def __init__(self) -> None:
         self.roots: List[Path] = []
-        self._found: Dict[str, Optional[Path]] = {}
+        #: (module name, the importer's root) -> its file.
+        self._found: Dict[Tuple[str, Optional[Path]], Optional[Path]] = {}
+        #: The same key -> the candidate files that were not there when it was looked for.
+        self._missed: Dict[Tuple[str, Optional[Path]], List[Path]] = {}
         self._root_of: Dict[Path, Path] = {}
 
     def add_root_of(self, path: Path) -> Path:
@@ -75,31 +78,54 @@ class ModuleIndex:
             root = self._root_of[directory] = import_root(path)
         if root not in self.roots:
             self.roots.append(root)
-            self._found = {k: v for k, v in self._found.items() if v is not None}  # a new root may hold them
+            self.roots.sort()  # the order files were seen in changes no answer
+            self._found, self._missed = {}, {}  # a new root may hold them, or come first
         return root
 
-    def find(self, dotted: str) -> Optional[Path]:
-        """The file defining module ``dotted``, or ``None`` when it is not the project's."""
-        if dotted in self._found:
-            return self._found[dotted]
+    def find(self, dotted: str, near: Optional[Path] = None) -> Optional[Path]:
+        """The file defining module ``dotted`` imported from a module under the root
+        ``near`` (searched first, as Python puts a program's own directory first), or
+        ``None`` when it is not the project's.
+
+        As CPython's path finder does, in each root a regular package (``a/__init__.py``)
+        comes before a module of the same name (``a.py``)."""
+        key = (dotted, near)
+        if key in self._found:
+            return self._found[key]
         parts = dotted.split(".")
         found = None
-        for root in self.roots:
+        missed = []
+        for root in ([near] if near in self.roots else []) + [r for r in self.roots if r != near]:
             base = root.joinpath(*parts)
-            for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            for candidate in (base / "__init__.py", base.with_name(base.name + ".py")):
                 if candidate.is_file():
                     found = candidate
                     break
+                missed.append(candidate)
             if found is not None:
                 break
-        self._found[dotted] = found
+        self._found[key] = found
+        self._missed[key] = missed
         return found
 
-    def split(self, qualified: str) -> Optional[tuple]:
-        """``a.b.c.f`` -> (file of the longest module prefix, remaining names)."""
+    def looked_for(self, qualified: str, near: Optional[Path] = None) -> List[Path]:
+        """The files that were not there when :meth:`split` resolved ``qualified``, any of
+        which, created, would change the answer (a longer module prefix, an earlier root)."""
+        parts = qualified.split(".")
+        out: List[Path] = []
+        for cut in range(len(parts) - 1, 0, -1):
+            key = (".".join(parts[:cut]), near)
+            out += self._missed.get(key, ())
+            if self._found.get(key) is not None:
+                break
+        return out
+
+    def split(self, qualified: str, near: Optional[Path] = None) -> Optional[tuple]:
+        """``a.b.c.f`` -> (file of the longest module prefix, remaining names), imported
+        from under the root ``near`` (see :meth:`find`)."""
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
-            found = self.find(".".join(parts[:cut]))
+            found = self.find(".".join(parts[:cut]), near)
             if found is not None:
                 return found, parts[cut:]
         return None

@@ -136,6 +136,8 @@ class Project:
         #: of the project's text), so that a cached verdict knows what to recheck.
         self._reads: Dict[Tuple[Any, ...], FrozenSet[str]] = {}
         self._readers: List[Set[str]] = []
+        #: Module files found by name: whether a symbolic link is on the way.
+        self._linked: Dict[Path, bool] = {}
 
     # --- what answers read -----------------------------------------------------------------
 
@@ -277,13 +279,24 @@ class Project:
 
     # --- names -----------------------------------------------------------------------------
 
-    def resolve(self, qualified: str, hops: int = 0) -> Optional[Value]:
-        """What a dotted name of the project is (``pkg.helpers.make``), or ``None``
-        when it is not the project's."""
-        split = self.index.split(qualified)
+    def near(self, module: ModuleInfo) -> Optional[Path]:
+        """The import root of ``module``'s file: where its imports are looked for first."""
+        return None if module.path is None else self.index.add_root_of(module.path)
+
+    def resolve(self, qualified: str, hops: int = 0, near: Optional[Path] = None) -> Optional[Value]:
+        """What a dotted name of the project is (``pkg.helpers.make``) to a module
+        under the import root ``near``, or ``None`` when it is not the project's."""
+        split = self.index.split(qualified, near)
+        for absent in self.index.looked_for(qualified, near):
+            self.read("f:" + str(absent))  # created later, it changes the answer
         if split is None:
             return None
         path, names = split
+        linked = self._linked.get(path)
+        if linked is None:
+            linked = self._linked[path] = path.resolve() != path
+        if linked:
+            self.read("f:" + str(path))  # reached through a link: re-pointed later, it changes the answer
         module = self.load(path)
         if module is None:
             return unknown(f"`{qualified}` is in a module pinfix cannot read")
@@ -291,7 +304,7 @@ class Project:
             return Value((Ref(qualified),))
         value = self.export(module, names[0], hops)
         for attr in names[1:]:
-            value = value.map(lambda a: self.member(a, attr))
+            value = value.map(lambda a: self.member(a, attr, near))
         return value
 
     def export(self, module: ModuleInfo, name: str, hops: int = 0) -> Value:
@@ -309,14 +322,14 @@ class Project:
                     if local == name and not qualified.startswith("."):
                         if hops >= MAX_HOPS:
                             return unknown(f"`{name}` is re-exported too many times")
-                        resolved = self.resolve(qualified, hops + 1)
+                        resolved = self.resolve(qualified, hops + 1, self.near(module))
                         return resolved if resolved is not None else Value((Ref(qualified),))
         value = self.global_value(module, name)
         return value if value is not None else unknown(f"`{module.name}.{name}` is not bound where pinfix looks")
 
-    def member(self, atom: Any, attr: str) -> Value:
+    def member(self, atom: Any, attr: str, near: Optional[Path] = None) -> Value:
         if isinstance(atom, Ref):
-            found = self.resolve(atom.name + "." + attr)
+            found = self.resolve(atom.name + "." + attr, near=near)
             return found if found is not None else Value((Ref(atom.name + "." + attr),))
         if isinstance(atom, Class):
             method = self.method(atom.info, attr)
@@ -339,7 +352,7 @@ class Project:
                 return None
             value = self.export(module, inner.id)
             for attr in reversed(parts):
-                value = value.map(lambda a: self.member(a, attr))
+                value = value.map(lambda a: self.member(a, attr, self.near(module)))
         else:
             return None
         classes = value.only(Class)
@@ -566,7 +579,7 @@ class Project:
     def functions_calling(self, name: str) -> Optional[List[FunctionInfo]]:
         """The project functions whose text says ``name(`` (``None``: too many files
         say it for pinfix to read them all)."""
-        hits = self.grep(re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\("), name)
+        hits = self.grep(re.compile(NOT_AFTER_NAME + re.escape(name.encode()) + rb"\s*\("), name)
         if hits is None:
             return None
         found: List[FunctionInfo] = []
@@ -807,7 +820,8 @@ class Project:
         (``None``: more than ``limit`` files match, too many to read them all)."""
         key = (pattern.pattern, word, limit)
         # The word is in every text the pattern matches: a cheap test before the pattern's.
-        self.read("g:" + word + "\0" + pattern.pattern.decode("latin-1"))
+        # Both as their UTF-8 bytes, one character a byte (the cache matches them against bytes).
+        self.read("g:" + word.encode().decode("latin-1") + "\0" + pattern.pattern.decode("latin-1"))
         if key in self._greps:
             self.reused(("grep",) + key)
             return self._greps[key]
@@ -844,7 +858,7 @@ class Project:
 
     def _subclasses_of(self, cls: ClassInfo) -> List[ClassInfo]:
         found: List[ClassInfo] = []
-        pattern = re.compile(rb"class\s+\w+\s*\([^)]*\b" + re.escape(cls.name.encode()) + rb"\b")
+        pattern = re.compile(rb"class\s+" + NAME_BYTE + rb"+\s*\([^)]*" + NOT_AFTER_NAME + re.escape(cls.name.encode()) + NOT_BEFORE_NAME)
         for module, _ in self.grep(pattern, cls.name, MAX_STORE_FILES) or ():
             if not speaks_for(module, cls.module):
                 continue
@@ -906,7 +920,7 @@ class DeepEvaluator(Evaluator):
     def project_reference(self, qualified: str, node: ast.AST) -> Optional[Value]:
         if not self.deep_on:
             return None
-        return self.project.resolve(qualified)
+        return self.project.resolve(qualified, near=self.project.near(self.ctx.module))
 
     def exec_return(self, node: ast.Return, state: State) -> None:
         if node.value is None:
@@ -1018,6 +1032,11 @@ class DeepEvaluator(Evaluator):
         return found if found is not None else unknown(f"pinfix cannot see every assignment to `{self.short(node)}`", node)
 
 
+#: A byte of an identifier's UTF-8 (``\\b`` and ``\\w`` on bytes know ASCII only: a name
+#: with a non-ASCII letter first or last never matched) and the edges of a whole name.
+NAME_BYTE = rb"[\w\x80-\xff]"
+NOT_AFTER_NAME = rb"(?<!" + NAME_BYTE + rb")"
+NOT_BEFORE_NAME = rb"(?!" + NAME_BYTE + rb")"
 #: Bytes that may be part of an identifier; every other byte separates words.
 _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _TO_SPACES = bytes(c if c in _WORD_BYTES else 0x20 for c in range(256))
