@@ -199,8 +199,8 @@ def replace_file(path: Path, expected: bytes, new: bytes, follow_symlinks: bool 
     """Write ``new`` to ``path`` if it still holds ``expected``.
 
     The bytes go to a temporary file in the same directory, are flushed to
-    disk, get the original's mode bits and (where permitted) its owner and
-    group, and are renamed over the original. Refused, with
+    disk, get the original's mode bits and (where permitted) its owner, group
+    and extended attributes (ACLs included), and are renamed over the original. Refused, with
     :class:`WriteRefused`: a path through a symbolic link (unless
     ``follow_symlinks``: then the link's target is written, the link kept), a
     file that is not regular, read-only, has other hard links (replacing it
@@ -239,6 +239,7 @@ def replace_file(path: Path, expected: bytes, new: bytes, follow_symlinks: bool 
     try:
         with os.fdopen(fd, "wb") as f:
             _keep_owner(f.fileno(), info)
+            _keep_extended_attributes(f.fileno(), target)
             f.write(new)
             f.flush()
             os.fsync(f.fileno())
@@ -284,6 +285,23 @@ def _keep_owner(fd: int, info: os.stat_result) -> None:
             return
         except OSError:
             continue
+
+
+def _keep_extended_attributes(fd: int, source: Path) -> None:
+    """The new file gets the old one's extended attributes where this user may set
+    them: POSIX ACLs (``system.posix_acl_access``), ``user.*`` notes, labels. A
+    rename would otherwise drop them with the old inode."""
+    if not hasattr(os, "listxattr"):
+        return
+    try:
+        names = os.listxattr(source)
+    except OSError:
+        return  # not supported here
+    for name in names:
+        try:
+            os.setxattr(fd, name, os.getxattr(source, name))
+        except OSError:
+            continue  # one this user may not set (a ``trusted.*`` one, say)
 
 
 def atomic_write(directory: Path, name: str, data: bytes) -> None:

@@ -214,3 +214,22 @@ def test_sigterm_and_sighup_during_fix_leave_every_file_old_or_new(tmp_path: Pat
     assert proc.returncode == 128 + signum, err
     assert f"interrupted ({signal.Signals(signum).name}); every file is either as it was or fully rewritten" in err
     assert "Traceback" not in err, err
+
+
+# --- Found looking further: what a rename drops ------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "setxattr"), reason="no extended attributes here")
+def test_fix_keeps_the_files_extended_attributes(tmp_path: Path) -> None:
+    from tests.test_bad_input import FIXED, SAMPLE, cli
+
+    target = tmp_path / "m.py"
+    target.write_bytes(SAMPLE)
+    try:
+        os.setxattr(target, "user.reviewed-by", b"ana")
+    except OSError:
+        pytest.skip("this file system keeps no user attributes")
+    rc, _, err = cli("fix", "-j", "1", str(target))
+    assert rc == 0, err
+    assert target.read_bytes() == FIXED
+    assert os.getxattr(target, "user.reviewed-by") == b"ana"
