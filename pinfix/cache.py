@@ -46,7 +46,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import __version__
 from .config import Config
-from .deepcache import RACY_SECONDS, DeepVerdicts, Stamp
+from .deepcache import RACY_SECONDS, DeepVerdicts, Stamp, make_directory, real_directory
 
 #: Settings directories kept besides those of the current run. A tree with several settings
 #: files has one directory per file and mode (plain, deep): vLLM's uses three in each, so a
@@ -100,17 +100,6 @@ def _canonical(value: object) -> str:
     return str(sorted(value)) if isinstance(value, (set, frozenset)) else str(value)
 
 
-def _real_directory(path: Path) -> Optional[bool]:
-    """``True``: a directory, not a link; ``None``: nothing there; ``False``: anything else."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return False
-    return stat.S_ISDIR(mode)
-
-
 def _holds(path: Path, content: bytes) -> bool:
     """Whether ``path`` is a regular file (no link) holding exactly ``content``."""
     from .regular import read_regular
@@ -125,7 +114,7 @@ def ownership(directory: Path) -> Optional[bool]:
     """``True``: pinfix's cache (a real directory with pinfix's ``CACHEDIR.TAG``);
     ``None``: free to become one (nothing there, or an empty real directory);
     ``False``: anything else (a link, a file, someone's directory): never touched."""
-    state = _real_directory(directory)
+    state = real_directory(directory)
     if state is None:
         return None
     if state is False:
@@ -206,7 +195,7 @@ class ResultCache:
             return None
         try:
             entry = self._entry(path, data, config)
-            if any(_real_directory(d) is False for d in (entry.parent.parent.parent, entry.parent.parent, entry.parent)):
+            if any(real_directory(d) is False for d in (entry.parent.parent.parent, entry.parent.parent, entry.parent)):
                 return None  # a link on the way: not ours
             raw = json.loads(read_regular(entry, follow_symlinks=False, limit=MAX_ENTRY).decode("utf-8"))
             if raw["sha256"] != hashlib.sha256(data).hexdigest():
@@ -258,7 +247,7 @@ class ResultCache:
         payload = json.dumps(kept)
         try:
             self.prepare(entry.parent.parent)
-            self._make_directory(entry.parent)
+            make_directory(entry.parent)
             atomic_write(entry.parent, entry.name, payload.encode("utf-8"))
         except OSError:
             self.usable = False  # read-only tree, full disk, a link in the way: run without a cache
@@ -372,27 +361,14 @@ class ResultCache:
         if self.foreign or ownership(self.directory) is False:
             self.foreign = True
             raise PermissionError(foreign_message(self.directory))
-        self._make_directory(self.directory)
+        make_directory(self.directory, parents=True)
         self._tag()
         version = settings.parent
-        self._make_directory(version)
+        make_directory(version)
         if not self._marked.get(version) and not _marked_version(str(version)):
             atomic_write(version, VERSION_MARKER, VERSION_MARKER_TEXT)
         self._marked[version] = True
-        self._make_directory(settings)
-
-    @staticmethod
-    def _make_directory(directory: Path) -> None:
-        """``directory`` exists, made here if need be, and is no link."""
-        state = _real_directory(directory)
-        if state is None:
-            try:
-                directory.mkdir(parents=True, exist_ok=True)
-            except FileExistsError:  # a file or a link made meanwhile: seen below
-                pass
-            state = _real_directory(directory)
-        if state is not True:
-            raise NotADirectoryError(f"{directory} is not a plain directory")
+        make_directory(settings)
 
     def _tag(self) -> None:
         """Like ruff's cache: keep it out of version control and of our own
@@ -425,10 +401,10 @@ class ResultCache:
                 if version.is_dir(follow_symlinks=False) and version.name != __version__ and _marked_version(version.path):
                     shutil.rmtree(version.path, ignore_errors=True)
             here = self.directory / __version__
-            if _real_directory(here) is not True or not _marked_version(str(here)):
+            if real_directory(here) is not True or not _marked_version(str(here)):
                 return
             for name in self.used:
-                if _real_directory(here / name) is True:
+                if real_directory(here / name) is True:
                     os.utime(here / name)
             others = [
                 e

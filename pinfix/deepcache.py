@@ -64,12 +64,39 @@ TEXTS_DIR = "texts"
 #: Texts kept (the newest); larger modules are not kept (a change to one is a change).
 KEEP_TEXTS = 20000
 MAX_KEPT_TEXT = 1 << 21
+#: How pinfix names a stored listing (its digest).
+LISTING_NAME = re.compile(r"[0-9a-f]{32}")
 #: Listings kept (the newest): an entry whose listing is gone is a miss.
 KEEP_LISTINGS = 8
 
 
 #: A racy file's stamp in a stored listing: equal to no file's.
 RACY_STAMP: Stamp = (-1, -1, -1, -1, -1)
+
+
+def real_directory(path: Path) -> Optional[bool]:
+    """``True``: a directory, not a link; ``None``: nothing there; ``False``: anything else."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return False
+    return stat.S_ISDIR(mode)
+
+
+def make_directory(directory: Path, parents: bool = False) -> None:
+    """``directory`` exists, made here if need be, and is no link (a cache committed to a
+    repository could hold one pointing anywhere): raises ``OSError`` otherwise."""
+    state = real_directory(directory)
+    if state is None:
+        try:
+            directory.mkdir(parents=parents, exist_ok=True)
+        except FileExistsError:  # a file or a link made meanwhile: seen below
+            pass
+        state = real_directory(directory)
+    if state is not True:
+        raise NotADirectoryError(f"{directory} is not a plain directory")
 
 
 def _listing_digest(listing: Listing) -> str:
@@ -171,19 +198,22 @@ class DeepVerdicts:
         from .writing import atomic_write
 
         directory = self.directory / LISTINGS_DIR
-        if (directory / digest).is_file():
-            try:
-                os.utime(directory / digest)
-            except OSError:
-                pass
-            return
+        try:
+            if real_directory(directory) is True and stat.S_ISREG(os.lstat(directory / digest).st_mode):
+                os.utime(directory / digest, follow_symlinks=False)
+                return
+        except OSError:
+            pass
         try:
             self.prepare()
-            directory.mkdir(exist_ok=True)
+            make_directory(directory)
             atomic_write(directory, digest, json.dumps(listing).encode())
-            kept = sorted(directory.iterdir(), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+            # Only listings (regular files named as pinfix names them), never through a link.
+            with os.scandir(directory) as entries:
+                kept = [e for e in entries if LISTING_NAME.fullmatch(e.name) and e.is_file(follow_symlinks=False)]
+            kept.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime_ns, reverse=True)
             for stale in kept[KEEP_LISTINGS:]:
-                stale.unlink()
+                os.unlink(stale.path)
         except OSError:
             pass  # a cache is only ever a shortcut
 
@@ -344,7 +374,8 @@ class DeepVerdicts:
 
         try:
             self.prepare()
-            target.parent.mkdir(parents=True, exist_ok=True)
+            make_directory(target.parent.parent)
+            make_directory(target.parent)
             atomic_write(target.parent, target.name, zlib.compress(data, 1))
             self._kept_texts[digest] = self._texts_written = True
         except OSError:
@@ -369,6 +400,8 @@ class DeepVerdicts:
         if not self._texts_written:
             return
         found = []
+        if real_directory(self.directory / TEXTS_DIR) is not True:
+            return  # a link: never pruned through
         try:
             for folder in os.scandir(self.directory / TEXTS_DIR):
                 if folder.is_dir(follow_symlinks=False):

@@ -233,3 +233,30 @@ def test_fix_keeps_the_files_extended_attributes(tmp_path: Path) -> None:
     assert rc == 0, err
     assert target.read_bytes() == FIXED
     assert os.getxattr(target, "user.reviewed-by") == b"ana"
+
+
+def test_links_committed_inside_a_cache_are_never_written_or_pruned_through(tmp_path: Path) -> None:
+    """A repository can commit a `.pinfix_cache` of pinfix's own shape, with links inside
+    it: the deep cache's listings and texts folders pointing at the user's files."""
+    from tests.test_deep_cache import COPIER, PINNED_MAKER, tree
+
+    victim = tmp_path / "victim"
+    for i in range(20):
+        write(victim / f"{i:032x}", f"user file {i}\n")  # named as listings are
+    write(victim / "ab" / ("0" * 64 + ".z"), "user file\n")
+    before = snapshot(victim)
+    root = tree(tmp_path / "repo", {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": COPIER})
+    assert pinfix("check", "pkg", cwd=root, env=env()).returncode == 0
+    (settings,) = [p for p in (root / ".pinfix_cache").glob("*/*") if p.is_dir()]
+    for name in ("listings", "texts"):
+        if (settings / name).exists():
+            import shutil
+
+            shutil.rmtree(settings / name)
+        (settings / name).symlink_to(victim, target_is_directory=True)
+    for n in range(12):  # new listings each time: the prune would take all but the newest
+        write(root / "pkg" / f"new{n}.py", f"x = {n}\n")
+        proc = pinfix("check", "pkg", cwd=root, env=env())
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert snapshot(victim) == before
+    assert sorted(p.name for p in victim.iterdir()) == sorted([f"{i:032x}" for i in range(20)] + ["ab"])
