@@ -19,6 +19,8 @@ from typing import AbstractSet, Iterator, List, Optional, Tuple, Union
 
 from .regular import read_regular
 
+#: How much of a file's name its temporary file's name repeats (in bytes).
+TEMPORARY_NAME_BYTES = 100
 #: ``allowed_old_lines`` may hold this: text may be inserted before line 1.
 START_OF_FILE = 0
 
@@ -233,7 +235,9 @@ def replace_file(path: Path, expected: bytes, new: bytes, follow_symlinks: bool 
             return  # it holds what we would write (a try whose report was lost with its worker wrote it)
         if current != expected:
             raise WriteRefused("file changed while pinfix was working on it; not overwritten", "changed while fixing")
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".pinfix-tmp")
+        # The name's first bytes only: a long name (255 bytes is allowed) plus ours would not fit.
+        short = os.fsdecode(os.fsencode(target.name)[:TEMPORARY_NAME_BYTES])
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{short}.", suffix=".pinfix-tmp")
     except OSError as e:
         raise _refusal(e) from None
     try:

@@ -260,3 +260,15 @@ def test_links_committed_inside_a_cache_are_never_written_or_pruned_through(tmp_
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert snapshot(victim) == before
     assert sorted(p.name for p in victim.iterdir()) == sorted([f"{i:032x}" for i in range(20)] + ["ab"])
+
+
+def test_a_file_with_the_longest_name_allowed_is_fixed(tmp_path: Path) -> None:
+    from tests.test_bad_input import FIXED, SAMPLE, cli
+
+    for stem in ("a" * 252, "é" * 126):  # 255 bytes with `.py`, the most a name may have
+        target = tmp_path / (stem + ".py")
+        target.write_bytes(SAMPLE)
+        rc, _, err = cli("fix", "-j", "1", str(target))
+        assert rc == 0, err
+        assert target.read_bytes() == FIXED
+    assert all(p.suffix == ".py" for p in tmp_path.iterdir())
