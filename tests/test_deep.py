@@ -756,3 +756,69 @@ def test_show_producers_lists_the_inferred_pinned_producers(tmp_path):
     err = io.StringIO()
     assert main(["show-producers", str(pkg / "bad.py")], out=io.StringIO(), err=err) == 2
     assert err.getvalue().count("\n") == 1 and "bad.py: error:" in err.getvalue()
+
+
+LOADERS = """\
+from torch.utils.data import DataLoader
+
+
+def plain_loader(ds):
+    return DataLoader(ds, batch_size=8)
+
+
+def flagged_loader(ds, pin):
+    return DataLoader(ds, batch_size=8, pin_memory=pin)
+"""
+
+TRAINER = """\
+from torch.utils.data import DataLoader
+
+from .loaders import flagged_loader, plain_loader
+
+
+class Trainer:
+    def __init__(self, ds):
+        self.ds = ds
+        self.loader = DataLoader(ds, batch_size=4)
+
+    def train_dataloader(self):
+        return DataLoader(self.ds, batch_size=4)
+
+    def fit(self, dev):
+        for x, y in self.loader:
+            x.to(dev, non_blocking=True)
+
+    def fit_epoch(self, dev):
+        for batch in self.train_dataloader():
+            batch["ids"].to(dev, non_blocking=True)
+
+    def fit_other(self, dev):
+        for x in plain_loader(self.ds):
+            x.to(dev, non_blocking=True)
+
+    def fit_flagged(self, dev):
+        for x in flagged_loader(self.ds, True):
+            x.to(dev, non_blocking=True)
+"""
+
+
+def test_dataloader_on_self_returned_and_from_another_file(tmp_path):
+    """A loader stored on `self`, returned by `*_dataloader()` or by another file's helper:
+    its batches are pageable; fixed where it is built in the same file, reported (no fix) in another."""
+    pkg = project(tmp_path, {"loaders.py": LOADERS, "trainer.py": TRAINER})
+    found = sorted(deep([pkg]), key=lambda f: f["line"])
+    assert [(Path(f["path"]).name, f["line"], f["code"]) for f in found] == [
+        ("trainer.py", 16, "PIN002"),
+        ("trainer.py", 20, "PIN002"),
+        ("trainer.py", 24, "PIN002"),
+    ]
+    assert [f["fix"]["safety"] for f in found] == ["safe", "safe", None]
+    assert "loaders.py:5" in found[2]["message"] and "built in another file" in found[2]["message"]
+    # Plain mode cannot see through `self.loader` or a call.
+    assert check([pkg])[1] == []
+    path = pkg / "trainer.py"
+    assert main(["fix", "--deep", str(pkg)], out=io.StringIO(), err=io.StringIO()) == 1  # loaders.py's finding stays
+    fixed = path.read_text()
+    assert fixed == TRAINER.replace("batch_size=4)", "batch_size=4, pin_memory=True)")
+    assert (pkg / "loaders.py").read_text() == LOADERS
+    assert [f["line"] for f in deep([pkg])] == [24]

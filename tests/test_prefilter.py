@@ -183,6 +183,11 @@ def _origin_source(key: str) -> str:
     module, _, _ = key.rpartition(".")
     args = "[1, 2]" if not name.endswith("_like") else "torch.zeros(2)"
     call = f"{key}({args})"
+    effect = effects.FUNCTIONS.get(key)
+    if isinstance(effect, effects.Loads):
+        call = f"next(iter({call}))"  # a batch of the loader
+    elif isinstance(effect, effects.ReadsFile):
+        call = f"{key}('f', {effect.device_keyword}='cpu')"
     return f"import {module}\nimport torch\n\n\ndef f(d):\n    return {call}[::2].to(d, non_blocking=True)\n"
 
 

@@ -8,6 +8,8 @@ from .base import Case, Finding, Rule, RuleContext
 from .pageable import pageable_findings
 
 _H = "import numpy as np\nimport torch\n\nfrom vllm.utils.platform_utils import is_pin_memory_available\n\n\n"
+_L = "import torch\nfrom torch.utils.data import DataLoader\n\n\n"
+_F = "import torch\nfrom safetensors.torch import load_file\n\n\n"
 
 
 class PageableCpuSource(Rule):
@@ -30,7 +32,21 @@ class PageableCpuSource(Rule):
     - ``t.cpu()``;
     - a tokenizer's or processor's output asked for with ``return_tensors="pt"``;
     - ``default_collate(items)`` of items that hold only host data, arrays and CPU tensors
-      (pinned or not: the batch is stacked into fresh memory).
+      (pinned or not: the batch is stacked into fresh memory);
+    - a batch of a ``torch.utils.data.DataLoader(...)`` built without ``pin_memory=`` (or with
+      ``pin_memory=False``) and without a ``collate_fn`` of its own: each batch is collated
+      afresh in pageable memory. A batch is read in every spelling of iteration (``for``,
+      ``enumerate``, ``zip``, ``next(iter(loader))``, ``list(loader)``, comprehensions) and
+      through what the default collate makes of the dataset's items: the tensor itself, or a
+      tuple, list or dict of them (unpacking, indexing, ``.items()``, ``.values()``). In deep mode
+      the loader may be built in another function, stored on ``self`` or returned by a
+      ``*_dataloader()`` method;
+    - tensors read from a checkpoint or file onto the CPU: ``torch.load(f, map_location="cpu")``
+      (``mmap=True`` too: memory mapped from the file is no pinned memory), safetensors'
+      ``load_file(f)`` (``device="cpu"``, its default), ``torch.frombuffer(buf)``, and
+      ``torch.from_numpy`` / ``torch.as_tensor`` of an array from ``np.load`` / ``np.fromfile`` /
+      ``np.memmap``. ``torch.load`` without ``map_location`` puts each tensor back on the device
+      it was saved from, so pinfix does not know where it is.
 
     The source may be the copy's argument or reach it through local names, dense slices and
     views (``x[:n]``, ``x[i, :k]``, ``.view``, ``.reshape``, ``.t()``...) and CPU conversions
@@ -91,6 +107,12 @@ class PageableCpuSource(Rule):
     between the source and the copy (pinning the source would not help), or for sources with no
     ``pin_memory=`` (``as_tensor``, ``asarray``, ``.cpu()``): the message suggests a persistent
     pinned staging buffer (allocated once with ``pin_memory=True``, as vLLM's ``CpuGpuBuffer``).
+    A ``DataLoader`` batch's fix adds ``pin_memory=True`` to the ``DataLoader(...)`` call where it
+    is built (in deep mode too, when that is in the same file): safe, since the loader pins each
+    fresh batch in a thread of its own before handing it out, and where no accelerator exists
+    torch only warns and skips the pinning. No fix when ``pin_memory=False`` is written out or the
+    loader is built in another file. Tensors read from files get no fix (the loaders take no
+    ``pin_memory=``).
     Computed results get no fix either (a fresh tensor cannot be allocated pinned); in deep
     mode neither do sources made in another function: the message names the origin to fix.
 
@@ -103,7 +125,12 @@ class PageableCpuSource(Rule):
     CPU device ``.to`` returns the tensor itself, the helper a pinned copy).
 
     ## Not reported
-    An accelerator ``device=``; ``pin_memory=`` given (any value but ``False``); a copy whose
+    A ``DataLoader`` given ``pin_memory=`` that may be true (a variable or setting counts as true),
+    ``**kwargs`` that may set it, or a ``collate_fn`` of its own; ``torch.load`` without
+    ``map_location`` or with an accelerator one; safetensors loaded onto an accelerator;
+    sources pinfix does not know: ``safe_open(...).get_tensor``, ``pickle`` loads, tensors from
+    ``torch.multiprocessing`` queues, loaders wrapped by ``accelerate``'s ``prepare`` or a
+    library trainer. An accelerator ``device=``; ``pin_memory=`` given (any value but ``False``); a copy whose
     destination is itself a CPU tensor pinfix can see; a dense slice of a pinned tensor;
     ``as_tensor`` of something that may already be a device tensor.
     Suppress one line with ``# noqa: PIN002`` or ``# lint-ignore: PageableCpuSource``.
@@ -184,9 +211,37 @@ class PageableCpuSource(Rule):
         # An int index is a view of pinned memory; narrow(0, ...) too.
         Case(_H + "def f(i, n, dev):\n    buf = torch.zeros(n, 4, pin_memory=True)\n    return buf[i].to(dev, non_blocking=True)\n"),
         Case(_H + "def f(n, dev):\n    buf = torch.zeros(n, 4, pin_memory=True)\n    return buf.narrow(0, 0, 2).to(dev, non_blocking=True)\n"),
+        # A loader that pins its batches (a flag counts as pinned, as `pin_memory=` of a factory does).
+        Case(_L + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8, pin_memory=True):\n        x.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, pin, dev):\n    loader = DataLoader(ds, pin_memory=pin)\n    return next(iter(loader)).to(dev, non_blocking=True)\n"),
+        # Batches are what a collate_fn of the project's own returns; **kwargs may set pin_memory.
+        Case(_L + "def f(ds, fn, dev):\n    for b in DataLoader(ds, collate_fn=fn):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, kw, dev):\n    for b in DataLoader(ds, **kw):\n        b.to(dev, non_blocking=True)\n"),
+        # torch.load without map_location restores each tensor where it was saved; onto a device: not the host.
+        Case(_L + "def f(path, dev):\n    return torch.load(path)['w'].to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(path, dev):\n    return torch.load(path, map_location='cuda')['w'].to(dev, non_blocking=True)\n"),
+        Case(_F + "def f(path, dev):\n    return load_file(path, device='cuda:0')['w'].to(dev, non_blocking=True)\n"),
     ]
 
     INVALID = [
+        # DataLoader batches without pin_memory=True: fresh pageable memory, in every spelling of iteration.
+        Case(
+            _L + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8):\n        x.to(dev, non_blocking=True)\n",
+            fixed=_L + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8, pin_memory=True):\n        x.to(dev, non_blocking=True)\n",
+        ),
+        Case(
+            _L + "def f(ds, dev):\n    loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+            "    for step, batch in enumerate(loader):\n"
+            "        batch = {k: v.to(dev, non_blocking=True) for k, v in batch.items()}\n"
+        ),
+        Case(_L + "def f(ds, dev):\n    batch = next(iter(DataLoader(ds)))\n    return batch['ids'].cuda(non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev):\n    return [b[0].to(dev, non_blocking=True) for b in list(DataLoader(ds))]\n"),
+        Case(_L + "def f(a, b, dev):\n    for x, y in zip(DataLoader(a), DataLoader(b, pin_memory=True)):\n        x.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=False):\n        for t in b.values():\n            t.to(dev, non_blocking=True)\n"),
+        # Checkpoints and files read onto the host.
+        Case(_L + "def f(path, dev):\n    state = torch.load(path, map_location='cpu', mmap=True)\n    return state['w'].to(dev, non_blocking=True)\n"),
+        Case(_F + "def f(path, dev):\n    return {k: v.to(dev, non_blocking=True) for k, v in load_file(path).items()}\n"),
+        Case(_L + "def f(blob, dev):\n    return torch.frombuffer(blob, dtype=torch.uint8).to(dev, non_blocking=True)\n"),
         # A comprehension's own variable holds what its iterable holds.
         Case(
             _H + "def f(rows, dev):\n    hosts = [torch.tensor(r) for r in rows]\n"

@@ -27,11 +27,13 @@ from ..effects import (
     CopiesTo,
     Effect,
     HostData,
+    Loads,
     Makes,
     MakesArray,
     MakesBatch,
     Metadata,
     Pins,
+    ReadsFile,
     ReadsOnHost,
     RecordFields,
     ToHost,
@@ -236,7 +238,10 @@ class Calls(Expressions):
             parts = [self.elements_of(v, node) for _, v in args.positional]
             items = ((Value((Host(),)),) + tuple(parts)) if name == "enumerate" else tuple(parts)
             return Value((Seq("list", None, Value((Seq("tuple", items, join(*items)),)), node),))
-        if name in ("map", "filter", "iter"):
+        if name == "iter":
+            first = args.first()
+            return Value((Seq("gen", None, self.elements_of(first[1], node), node),)) if first else unknown(node=node)
+        if name in ("map", "filter"):
             return Value((Seq("list", None, unknown(node=node), node),))
         if name == "next":
             first = args.first()
@@ -387,6 +392,10 @@ class Calls(Expressions):
             return self.computes(effect, qualified, node, args, state, receiver)
         if isinstance(effect, Collates):
             return self.collates(effect, qualified, node, args, state)
+        if isinstance(effect, Loads):
+            return self.loader(effect, qualified, node, args)
+        if isinstance(effect, ReadsFile):
+            return self.reads_file(effect, qualified, node, args, state)
         if isinstance(effect, ToHost):
             return self.to_host(node, receiver, state)
         if isinstance(effect, MakesArray):
@@ -650,6 +659,46 @@ class Calls(Expressions):
 
         return join(*(shaped(a) for a in items))
 
+    def loader(self, effect: Loads, qualified: str, node: ast.Call, args: Arguments) -> Value:
+        """``DataLoader(dataset, ..., pin_memory=...)``: what iterating it yields, batch by batch."""
+        callee = self.short(node.func, 40)
+        pin = args.keyword("pin_memory")
+        if pin is None and effect.pin_slot < len(args.positional):
+            pin = args.positional[effect.pin_slot]
+        if pin is None and (args.starred or args.double_starred):
+            return unknown(f"`{callee}(...)` passes `*args`/`**kwargs` that may set `pin_memory=`", node)
+        explicit = pin is not None and literal_bool(pin[0]) is False
+        pageable = pin is None or explicit or pin[1].all(lambda a: isinstance(a, Const) and a.value is False) or pin[1].all(lambda a: isinstance(a, NoneValue))
+        label = f"`{callee}(...)` batches"
+        if not pageable:
+            tensor = self.pinned(node, effect, "pins each batch it yields", qualified)
+            return Value((Seq("gen", None, collated(Value((tensor,)), node), node),))
+        collate = args.keyword("collate_fn")
+        if collate is None and effect.collate_slot < len(args.positional):
+            collate = args.positional[effect.collate_slot]
+        if collate is not None and not collate[1].all(lambda a: isinstance(a, NoneValue) or (isinstance(a, Ref) and isinstance(FUNCTIONS.get(a.name), Collates))):
+            return unknown(f"the batches of `{callee}(...)` are what its `collate_fn` returns", node)
+        tensor = self.made(node, effect, qualified, label, explicit=explicit)
+        how = "with `pin_memory=False`" if pin is not None else "without `pin_memory=True`"
+        step = self.step("made", node, f"`{self.short(node)}` yields batches collated into fresh pageable memory ({how})")
+        return Value((Seq("gen", None, collated(Value((tensor.evolve(route=(step, None)),)), node), node),))
+
+    def reads_file(self, effect: ReadsFile, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
+        """``torch.load(f, map_location="cpu")``: the saved tensors, on the device named."""
+        callee = self.short(node.func, 40)
+        given = args.keyword(effect.device_keyword)
+        if given is None and effect.device_slot < len(args.positional):
+            given = args.positional[effect.device_slot]
+        if given is None and (args.starred or args.double_starred):
+            return unknown(f"`{callee}(...)` passes `*args`/`**kwargs` that may name a device", node)
+        if given is None and effect.saved_device:
+            return unknown(f"`{callee}(...)` puts each tensor back on the device it was saved from", node)
+        devices = self.devices(given[1], state) if given is not None else Value((Device(CPU),))
+        if given is not None and not given[1].all(lambda a: isinstance(a, (Device, Const, NoneValue))):
+            return unknown(f"pinfix cannot tell where `{callee}(...)` puts what it reads", node)
+        label = f"`{callee}(...)`"
+        return collated(self.on_devices(devices, lambda: self.made(node, effect, qualified, label)), node)
+
     def to_host(self, node: ast.Call, receiver: Optional[Tensor], state: State) -> Value:
         """``t.cpu()``: a CPU tensor stays as it is; a device tensor's data lands in fresh pageable memory."""
         self.synchronized(state)
@@ -823,6 +872,14 @@ class Calls(Expressions):
                     pending.append(Pending(node, id(node), ""))
         state.set(PENDING, Value(tuple(pending)))
         return result
+
+
+def collated(tensors: Value, node: ast.AST) -> Value:
+    """What holds ``tensors`` in a structure pinfix cannot see (a collated batch, a
+    checkpoint): a tensor, or a tuple, list or dict (read by key or attribute) of them,
+    two levels deep: unpacking, indexing, ``.items()`` and ``.values()`` reach them."""
+    inner = join(tensors, Value((Seq("list", None, tensors, node),)), Value((Dict((), tensors, node, record=True),)))
+    return join(tensors, Value((Seq("tuple", None, inner, node),)), Value((Dict((), inner, node, record=True),)))
 
 
 def _device_kind(text: str) -> str:
