@@ -234,7 +234,11 @@ class PageableCpuSource(Rule):
             "    for step, batch in enumerate(loader):\n"
             "        batch = {k: v.to(dev, non_blocking=True) for k, v in batch.items()}\n"
         ),
-        Case(_L + "def f(ds, dev):\n    batch = next(iter(DataLoader(ds)))\n    return batch['ids'].cuda(non_blocking=True)\n"),
+        # `batch['ids']` of a dict batch is that batch's tensor, no conversion: the loader's fix applies.
+        Case(
+            _L + "def f(ds, dev):\n    batch = next(iter(DataLoader(ds)))\n    return batch['ids'].cuda(non_blocking=True)\n",
+            fixed=_L + "def f(ds, dev):\n    batch = next(iter(DataLoader(ds, pin_memory=True)))\n    return batch['ids'].cuda(non_blocking=True)\n",
+        ),
         Case(_L + "def f(ds, dev):\n    return [b[0].to(dev, non_blocking=True) for b in list(DataLoader(ds))]\n"),
         Case(_L + "def f(a, b, dev):\n    for x, y in zip(DataLoader(a), DataLoader(b, pin_memory=True)):\n        x.to(dev, non_blocking=True)\n"),
         Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=False):\n        for t in b.values():\n            t.to(dev, non_blocking=True)\n"),
