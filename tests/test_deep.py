@@ -822,3 +822,53 @@ def test_dataloader_on_self_returned_and_from_another_file(tmp_path):
     assert fixed == TRAINER.replace("batch_size=4)", "batch_size=4, pin_memory=True)")
     assert (pkg / "loaders.py").read_text() == LOADERS
     assert [f["line"] for f in deep([pkg])] == [24]
+
+
+_STAGE = HEADER + "def _stage(ids, dev, non_blocking):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n"
+
+
+@pytest.mark.parametrize(
+    "callers, expected, given_at",
+    [
+        # `True` two calls up, passed on unchanged (by position, then by keyword).
+        ("def _prepare(b, dev, non_blocking):\n    return _stage(b, dev, non_blocking)\n\n\n"
+         "def _outer(b, dev, nb):\n    return _prepare(b, dev, non_blocking=nb)\n\n\n"
+         "def run(dev):\n    return _outer([1, 2], dev, True)\n", [5], 17),
+        # `False` at the top; the flag rebound on the way: no finding.
+        ("def _prepare(b, dev, non_blocking):\n    return _stage(b, dev, non_blocking)\n\n\n"
+         "def run(dev):\n    return _prepare([1, 2], dev, False)\n", [], None),
+        ("def _prepare(b, dev, non_blocking):\n    non_blocking = non_blocking and dev.type == 'cuda'\n"
+         "    return _stage(b, dev, non_blocking)\n\n\n"
+         "def run(dev):\n    return _prepare([1, 2], dev, True)\n", [], None),
+        # A chain longer than MAX_FLAG_RELAY calls is not followed to its end.
+        ("".join(f"def _h{i}(b, dev, nb):\n    return {'_stage' if i == 0 else f'_h{i - 1}'}(b, dev, nb)\n\n\n" for i in range(8))
+         + "def run(dev):\n    return _h7([1], dev, True)\n", [], None),
+    ],
+)
+def test_non_blocking_passed_on_through_helpers(tmp_path, callers, expected, given_at):
+    pkg = project(tmp_path, {"stage.py": _STAGE + "\n\n" + callers.replace("_stage(", "_stage(", 1)})
+    found = deep([pkg / "stage.py"])
+    assert [line for line, _ in lines(found)] == expected
+    if expected:
+        assert f"(`True` in the call at line {given_at})" in found[0]["message"]
+
+
+@pytest.mark.parametrize(
+    "callers, expected",
+    [
+        # Nobody in the project calls it: users take the default.
+        ("", [5]),
+        # A project call that leaves it out takes the default too.
+        ("def go(dev):\n    return plan([1], dev)\n", [5]),
+        # Every project call passes False (a private helper: nobody else calls it).
+        ("def go(dev):\n    return _plan([1], dev, non_blocking=False)\n", []),
+    ],
+)
+def test_non_blocking_true_by_default(tmp_path, callers, expected):
+    name = "_plan" if "_plan" in callers else "plan"
+    body = HEADER + f"def {name}(ids, dev, non_blocking: bool = True):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n"
+    pkg = project(tmp_path, {"plan.py": body + ("\n\n" + callers if callers else "")})
+    found = deep([pkg / "plan.py"])
+    assert [line for line, _ in lines(found)] == expected
+    if expected and not callers:
+        assert "(`True` by default, line 4)" in found[0]["message"]

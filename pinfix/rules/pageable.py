@@ -44,6 +44,8 @@ def what_copies(copy: Copy, src: Any) -> str:
     if copy.given_by is not None:
         given = copy.given_by
         where = f"{given.src.path}:{given.line}" if given.src is not src and given.src.path is not None else f"line {given.line}"
+        if given.kind == "default":
+            return f"`.{copy.method}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` by default, {where})"
         return f"`.{copy.method}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` in the call at {where})"
     return f"`.{copy.method}(..., non_blocking=True)`"
 
