@@ -48,6 +48,12 @@ class PageableCpuSource(Rule):
       ``np.memmap``. ``torch.load`` without ``map_location`` puts each tensor back on the device
       it was saved from, so pinfix does not know where it is.
 
+    In deep mode the copy's ``non_blocking`` may be a parameter: it counts as ``True`` where a
+    project call passes ``True`` for it, directly or through helpers that pass their own
+    parameter on unchanged (up to four calls up), and where its default is ``True``
+    (``def plan(..., non_blocking: bool = True)``: what users of the function run) unless
+    every project call passes ``False``; the message names the call or says it is the default.
+
     The source may be the copy's argument or reach it through local names, dense slices and
     views (``x[:n]``, ``x[i, :k]``, ``.view``, ``.reshape``, ``.t()``...) and CPU conversions
     (``.long()``, ``.to(torch.int32)``, ``.contiguous()``...); anything pinfix cannot see
@@ -221,6 +227,11 @@ class PageableCpuSource(Rule):
         Case(_L + "def f(path, dev):\n    return torch.load(path)['w'].to(dev, non_blocking=True)\n"),
         Case(_L + "def f(path, dev):\n    return torch.load(path, map_location='cuda')['w'].to(dev, non_blocking=True)\n"),
         Case(_F + "def f(path, dev):\n    return load_file(path, device='cuda:0')['w'].to(dev, non_blocking=True)\n"),
+        # Deep mode: a flag that is False by default, with no call passing True.
+        Case(
+            _L + "def plan(ids, dev, non_blocking: bool = False):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
+            settings=(("deep", True),),
+        ),
     ]
 
     INVALID = [
@@ -246,6 +257,11 @@ class PageableCpuSource(Rule):
         Case(_L + "def f(path, dev):\n    state = torch.load(path, map_location='cpu', mmap=True)\n    return state['w'].to(dev, non_blocking=True)\n"),
         Case(_F + "def f(path, dev):\n    return {k: v.to(dev, non_blocking=True) for k, v in load_file(path).items()}\n"),
         Case(_L + "def f(blob, dev):\n    return torch.frombuffer(blob, dtype=torch.uint8).to(dev, non_blocking=True)\n"),
+        # Deep mode: a flag True by default is what users of `plan` run.
+        Case(
+            _L + "def plan(ids, dev, non_blocking: bool = True):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
+            settings=(("deep", True),),
+        ),
         # A comprehension's own variable holds what its iterable holds.
         Case(
             _H + "def f(rows, dev):\n    hosts = [torch.tensor(r) for r in rows]\n"
