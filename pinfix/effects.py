@@ -126,6 +126,8 @@ class CopiesTo(Effect):
     """
 
     method: str = ""
+    #: ``"receiver"``, ``"arg"``; a library function (``send_to_device(batch, dev, non_blocking=True)``)
+    #: has ``"arg"``: its first argument, whose containers it recurses into (``non_blocking`` by keyword only).
     source: str = "receiver"
     source_keyword: Optional[str] = None
     non_blocking_slots: Tuple[int, ...] = ()
@@ -280,6 +282,11 @@ FUNCTIONS: Mapping[str, Effect] = {
     "safetensors.torch.load_file": ReadsFile(device_keyword="device"),
     # torch.frombuffer(buffer, ...) views a host buffer (bytes, an mmap): pageable, no pin_memory=.
     "torch.frombuffer": Makes(shares_argument=True),
+    # --- library helpers that copy every tensor of a container (a sink when given non_blocking=) ---
+    **_entries(
+        CopiesTo(method="send_to_device", source="arg", source_keyword="tensor", device_slot=(1, "device")),
+        "accelerate.utils.send_to_device accelerate.utils.operations.send_to_device",
+    ),
     # --- records ----------------------------------------------------------------------
     "dataclasses.fields": RecordFields(),
     # --- values ---------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple
 
 from ..edits import SAFE, UNSAFE, Edit, Fix
-from ..effects import Loads, Makes, ReadsFile
+from ..effects import COPY_SINKS, Loads, Makes, ReadsFile
 from ..semantic.facts import Copy, on_cpu, position
 from ..semantic.scope import FunctionInfo, ModuleInfo, iter_nodes, last_name
 from ..semantic.values import PAGEABLE, PINNED, Step, Tensor, steps
@@ -39,15 +39,17 @@ def pageable_findings(ctx: RuleContext) -> List[Finding]:
 
 
 def what_copies(copy: Copy, src: Any) -> str:
+    # A tensor method (`.to`), or a library helper called as a function (`send_to_device`).
+    callee = f".{copy.method}" if copy.method in COPY_SINKS else copy.method
     if copy.non_blocking is None:
-        return f"`.{copy.method}(...)` with `non_blocking={src.short(copy.non_blocking_node)}`"
+        return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}`"
     if copy.given_by is not None:
         given = copy.given_by
         where = f"{given.src.path}:{given.line}" if given.src is not src and given.src.path is not None else f"line {given.line}"
         if given.kind == "default":
-            return f"`.{copy.method}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` by default, {where})"
-        return f"`.{copy.method}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` in the call at {where})"
-    return f"`.{copy.method}(..., non_blocking=True)`"
+            return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` by default, {where})"
+        return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` in the call at {where})"
+    return f"`{callee}(..., non_blocking=True)`"
 
 
 def helper_local_name(module: ModuleInfo, qualified: str) -> Optional[str]:

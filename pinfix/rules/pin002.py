@@ -10,6 +10,7 @@ from .pageable import pageable_findings
 _H = "import numpy as np\nimport torch\n\nfrom vllm.utils.platform_utils import is_pin_memory_available\n\n\n"
 _L = "import torch\nfrom torch.utils.data import DataLoader\n\n\n"
 _F = "import torch\nfrom safetensors.torch import load_file\n\n\n"
+_A = "import torch\nfrom accelerate.utils import send_to_device\nfrom torch.utils.data import DataLoader\n\n\n"
 
 
 class PageableCpuSource(Rule):
@@ -47,6 +48,12 @@ class PageableCpuSource(Rule):
       ``torch.from_numpy`` / ``torch.as_tensor`` of an array from ``np.load`` / ``np.fromfile`` /
       ``np.memmap``. ``torch.load`` without ``map_location`` puts each tensor back on the device
       it was saved from, so pinfix does not know where it is.
+
+    Besides the tensor methods, two library copies are sinks: ``accelerate.utils.send_to_device(
+    batch, device, non_blocking=True)`` (``non_blocking`` by keyword), which copies every tensor
+    of its tuples, lists and dicts, and the ``.to(device, non_blocking=True)`` of a Hugging Face
+    ``BatchEncoding`` / ``BatchFeature`` (a tokenizer's ``return_tensors="pt"`` output), which
+    copies each of its tensors.
 
     In deep mode the copy's ``non_blocking`` may be a parameter: it counts as ``True`` where a
     project call passes ``True`` for it, directly or through helpers that pass their own
@@ -227,6 +234,10 @@ class PageableCpuSource(Rule):
         Case(_L + "def f(path, dev):\n    return torch.load(path)['w'].to(dev, non_blocking=True)\n"),
         Case(_L + "def f(path, dev):\n    return torch.load(path, map_location='cuda')['w'].to(dev, non_blocking=True)\n"),
         Case(_F + "def f(path, dev):\n    return load_file(path, device='cuda:0')['w'].to(dev, non_blocking=True)\n"),
+        # accelerate's send_to_device: of pinned batches, to the host, or blocking.
+        Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=True):\n        send_to_device(b, dev, non_blocking=True)\n"),
+        Case(_A + "def f(ds):\n    for b in DataLoader(ds):\n        send_to_device(b, 'cpu', non_blocking=True)\n"),
+        Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds):\n        send_to_device(b, dev)\n"),
         # Deep mode: a flag that is False by default, with no call passing True.
         Case(
             _L + "def plan(ids, dev, non_blocking: bool = False):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
@@ -257,6 +268,9 @@ class PageableCpuSource(Rule):
         Case(_L + "def f(path, dev):\n    state = torch.load(path, map_location='cpu', mmap=True)\n    return state['w'].to(dev, non_blocking=True)\n"),
         Case(_F + "def f(path, dev):\n    return {k: v.to(dev, non_blocking=True) for k, v in load_file(path).items()}\n"),
         Case(_L + "def f(blob, dev):\n    return torch.frombuffer(blob, dtype=torch.uint8).to(dev, non_blocking=True)\n"),
+        # Library helpers that copy a whole batch: accelerate's send_to_device, a BatchEncoding's `.to`.
+        Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds):\n        b = send_to_device(b, dev, non_blocking=True)\n"),
+        Case(_A + "def f(tok, text, dev):\n    return tok(text, return_tensors='pt').to(dev, non_blocking=True)\n"),
         # Deep mode: a flag True by default is what users of `plan` run.
         Case(
             _L + "def plan(ids, dev, non_blocking: bool = True):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",

@@ -392,6 +392,8 @@ class Calls(Expressions):
             return self.computes(effect, qualified, node, args, state, receiver)
         if isinstance(effect, Collates):
             return self.collates(effect, qualified, node, args, state)
+        if isinstance(effect, CopiesTo):
+            return self.library_sink(effect, node, args, state)
         if isinstance(effect, Loads):
             return self.loader(effect, qualified, node, args)
         if isinstance(effect, ReadsFile):
@@ -740,7 +742,8 @@ class Calls(Expressions):
             non_blocking = literal
         if effect.source == "receiver":
             source_node: Optional[ast.expr] = node.func.value if isinstance(node.func, ast.Attribute) and not function_form else (args.positional[0][0] if args.positional else None)
-            source = receiver
+            # A record's `.to` (a Hugging Face `BatchEncoding` / `BatchFeature`) copies each of its tensors.
+            source = receiver.map(lambda a: join(Value((a,)), a.elements) if isinstance(a, Dict) and a.record else None)
             destination = None
         else:
             src = positional[0] if positional else None
@@ -761,6 +764,28 @@ class Calls(Expressions):
         if direction == "d2h" and non_blocking is True:
             result = self.pending_copy(node, copy, source_node, destination, result, state)
         return result
+
+    def library_sink(self, effect: CopiesTo, node: ast.Call, args: Arguments, state: State) -> Value:
+        """``send_to_device(batch, dev, non_blocking=True)``: every tensor in ``batch`` (through
+        its tuples, lists and dicts) copied to ``dev``; the result holds them there."""
+        given = args.first(effect.source_keyword)
+        device = args.keyword(effect.device_slot[1]) if effect.device_slot else None
+        if device is None and effect.device_slot and effect.device_slot[0] < len(args.positional):
+            device = args.positional[effect.device_slot[0]]
+        nb = args.keyword(NON_BLOCKING_KEYWORD)
+        if given is None or device is None:
+            return unknown(node=node)
+        target = self.destination_of(device[0], device[1])
+        moved = collated(Value((Tensor(ACCEL if target == ACCEL else ANY_DEVICE),)), node)
+        if target in (CPU, "meta", "dtype") or nb is None or literal_bool(nb[0]) is False:
+            return moved
+        if nb[1].all(lambda a: isinstance(a, Const) and a.value is False):
+            return moved
+        non_blocking = True if literal_bool(nb[0]) is True or nb[1].all(lambda a: isinstance(a, Const) and a.value is True) else None
+        source = _contents(given[1], MAX_NESTING)
+        copy = Copy(node, effect.method, True, given[0], source, None, non_blocking, nb[0], "h2d", device[0], self.func)
+        self.facts.add_copy(copy)
+        return moved
 
     def not_a_copy(self, node: ast.Call, effect: CopiesTo, receiver: Value, positional: Sequence[Tuple[ast.expr, Value]], args: Arguments, state: State) -> Value:
         direction, _, result = self.copy_direction(node, effect, receiver, None, positional, args, state, None)
@@ -880,6 +905,15 @@ def collated(tensors: Value, node: ast.AST) -> Value:
     two levels deep: unpacking, indexing, ``.items()`` and ``.values()`` reach them."""
     inner = join(tensors, Value((Seq("list", None, tensors, node),)), Value((Dict((), tensors, node, record=True),)))
     return join(tensors, Value((Seq("tuple", None, inner, node),)), Value((Dict((), inner, node, record=True),)))
+
+
+def _contents(value: Value, depth: int) -> Value:
+    """``value`` with the items of its tuples, lists and dicts (``depth`` levels down) joined in:
+    what a helper that recurses into containers copies."""
+    if depth <= 0:
+        return value
+    inner = [_contents(a.elements, depth - 1) for a in value if isinstance(a, (Seq, Dict))]
+    return join(value, *inner)
 
 
 def _device_kind(text: str) -> str:
