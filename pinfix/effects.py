@@ -13,6 +13,7 @@ The kinds (each a small frozen class below):
 ``MakesBatch`` a mapping of fresh pageable CPU tensors (``tokenizer(..., return_tensors="pt")``)
 ``Collates``   a batch of fresh tensors stacked from its items (``default_collate``): pageable when they are on the host
 ``Loads``      a data loader (``DataLoader``): each batch it yields is collated afresh, pageable unless ``pin_memory=`` may be true
+``Shares``     ``.share_memory_()``: a CPU tensor's data moved into shared (pageable) memory, in place
 ``ReadsFile``  tensors read from a file or checkpoint (``torch.load``, safetensors' ``load_file``): pageable CPU memory
 ``Pins``       pinned CPU memory (``.pin_memory()``, a pinned helper)
 ``View``       shares its input's memory: dense, dense only along the first dimension, or maybe gapped
@@ -204,6 +205,12 @@ class Loads(Effect):
 
 
 @dataclass(frozen=True)
+class Shares(Effect):
+    """``t.share_memory_()``: moves a CPU tensor's storage into shared memory (for other
+    processes), in place: fresh pageable memory, pinned or not before; a device tensor stays."""
+
+
+@dataclass(frozen=True)
 class ReadsFile(Effect):
     """Tensors read from a file or a checkpoint (``torch.load``, safetensors' ``load_file``):
     fresh pageable CPU memory (or memory mapped from the file), shaped as what was saved (a
@@ -315,6 +322,7 @@ FUNCTIONS: Mapping[str, Effect] = {
 #: Tensor methods, by name (the receiver is a tensor, or may be).
 TENSOR_METHODS: Mapping[str, Effect] = {
     "pin_memory": Pins(),
+    "share_memory_": Shares(),
     "cpu": ToHost(),
     **_entries(View(dense="always"), "view reshape squeeze unsqueeze flatten t transpose permute view_as reshape_as"),
     "narrow": View(dense="first-dim"),

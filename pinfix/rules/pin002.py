@@ -47,7 +47,9 @@ class PageableCpuSource(Rule):
       ``load_file(f)`` (``device="cpu"``, its default), ``torch.frombuffer(buf)``, and
       ``torch.from_numpy`` / ``torch.as_tensor`` of an array from ``np.load`` / ``np.fromfile`` /
       ``np.memmap``. ``torch.load`` without ``map_location`` puts each tensor back on the device
-      it was saved from, so pinfix does not know where it is.
+      it was saved from, so pinfix does not know where it is;
+    - ``t.share_memory_()`` of a CPU tensor, pinned or not: its data moves into shared (pageable)
+      memory, in place (the name it is called on holds that memory afterwards).
 
     Besides the tensor methods, two library copies are sinks: ``accelerate.utils.send_to_device(
     batch, device, non_blocking=True)`` (``non_blocking`` by keyword), which copies every tensor
@@ -234,6 +236,8 @@ class PageableCpuSource(Rule):
         Case(_L + "def f(path, dev):\n    return torch.load(path)['w'].to(dev, non_blocking=True)\n"),
         Case(_L + "def f(path, dev):\n    return torch.load(path, map_location='cuda')['w'].to(dev, non_blocking=True)\n"),
         Case(_F + "def f(path, dev):\n    return load_file(path, device='cuda:0')['w'].to(dev, non_blocking=True)\n"),
+        # share_memory_() of a device tensor leaves it there.
+        Case(_L + "def f(n, dev):\n    t = torch.zeros(n, device=dev).share_memory_()\n    return t.to(dev, non_blocking=True)\n"),
         # accelerate's send_to_device: of pinned batches, to the host, or blocking.
         Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=True):\n        send_to_device(b, dev, non_blocking=True)\n"),
         Case(_A + "def f(ds):\n    for b in DataLoader(ds):\n        send_to_device(b, 'cpu', non_blocking=True)\n"),
@@ -268,6 +272,8 @@ class PageableCpuSource(Rule):
         Case(_L + "def f(path, dev):\n    state = torch.load(path, map_location='cpu', mmap=True)\n    return state['w'].to(dev, non_blocking=True)\n"),
         Case(_F + "def f(path, dev):\n    return {k: v.to(dev, non_blocking=True) for k, v in load_file(path).items()}\n"),
         Case(_L + "def f(blob, dev):\n    return torch.frombuffer(blob, dtype=torch.uint8).to(dev, non_blocking=True)\n"),
+        # share_memory_() moves a CPU tensor (pinned or not) into shared pageable memory, in place.
+        Case(_L + "def f(n, dev):\n    t = torch.zeros(n, pin_memory=True)\n    t.share_memory_()\n    return t.to(dev, non_blocking=True)\n"),
         # Library helpers that copy a whole batch: accelerate's send_to_device, a BatchEncoding's `.to`.
         Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds):\n        b = send_to_device(b, dev, non_blocking=True)\n"),
         Case(_A + "def f(tok, text, dev):\n    return tok(text, return_tensors='pt').to(dev, non_blocking=True)\n"),

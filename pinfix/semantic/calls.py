@@ -36,6 +36,7 @@ from ..effects import (
     ReadsFile,
     ReadsOnHost,
     RecordFields,
+    Shares,
     ToHost,
     View,
     Waits,
@@ -400,6 +401,8 @@ class Calls(Expressions):
             return self.reads_file(effect, qualified, node, args, state)
         if isinstance(effect, ToHost):
             return self.to_host(node, receiver, state)
+        if isinstance(effect, Shares):
+            return self.shares(effect, node, receiver, state)
         if isinstance(effect, MakesArray):
             if receiver is not None:
                 return Value((Array(receiver.origin),))
@@ -700,6 +703,18 @@ class Calls(Expressions):
             return unknown(f"pinfix cannot tell where `{callee}(...)` puts what it reads", node)
         label = f"`{callee}(...)`"
         return collated(self.on_devices(devices, lambda: self.made(node, effect, qualified, label)), node)
+
+    def shares(self, effect: Shares, node: ast.Call, receiver: Optional[Tensor], state: State) -> Value:
+        """``t.share_memory_()``: a CPU tensor's data now lives in shared pageable memory (the
+        name it was called on too); a device tensor stays where it is."""
+        if receiver is None:
+            return unknown(node=node)
+        if receiver.device != CPU:
+            return Value((receiver,))
+        moved = self.made(node, effect, "torch.Tensor.share_memory_", ".share_memory_()")
+        assert isinstance(node.func, ast.Attribute)
+        self.replace_in(node.func.value, receiver, moved, state)
+        return Value((moved,))
 
     def to_host(self, node: ast.Call, receiver: Optional[Tensor], state: State) -> Value:
         """``t.cpu()``: a CPU tensor stays as it is; a device tensor's data lands in fresh pageable memory."""
