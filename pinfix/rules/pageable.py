@@ -335,7 +335,7 @@ class Judge:
         if any(t.origin is None or t.origin.node is not call for t in tensors):
             return remedy, None, "the copy is fed pageable memory made in several ways"
         if tensors[0].explicit:
-            return remedy, None, "`pin_memory=False` is written out; change it by hand if pageable batches were not intended"
+            return remedy, None, "`pin_memory=` is written out; change it by hand if pageable batches were not intended"
         if origin.src is not self.src:
             return remedy, None, "the loader is built in another file; fix it there"
         assert isinstance(call, ast.Call)

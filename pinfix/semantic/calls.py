@@ -672,8 +672,9 @@ class Calls(Expressions):
             pin = args.positional[effect.pin_slot]
         if pin is None and (args.starred or args.double_starred):
             return unknown(f"`{callee}(...)` passes `*args`/`**kwargs` that may set `pin_memory=`", node)
-        explicit = pin is not None and literal_bool(pin[0]) is False
-        pageable = pin is None or explicit or pin[1].all(lambda a: isinstance(a, Const) and a.value is False) or pin[1].all(lambda a: isinstance(a, NoneValue))
+        # A `pin_memory=` written out (False, None, a name bound to False): the fix would not add a second one.
+        explicit = pin is not None
+        pageable = pin is None or literal_bool(pin[0]) is False or pin[1].all(lambda a: (isinstance(a, Const) and a.value is False) or isinstance(a, NoneValue))
         label = f"`{callee}(...)` batches"
         if not pageable:
             tensor = self.pinned(node, effect, "pins each batch it yields", qualified)
