@@ -13,6 +13,7 @@ The kinds (each a small frozen class below):
 ``MakesBatch`` a mapping of fresh pageable CPU tensors (``tokenizer(..., return_tensors="pt")``)
 ``Collates``   a batch of fresh tensors stacked from its items (``default_collate``): pageable when they are on the host
 ``Loads``      a data loader (``DataLoader``): each batch it yields is collated afresh, pageable unless ``pin_memory=`` may be true
+``Iterates``   yields what its first argument yields (``tqdm(loader)``, ``itertools.islice``)
 ``Shares``     ``.share_memory_()``: a CPU tensor's data moved into shared (pageable) memory, in place
 ``ReadsFile``  tensors read from a file or checkpoint (``torch.load``, safetensors' ``load_file``): pageable CPU memory
 ``Pins``       pinned CPU memory (``.pin_memory()``, a pinned helper)
@@ -205,6 +206,12 @@ class Loads(Effect):
 
 
 @dataclass(frozen=True)
+class Iterates(Effect):
+    """A wrapper that yields the items of its first argument as they are (a progress bar,
+    ``itertools.islice`` / ``cycle``): iterating it is iterating that argument."""
+
+
+@dataclass(frozen=True)
 class Shares(Effect):
     """``t.share_memory_()``: moves a CPU tensor's storage into shared memory (for other
     processes), in place: fresh pageable memory, pinned or not before; a device tensor stays."""
@@ -289,6 +296,7 @@ FUNCTIONS: Mapping[str, Effect] = {
     "safetensors.torch.load_file": ReadsFile(device_keyword="device"),
     # torch.frombuffer(buffer, ...) views a host buffer (bytes, an mmap): pageable, no pin_memory=.
     "torch.frombuffer": Makes(shares_argument=True),
+    **_entries(Iterates(), "tqdm.tqdm tqdm.auto.tqdm tqdm.notebook.tqdm itertools.islice itertools.cycle"),
     # --- library helpers that copy every tensor of a container (a sink when given non_blocking=) ---
     **_entries(
         CopiesTo(method="send_to_device", source="arg", source_keyword="tensor", device_slot=(1, "device")),

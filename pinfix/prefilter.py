@@ -44,6 +44,7 @@ from .effects import (
     CopiesTo,
     Effect,
     HostData,
+    Iterates,
     Loads,
     Makes,
     MakesArray,
@@ -97,6 +98,7 @@ KIND_ROLES: Mapping[Type[Effect], str] = {
     Constant: "neither",
     Availability: "neither",
     RecordFields: "neither",
+    Iterates: "neither",
 }
 ORIGIN_KINDS = tuple(kind for kind, role in KIND_ROLES.items() if role == "origin")
 

@@ -37,7 +37,8 @@ class PageableCpuSource(Rule):
     - a batch of a ``torch.utils.data.DataLoader(...)`` built without ``pin_memory=`` (or with
       ``pin_memory=False``) and without a ``collate_fn`` of its own: each batch is collated
       afresh in pageable memory. A batch is read in every spelling of iteration (``for``,
-      ``enumerate``, ``zip``, ``next(iter(loader))``, ``list(loader)``, comprehensions) and
+      ``enumerate``, ``zip``, ``next(iter(loader))``, ``list(loader)``, comprehensions, through
+      ``tqdm(loader)`` or ``itertools.islice`` / ``cycle``) and
       through what the default collate makes of the dataset's items: the tensor itself, or a
       tuple, list or dict of them (unpacking, indexing, ``.items()``, ``.values()``). In deep mode
       the loader may be built in another function, stored on ``self`` or returned by a
@@ -267,6 +268,8 @@ class PageableCpuSource(Rule):
         ),
         Case(_L + "def f(ds, dev):\n    return [b[0].to(dev, non_blocking=True) for b in list(DataLoader(ds))]\n"),
         Case(_L + "def f(a, b, dev):\n    for x, y in zip(DataLoader(a), DataLoader(b, pin_memory=True)):\n        x.to(dev, non_blocking=True)\n"),
+        # Through a progress bar.
+        Case(_L + "from tqdm import tqdm\n\n\ndef f(ds, dev):\n    for x in tqdm(DataLoader(ds), desc='train'):\n        x.to(dev, non_blocking=True)\n"),
         Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=False):\n        for t in b.values():\n            t.to(dev, non_blocking=True)\n"),
         # `pin_memory=None` (positional here) is no pinning; written out, so no fix adds a second one.
         Case(

@@ -27,6 +27,7 @@ from ..effects import (
     CopiesTo,
     Effect,
     HostData,
+    Iterates,
     Loads,
     Makes,
     MakesArray,
@@ -395,6 +396,9 @@ class Calls(Expressions):
             return self.collates(effect, qualified, node, args, state)
         if isinstance(effect, CopiesTo):
             return self.library_sink(effect, node, args, state)
+        if isinstance(effect, Iterates):
+            first = args.first("iterable")
+            return Value((Seq("gen", None, self.elements_of(first[1], node), node),)) if first else unknown(node=node)
         if isinstance(effect, Loads):
             return self.loader(effect, qualified, node, args)
         if isinstance(effect, ReadsFile):
