@@ -272,10 +272,7 @@ class PageableCpuSource(Rule):
         Case(_L + "from tqdm import tqdm\n\n\ndef f(ds, dev):\n    for x in tqdm(DataLoader(ds), desc='train'):\n        x.to(dev, non_blocking=True)\n"),
         Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=False):\n        for t in b.values():\n            t.to(dev, non_blocking=True)\n"),
         # `pin_memory=None` (positional here) is no pinning; written out, so no fix adds a second one.
-        Case(
-            _L + "def f(ds, dev):\n    for b in DataLoader(ds, 4, False, None, None, 0, None, None):\n        b.to(dev, non_blocking=True)\n",
-            fixed=_L + "def f(ds, dev):\n    for b in DataLoader(ds, 4, False, None, None, 0, None, None):\n        b.to(dev, non_blocking=True)\n",
-        ),
+        Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, 4, False, None, None, 0, None, None):\n        b.to(dev, non_blocking=True)\n"),
         # Checkpoints and files read onto the host.
         Case(_L + "def f(path, dev):\n    state = torch.load(path, map_location='cpu', mmap=True)\n    return state['w'].to(dev, non_blocking=True)\n"),
         Case(_F + "def f(path, dev):\n    return {k: v.to(dev, non_blocking=True) for k, v in load_file(path).items()}\n"),
