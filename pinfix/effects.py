@@ -12,6 +12,10 @@ The kinds (each a small frozen class below):
 ``Makes``      a fresh CPU tensor, pageable unless ``device=`` / ``pin_memory=`` say otherwise
 ``MakesBatch`` a mapping of fresh pageable CPU tensors (``tokenizer(..., return_tensors="pt")``)
 ``Collates``   a batch of fresh tensors stacked from its items (``default_collate``): pageable when they are on the host
+``Loads``      a data loader (``DataLoader``): each batch it yields is collated afresh, pageable unless ``pin_memory=`` may be true
+``Iterates``   yields what its first argument yields (``tqdm(loader)``, ``itertools.islice``)
+``Shares``     ``.share_memory_()``: a CPU tensor's data moved into shared (pageable) memory, in place
+``ReadsFile``  tensors read from a file or checkpoint (``torch.load``, safetensors' ``load_file``): pageable CPU memory
 ``Pins``       pinned CPU memory (``.pin_memory()``, a pinned helper)
 ``View``       shares its input's memory: dense, dense only along the first dimension, or maybe gapped
 ``Converts``   same device, maybe a fresh tensor (``.long()``, ``.contiguous()``, ``.to(dtype)``)
@@ -124,6 +128,8 @@ class CopiesTo(Effect):
     """
 
     method: str = ""
+    #: ``"receiver"``, ``"arg"``; a library function (``send_to_device(batch, dev, non_blocking=True)``)
+    #: has ``"arg"``: its first argument, whose containers it recurses into (``non_blocking`` by keyword only).
     source: str = "receiver"
     source_keyword: Optional[str] = None
     non_blocking_slots: Tuple[int, ...] = ()
@@ -187,6 +193,44 @@ class Collates(Effect):
 
 
 @dataclass(frozen=True)
+class Loads(Effect):
+    """A data loader (``torch.utils.data.DataLoader``): iterating it yields batches that its
+    collate function stacks afresh from the dataset's items: pageable CPU tensors, shaped as
+    the items are (a tensor, a tuple or list, a dict, a record of them), unless ``pin_memory=``
+    may be true (then the loader pins each batch before handing it out). A ``collate_fn`` of
+    the caller's own makes the batches whatever it returns, unless the loader pins them."""
+
+    #: The positional indexes of ``collate_fn`` and ``pin_memory`` in the constructor.
+    collate_slot: int = 6
+    pin_slot: int = 7
+
+
+@dataclass(frozen=True)
+class Iterates(Effect):
+    """A wrapper that yields the items of its first argument as they are (a progress bar,
+    ``itertools.islice`` / ``cycle``): iterating it is iterating that argument."""
+
+
+@dataclass(frozen=True)
+class Shares(Effect):
+    """``t.share_memory_()``: moves a CPU tensor's storage into shared memory (for other
+    processes), in place: fresh pageable memory, pinned or not before; a device tensor stays."""
+
+
+@dataclass(frozen=True)
+class ReadsFile(Effect):
+    """Tensors read from a file or a checkpoint (``torch.load``, safetensors' ``load_file``):
+    fresh pageable CPU memory (or memory mapped from the file), shaped as what was saved (a
+    tensor, a dict or list of them), on the device ``device_keyword`` names. ``saved_device``:
+    without that keyword each tensor goes back to the device it was saved from (unknown)."""
+
+    device_keyword: str = "device"
+    #: The positional index of the device argument.
+    device_slot: int = 1
+    saved_device: bool = False
+
+
+@dataclass(frozen=True)
 class Availability(Effect):
     """True only where pinned memory (an accelerator) is available: on its false branch
     no copy can block, so pinfix does not report what happens there."""
@@ -246,6 +290,18 @@ FUNCTIONS: Mapping[str, Effect] = {
     **_entries(Collates(), "default_collate", "torch.utils.data."),
     **_entries(Collates(), "default_collate", "torch.utils.data.dataloader."),
     **_entries(Collates(), "default_collate", "torch.utils.data._utils.collate."),
+    # --- data loaders and files -------------------------------------------------------
+    **_entries(Loads(), "torch.utils.data.DataLoader torch.utils.data.dataloader.DataLoader"),
+    "torch.load": ReadsFile(device_keyword="map_location", saved_device=True),
+    "safetensors.torch.load_file": ReadsFile(device_keyword="device"),
+    # torch.frombuffer(buffer, ...) views a host buffer (bytes, an mmap): pageable, no pin_memory=.
+    "torch.frombuffer": Makes(shares_argument=True),
+    **_entries(Iterates(), "tqdm.tqdm tqdm.auto.tqdm tqdm.notebook.tqdm itertools.islice itertools.cycle"),
+    # --- library helpers that copy every tensor of a container (a sink when given non_blocking=) ---
+    **_entries(
+        CopiesTo(method="send_to_device", source="arg", source_keyword="tensor", device_slot=(1, "device")),
+        "accelerate.utils.send_to_device accelerate.utils.operations.send_to_device",
+    ),
     # --- records ----------------------------------------------------------------------
     "dataclasses.fields": RecordFields(),
     # --- values ---------------------------------------------------------------------
@@ -274,6 +330,7 @@ FUNCTIONS: Mapping[str, Effect] = {
 #: Tensor methods, by name (the receiver is a tensor, or may be).
 TENSOR_METHODS: Mapping[str, Effect] = {
     "pin_memory": Pins(),
+    "share_memory_": Shares(),
     "cpu": ToHost(),
     **_entries(View(dense="always"), "view reshape squeeze unsqueeze flatten t transpose permute view_as reshape_as"),
     "narrow": View(dense="first-dim"),

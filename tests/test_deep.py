@@ -756,3 +756,119 @@ def test_show_producers_lists_the_inferred_pinned_producers(tmp_path):
     err = io.StringIO()
     assert main(["show-producers", str(pkg / "bad.py")], out=io.StringIO(), err=err) == 2
     assert err.getvalue().count("\n") == 1 and "bad.py: error:" in err.getvalue()
+
+
+LOADERS = """\
+from torch.utils.data import DataLoader
+
+
+def plain_loader(ds):
+    return DataLoader(ds, batch_size=8)
+
+
+def flagged_loader(ds, pin):
+    return DataLoader(ds, batch_size=8, pin_memory=pin)
+"""
+
+TRAINER = """\
+from torch.utils.data import DataLoader
+
+from .loaders import flagged_loader, plain_loader
+
+
+class Trainer:
+    def __init__(self, ds):
+        self.ds = ds
+        self.loader = DataLoader(ds, batch_size=4)
+
+    def train_dataloader(self):
+        return DataLoader(self.ds, batch_size=4)
+
+    def fit(self, dev):
+        for x, y in self.loader:
+            x.to(dev, non_blocking=True)
+
+    def fit_epoch(self, dev):
+        for batch in self.train_dataloader():
+            batch["ids"].to(dev, non_blocking=True)
+
+    def fit_other(self, dev):
+        for x in plain_loader(self.ds):
+            x.to(dev, non_blocking=True)
+
+    def fit_flagged(self, dev):
+        for x in flagged_loader(self.ds, True):
+            x.to(dev, non_blocking=True)
+"""
+
+
+def test_dataloader_on_self_returned_and_from_another_file(tmp_path):
+    """A loader stored on `self`, returned by `*_dataloader()` or by another file's helper:
+    its batches are pageable; fixed where it is built in the same file, reported (no fix) in another."""
+    pkg = project(tmp_path, {"loaders.py": LOADERS, "trainer.py": TRAINER})
+    found = sorted(deep([pkg]), key=lambda f: f["line"])
+    assert [(Path(f["path"]).name, f["line"], f["code"]) for f in found] == [
+        ("trainer.py", 16, "PIN002"),
+        ("trainer.py", 20, "PIN002"),
+        ("trainer.py", 24, "PIN002"),
+    ]
+    assert [f["fix"]["safety"] for f in found] == ["safe", "safe", None]
+    assert "loaders.py:5" in found[2]["message"] and "built in another file" in found[2]["message"]
+    # Plain mode cannot see through `self.loader` or a call.
+    assert check([pkg])[1] == []
+    path = pkg / "trainer.py"
+    assert main(["fix", "--deep", str(pkg)], out=io.StringIO(), err=io.StringIO()) == 1  # loaders.py's finding stays
+    fixed = path.read_text()
+    assert fixed == TRAINER.replace("batch_size=4)", "batch_size=4, pin_memory=True)")
+    assert (pkg / "loaders.py").read_text() == LOADERS
+    assert [f["line"] for f in deep([pkg])] == [24]
+
+
+_STAGE = HEADER + "def _stage(ids, dev, non_blocking):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n"
+
+
+@pytest.mark.parametrize(
+    "callers, expected, given_at",
+    [
+        # `True` two calls up, passed on unchanged (by position, then by keyword).
+        ("def _prepare(b, dev, non_blocking):\n    return _stage(b, dev, non_blocking)\n\n\n"
+         "def _outer(b, dev, nb):\n    return _prepare(b, dev, non_blocking=nb)\n\n\n"
+         "def run(dev):\n    return _outer([1, 2], dev, True)\n", [5], 17),
+        # `False` at the top; the flag rebound on the way: no finding.
+        ("def _prepare(b, dev, non_blocking):\n    return _stage(b, dev, non_blocking)\n\n\n"
+         "def run(dev):\n    return _prepare([1, 2], dev, False)\n", [], None),
+        ("def _prepare(b, dev, non_blocking):\n    non_blocking = non_blocking and dev.type == 'cuda'\n"
+         "    return _stage(b, dev, non_blocking)\n\n\n"
+         "def run(dev):\n    return _prepare([1, 2], dev, True)\n", [], None),
+        # A chain longer than MAX_FLAG_RELAY calls is not followed to its end.
+        ("".join(f"def _h{i}(b, dev, nb):\n    return {'_stage' if i == 0 else f'_h{i - 1}'}(b, dev, nb)\n\n\n" for i in range(8))
+         + "def run(dev):\n    return _h7([1], dev, True)\n", [], None),
+    ],
+)
+def test_non_blocking_passed_on_through_helpers(tmp_path, callers, expected, given_at):
+    pkg = project(tmp_path, {"stage.py": _STAGE + "\n\n" + callers.replace("_stage(", "_stage(", 1)})
+    found = deep([pkg / "stage.py"])
+    assert [line for line, _ in lines(found)] == expected
+    if expected:
+        assert f"(`True` in the call at line {given_at})" in found[0]["message"]
+
+
+@pytest.mark.parametrize(
+    "callers, expected",
+    [
+        # Nobody in the project calls it: users take the default.
+        ("", [5]),
+        # A project call that leaves it out takes the default too.
+        ("def go(dev):\n    return plan([1], dev)\n", [5]),
+        # Every project call passes False (a private helper: nobody else calls it).
+        ("def go(dev):\n    return _plan([1], dev, non_blocking=False)\n", []),
+    ],
+)
+def test_non_blocking_true_by_default(tmp_path, callers, expected):
+    name = "_plan" if "_plan" in callers else "plan"
+    body = HEADER + f"def {name}(ids, dev, non_blocking: bool = True):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n"
+    pkg = project(tmp_path, {"plan.py": body + ("\n\n" + callers if callers else "")})
+    found = deep([pkg / "plan.py"])
+    assert [line for line, _ in lines(found)] == expected
+    if expected and not callers:
+        assert "(`True` by default, line 4)" in found[0]["message"]

@@ -272,3 +272,21 @@ def test_config_rejects_names_that_are_not_dotted(project: Path, setting: str, m
     (project / "pyproject.toml").write_text(f"[tool.pinfix]\n{setting}\n")
     with pytest.raises(ConfigError, match=message):
         load_config(project)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "DataLoader(ds, pin_memory=False)",
+        "DataLoader(ds, pin_memory=None)",
+        "DataLoader(ds, 4, False, None, None, 0, None, None)",  # pin_memory=None by position
+    ],
+)
+def test_dataloader_with_pin_memory_written_out_is_reported_without_a_fix(call: str) -> None:
+    """A written-out `pin_memory=` that does not pin: reported, and the fix does not add a second one."""
+    from pinfix.api import fix_text
+
+    source = f"from torch.utils.data import DataLoader\n\n\ndef f(ds, dev):\n    for b in {call}:\n        b.to(dev, non_blocking=True)\n"
+    (found,) = [f for f in check_text(source) if f.code == "PIN002"]
+    assert found.fix_safety is None and "`pin_memory=` is written out" in (found.fix_note or "")
+    assert fix_text(source) == source

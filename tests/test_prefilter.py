@@ -179,10 +179,17 @@ def _origin_source(key: str) -> str:
     if key in effects.TENSOR_METHODS:
         if name == "pin_memory":
             return "import torch\n\n\ndef f(t, d):\n    return t.pin_memory()[::2].to(d, non_blocking=True)\n"
+        if name == "share_memory_":  # of a CPU tensor pinfix can see
+            return "import torch\n\n\ndef f(n, d):\n    return torch.empty(n, pin_memory=True).share_memory_().to(d, non_blocking=True)\n"
         return f"import torch\n\n\ndef f(t, d):\n    return t.{name}().to(d, non_blocking=True)\n"
     module, _, _ = key.rpartition(".")
     args = "[1, 2]" if not name.endswith("_like") else "torch.zeros(2)"
     call = f"{key}({args})"
+    effect = effects.FUNCTIONS.get(key)
+    if isinstance(effect, effects.Loads):
+        call = f"next(iter({call}))"  # a batch of the loader
+    elif isinstance(effect, effects.ReadsFile):
+        call = f"{key}('f', {effect.device_keyword}='cpu')"
     return f"import {module}\nimport torch\n\n\ndef f(d):\n    return {call}[::2].to(d, non_blocking=True)\n"
 
 

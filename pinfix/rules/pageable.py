@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple
 
 from ..edits import SAFE, UNSAFE, Edit, Fix
-from ..effects import Makes
+from ..effects import COPY_SINKS, Loads, Makes, ReadsFile
 from ..semantic.facts import Copy, on_cpu, position
 from ..semantic.scope import FunctionInfo, ModuleInfo, iter_nodes, last_name
 from ..semantic.values import PAGEABLE, PINNED, Step, Tensor, steps
@@ -39,13 +39,17 @@ def pageable_findings(ctx: RuleContext) -> List[Finding]:
 
 
 def what_copies(copy: Copy, src: Any) -> str:
+    # A tensor method (`.to`), or a library helper called as a function (`send_to_device`).
+    callee = f".{copy.method}" if copy.method in COPY_SINKS else copy.method
     if copy.non_blocking is None:
-        return f"`.{copy.method}(...)` with `non_blocking={src.short(copy.non_blocking_node)}`"
+        return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}`"
     if copy.given_by is not None:
         given = copy.given_by
         where = f"{given.src.path}:{given.line}" if given.src is not src and given.src.path is not None else f"line {given.line}"
-        return f"`.{copy.method}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` in the call at {where})"
-    return f"`.{copy.method}(..., non_blocking=True)`"
+        if given.kind == "default":
+            return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` by default, {where})"
+        return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` in the call at {where})"
+    return f"`{callee}(..., non_blocking=True)`"
 
 
 def helper_local_name(module: ModuleInfo, qualified: str) -> Optional[str]:
@@ -267,6 +271,8 @@ class Judge:
         effect = origin.effect
         settings = self.settings
         label = origin.label
+        if isinstance(effect, Loads) and not primary.converted and not primary.gapped:
+            return self.loader_plan(tensors)
         h2d = self.h2d_plan(tensors, route, inline)
         if h2d is not None:
             local = h2d_local(self.module, settings.h2d_helper or "")
@@ -312,7 +318,30 @@ class Judge:
             return remedy, fix, None
         if computed:
             return STAGING, None, "a computed result cannot be allocated pinned"
+        if isinstance(effect, ReadsFile):
+            remedy = f"pin what {_quoted(label)} reads once (`.pin_memory()`) where it is kept and copied again, or copy it with `non_blocking=False`"
+            return remedy, None, f"{_quoted(label)} takes no `pin_memory=`"
         return STAGING, None, f"{_quoted(label)} takes no `pin_memory=`"
+
+    def loader_plan(self, tensors: List[Tensor]) -> Tuple[str, Optional[Fix], Optional[str]]:
+        """Batches of a ``DataLoader`` built without ``pin_memory=True``: ``pin_memory=True`` where it is
+        built. Safe: the loader pins each fresh batch in its own thread, and where no accelerator
+        exists torch warns and skips pinning."""
+        origin = tensors[0].origin
+        assert origin is not None
+        call = origin.node
+        at = self.ctx.where(next(s for s in steps(tensors[0].route) if s.node is call)) if tensors[0].via is not None else f"line {call.lineno}"
+        remedy = f"build the loader ({at}) with `pin_memory=True`, so that it hands out pinned batches"
+        if any(t.origin is None or t.origin.node is not call for t in tensors):
+            return remedy, None, "the copy is fed pageable memory made in several ways"
+        if tensors[0].explicit:
+            return remedy, None, "`pin_memory=` is written out; change it by hand if pageable batches were not intended"
+        if origin.src is not self.src:
+            return remedy, None, "the loader is built in another file; fix it there"
+        assert isinstance(call, ast.Call)
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return remedy, None, "the call passes `*args`/`**kwargs`"
+        return remedy, Fix(SAFE, None, (self.add_keyword(call, "pin_memory", "True"),)), None
 
     def helper_fix(self, tensors: List[Tensor], route: Route, inline: bool, local: str) -> Tuple[Optional[Fix], Optional[str]]:
         settings = self.settings

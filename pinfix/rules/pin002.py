@@ -8,6 +8,9 @@ from .base import Case, Finding, Rule, RuleContext
 from .pageable import pageable_findings
 
 _H = "import numpy as np\nimport torch\n\nfrom vllm.utils.platform_utils import is_pin_memory_available\n\n\n"
+_L = "import torch\nfrom torch.utils.data import DataLoader\n\n\n"
+_F = "import torch\nfrom safetensors.torch import load_file\n\n\n"
+_A = "import torch\nfrom accelerate.utils import send_to_device\nfrom torch.utils.data import DataLoader\n\n\n"
 
 
 class PageableCpuSource(Rule):
@@ -30,7 +33,36 @@ class PageableCpuSource(Rule):
     - ``t.cpu()``;
     - a tokenizer's or processor's output asked for with ``return_tensors="pt"``;
     - ``default_collate(items)`` of items that hold only host data, arrays and CPU tensors
-      (pinned or not: the batch is stacked into fresh memory).
+      (pinned or not: the batch is stacked into fresh memory);
+    - a batch of a ``torch.utils.data.DataLoader(...)`` built without ``pin_memory=`` (or with
+      ``pin_memory=False``) and without a ``collate_fn`` of its own: each batch is collated
+      afresh in pageable memory. A batch is read in every spelling of iteration (``for``,
+      ``enumerate``, ``zip``, ``next(iter(loader))``, ``list(loader)``, comprehensions, through
+      ``tqdm(loader)`` or ``itertools.islice`` / ``cycle``) and
+      through what the default collate makes of the dataset's items: the tensor itself, or a
+      tuple, list or dict of them (unpacking, indexing, ``.items()``, ``.values()``). In deep mode
+      the loader may be built in another function, stored on ``self`` or returned by a
+      ``*_dataloader()`` method;
+    - tensors read from a checkpoint or file onto the CPU: ``torch.load(f, map_location="cpu")``
+      (``mmap=True`` too: memory mapped from the file is no pinned memory), safetensors'
+      ``load_file(f)`` (``device="cpu"``, its default), ``torch.frombuffer(buf)``, and
+      ``torch.from_numpy`` / ``torch.as_tensor`` of an array from ``np.load`` / ``np.fromfile`` /
+      ``np.memmap``. ``torch.load`` without ``map_location`` puts each tensor back on the device
+      it was saved from, so pinfix does not know where it is;
+    - ``t.share_memory_()`` of a CPU tensor, pinned or not: its data moves into shared (pageable)
+      memory, in place (the name it is called on holds that memory afterwards).
+
+    Besides the tensor methods, two library copies are sinks: ``accelerate.utils.send_to_device(
+    batch, device, non_blocking=True)`` (``non_blocking`` by keyword), which copies every tensor
+    of its tuples, lists and dicts, and the ``.to(device, non_blocking=True)`` of a Hugging Face
+    ``BatchEncoding`` / ``BatchFeature`` (a tokenizer's ``return_tensors="pt"`` output), which
+    copies each of its tensors.
+
+    In deep mode the copy's ``non_blocking`` may be a parameter: it counts as ``True`` where a
+    project call passes ``True`` for it, directly or through helpers that pass their own
+    parameter on unchanged (up to four calls up), and where its default is ``True``
+    (``def plan(..., non_blocking: bool = True)``: what users of the function run) unless
+    every project call passes ``False``; the message names the call or says it is the default.
 
     The source may be the copy's argument or reach it through local names, dense slices and
     views (``x[:n]``, ``x[i, :k]``, ``.view``, ``.reshape``, ``.t()``...) and CPU conversions
@@ -91,6 +123,12 @@ class PageableCpuSource(Rule):
     between the source and the copy (pinning the source would not help), or for sources with no
     ``pin_memory=`` (``as_tensor``, ``asarray``, ``.cpu()``): the message suggests a persistent
     pinned staging buffer (allocated once with ``pin_memory=True``, as vLLM's ``CpuGpuBuffer``).
+    A ``DataLoader`` batch's fix adds ``pin_memory=True`` to the ``DataLoader(...)`` call where it
+    is built (in deep mode too, when that is in the same file): safe, since the loader pins each
+    fresh batch in a thread of its own before handing it out, and where no accelerator exists
+    torch only warns and skips the pinning. No fix when ``pin_memory=False`` is written out or the
+    loader is built in another file. Tensors read from files get no fix (the loaders take no
+    ``pin_memory=``).
     Computed results get no fix either (a fresh tensor cannot be allocated pinned); in deep
     mode neither do sources made in another function: the message names the origin to fix.
 
@@ -103,7 +141,12 @@ class PageableCpuSource(Rule):
     CPU device ``.to`` returns the tensor itself, the helper a pinned copy).
 
     ## Not reported
-    An accelerator ``device=``; ``pin_memory=`` given (any value but ``False``); a copy whose
+    A ``DataLoader`` given ``pin_memory=`` that may be true (a variable or setting counts as true),
+    ``**kwargs`` that may set it, or a ``collate_fn`` of its own; ``torch.load`` without
+    ``map_location`` or with an accelerator one; safetensors loaded onto an accelerator;
+    sources pinfix does not know: ``safe_open(...).get_tensor``, ``pickle`` loads, tensors from
+    ``torch.multiprocessing`` queues, loaders wrapped by ``accelerate``'s ``prepare`` or a
+    library trainer. An accelerator ``device=``; ``pin_memory=`` given (any value but ``False``); a copy whose
     destination is itself a CPU tensor pinfix can see; a dense slice of a pinned tensor;
     ``as_tensor`` of something that may already be a device tensor.
     Suppress one line with ``# noqa: PIN002`` or ``# lint-ignore: PageableCpuSource``.
@@ -184,9 +227,66 @@ class PageableCpuSource(Rule):
         # An int index is a view of pinned memory; narrow(0, ...) too.
         Case(_H + "def f(i, n, dev):\n    buf = torch.zeros(n, 4, pin_memory=True)\n    return buf[i].to(dev, non_blocking=True)\n"),
         Case(_H + "def f(n, dev):\n    buf = torch.zeros(n, 4, pin_memory=True)\n    return buf.narrow(0, 0, 2).to(dev, non_blocking=True)\n"),
+        # A loader that pins its batches (a flag counts as pinned, as `pin_memory=` of a factory does).
+        Case(_L + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8, pin_memory=True):\n        x.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, pin, dev):\n    loader = DataLoader(ds, pin_memory=pin)\n    return next(iter(loader)).to(dev, non_blocking=True)\n"),
+        # Batches are what a collate_fn of the project's own returns; **kwargs may set pin_memory.
+        Case(_L + "def f(ds, fn, dev):\n    for b in DataLoader(ds, collate_fn=fn):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, kw, dev):\n    for b in DataLoader(ds, **kw):\n        b.to(dev, non_blocking=True)\n"),
+        # torch.load without map_location restores each tensor where it was saved; onto a device: not the host.
+        Case(_L + "def f(path, dev):\n    return torch.load(path)['w'].to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(path, dev):\n    return torch.load(path, map_location='cuda')['w'].to(dev, non_blocking=True)\n"),
+        Case(_F + "def f(path, dev):\n    return load_file(path, device='cuda:0')['w'].to(dev, non_blocking=True)\n"),
+        # share_memory_() of a device tensor leaves it there.
+        Case(_L + "def f(n, dev):\n    t = torch.zeros(n, device=dev).share_memory_()\n    return t.to(dev, non_blocking=True)\n"),
+        # accelerate's send_to_device: of pinned batches, to the host, or blocking.
+        Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=True):\n        send_to_device(b, dev, non_blocking=True)\n"),
+        Case(_A + "def f(ds):\n    for b in DataLoader(ds):\n        send_to_device(b, 'cpu', non_blocking=True)\n"),
+        Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds):\n        send_to_device(b, dev)\n"),
+        # Deep mode: a flag that is False by default, with no call passing True.
+        Case(
+            _L + "def plan(ids, dev, non_blocking: bool = False):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
+            settings=(("deep", True),),
+        ),
     ]
 
     INVALID = [
+        # DataLoader batches without pin_memory=True: fresh pageable memory, in every spelling of iteration.
+        Case(
+            _L + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8):\n        x.to(dev, non_blocking=True)\n",
+            fixed=_L + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8, pin_memory=True):\n        x.to(dev, non_blocking=True)\n",
+        ),
+        Case(
+            _L + "def f(ds, dev):\n    loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+            "    for step, batch in enumerate(loader):\n"
+            "        batch = {k: v.to(dev, non_blocking=True) for k, v in batch.items()}\n"
+        ),
+        # `batch['ids']` of a dict batch is that batch's tensor, no conversion: the loader's fix applies.
+        Case(
+            _L + "def f(ds, dev):\n    batch = next(iter(DataLoader(ds)))\n    return batch['ids'].cuda(non_blocking=True)\n",
+            fixed=_L + "def f(ds, dev):\n    batch = next(iter(DataLoader(ds, pin_memory=True)))\n    return batch['ids'].cuda(non_blocking=True)\n",
+        ),
+        Case(_L + "def f(ds, dev):\n    return [b[0].to(dev, non_blocking=True) for b in list(DataLoader(ds))]\n"),
+        Case(_L + "def f(a, b, dev):\n    for x, y in zip(DataLoader(a), DataLoader(b, pin_memory=True)):\n        x.to(dev, non_blocking=True)\n"),
+        # Through a progress bar.
+        Case(_L + "from tqdm import tqdm\n\n\ndef f(ds, dev):\n    for x in tqdm(DataLoader(ds), desc='train'):\n        x.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=False):\n        for t in b.values():\n            t.to(dev, non_blocking=True)\n"),
+        # `pin_memory=None` (positional here) is no pinning; written out, so no fix adds a second one.
+        Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, 4, False, None, None, 0, None, None):\n        b.to(dev, non_blocking=True)\n"),
+        # Checkpoints and files read onto the host.
+        Case(_L + "def f(path, dev):\n    state = torch.load(path, map_location='cpu', mmap=True)\n    return state['w'].to(dev, non_blocking=True)\n"),
+        Case(_F + "def f(path, dev):\n    return {k: v.to(dev, non_blocking=True) for k, v in load_file(path).items()}\n"),
+        Case(_L + "def f(blob, dev):\n    return torch.frombuffer(blob, dtype=torch.uint8).to(dev, non_blocking=True)\n"),
+        # share_memory_() moves a CPU tensor (pinned or not) into shared pageable memory, in place.
+        Case(_L + "def f(n, dev):\n    t = torch.zeros(n, pin_memory=True)\n    t.share_memory_()\n    return t.to(dev, non_blocking=True)\n"),
+        # Library helpers that copy a whole batch: accelerate's send_to_device, a BatchEncoding's `.to`.
+        Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds):\n        b = send_to_device(b, dev, non_blocking=True)\n"),
+        Case(_A + "def f(tok, text, dev):\n    return tok(text, return_tensors='pt').to(dev, non_blocking=True)\n"),
+        # Deep mode: a flag True by default is what users of `plan` run.
+        Case(
+            _L + "def plan(ids, dev, non_blocking: bool = True):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
+            settings=(("deep", True),),
+        ),
         # A comprehension's own variable holds what its iterable holds.
         Case(
             _H + "def f(rows, dev):\n    hosts = [torch.tensor(r) for r in rows]\n"

@@ -27,13 +27,17 @@ from ..effects import (
     CopiesTo,
     Effect,
     HostData,
+    Iterates,
+    Loads,
     Makes,
     MakesArray,
     MakesBatch,
     Metadata,
     Pins,
+    ReadsFile,
     ReadsOnHost,
     RecordFields,
+    Shares,
     ToHost,
     View,
     Waits,
@@ -236,7 +240,10 @@ class Calls(Expressions):
             parts = [self.elements_of(v, node) for _, v in args.positional]
             items = ((Value((Host(),)),) + tuple(parts)) if name == "enumerate" else tuple(parts)
             return Value((Seq("list", None, Value((Seq("tuple", items, join(*items)),)), node),))
-        if name in ("map", "filter", "iter"):
+        if name == "iter":
+            first = args.first()
+            return Value((Seq("gen", None, self.elements_of(first[1], node), node),)) if first else unknown(node=node)
+        if name in ("map", "filter"):
             return Value((Seq("list", None, unknown(node=node), node),))
         if name == "next":
             first = args.first()
@@ -387,8 +394,19 @@ class Calls(Expressions):
             return self.computes(effect, qualified, node, args, state, receiver)
         if isinstance(effect, Collates):
             return self.collates(effect, qualified, node, args, state)
+        if isinstance(effect, CopiesTo):
+            return self.library_sink(effect, node, args, state)
+        if isinstance(effect, Iterates):
+            first = args.first("iterable")
+            return Value((Seq("gen", None, self.elements_of(first[1], node), node),)) if first else unknown(node=node)
+        if isinstance(effect, Loads):
+            return self.loader(effect, qualified, node, args)
+        if isinstance(effect, ReadsFile):
+            return self.reads_file(effect, qualified, node, args, state)
         if isinstance(effect, ToHost):
             return self.to_host(node, receiver, state)
+        if isinstance(effect, Shares):
+            return self.shares(effect, node, receiver, state)
         if isinstance(effect, MakesArray):
             if receiver is not None:
                 return Value((Array(receiver.origin),))
@@ -650,6 +668,59 @@ class Calls(Expressions):
 
         return join(*(shaped(a) for a in items))
 
+    def loader(self, effect: Loads, qualified: str, node: ast.Call, args: Arguments) -> Value:
+        """``DataLoader(dataset, ..., pin_memory=...)``: what iterating it yields, batch by batch."""
+        callee = self.short(node.func, 40)
+        pin = args.keyword("pin_memory")
+        if pin is None and effect.pin_slot < len(args.positional):
+            pin = args.positional[effect.pin_slot]
+        if pin is None and (args.starred or args.double_starred):
+            return unknown(f"`{callee}(...)` passes `*args`/`**kwargs` that may set `pin_memory=`", node)
+        # A `pin_memory=` written out (False, None, a name bound to False): the fix would not add a second one.
+        explicit = pin is not None
+        pageable = pin is None or literal_bool(pin[0]) is False or pin[1].all(lambda a: (isinstance(a, Const) and a.value is False) or isinstance(a, NoneValue))
+        label = f"`{callee}(...)` batches"
+        if not pageable:
+            tensor = self.pinned(node, effect, "pins each batch it yields", qualified)
+            return Value((Seq("gen", None, collated(Value((tensor,)), node), node),))
+        collate = args.keyword("collate_fn")
+        if collate is None and effect.collate_slot < len(args.positional):
+            collate = args.positional[effect.collate_slot]
+        if collate is not None and not collate[1].all(lambda a: isinstance(a, NoneValue) or (isinstance(a, Ref) and isinstance(FUNCTIONS.get(a.name), Collates))):
+            return unknown(f"the batches of `{callee}(...)` are what its `collate_fn` returns", node)
+        tensor = self.made(node, effect, qualified, label, explicit=explicit)
+        how = "with `pin_memory=False`" if pin is not None else "without `pin_memory=True`"
+        step = self.step("made", node, f"`{self.short(node)}` yields batches collated into fresh pageable memory ({how})")
+        return Value((Seq("gen", None, collated(Value((tensor.evolve(route=(step, None)),)), node), node),))
+
+    def reads_file(self, effect: ReadsFile, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
+        """``torch.load(f, map_location="cpu")``: the saved tensors, on the device named."""
+        callee = self.short(node.func, 40)
+        given = args.keyword(effect.device_keyword)
+        if given is None and effect.device_slot < len(args.positional):
+            given = args.positional[effect.device_slot]
+        if given is None and (args.starred or args.double_starred):
+            return unknown(f"`{callee}(...)` passes `*args`/`**kwargs` that may name a device", node)
+        if given is None and effect.saved_device:
+            return unknown(f"`{callee}(...)` puts each tensor back on the device it was saved from", node)
+        devices = self.devices(given[1], state) if given is not None else Value((Device(CPU),))
+        if given is not None and not given[1].all(lambda a: isinstance(a, (Device, Const, NoneValue))):
+            return unknown(f"pinfix cannot tell where `{callee}(...)` puts what it reads", node)
+        label = f"`{callee}(...)`"
+        return collated(self.on_devices(devices, lambda: self.made(node, effect, qualified, label)), node)
+
+    def shares(self, effect: Shares, node: ast.Call, receiver: Optional[Tensor], state: State) -> Value:
+        """``t.share_memory_()``: a CPU tensor's data now lives in shared pageable memory (the
+        name it was called on too); a device tensor stays where it is."""
+        if receiver is None:
+            return unknown(node=node)
+        if receiver.device != CPU:
+            return Value((receiver,))
+        moved = self.made(node, effect, "torch.Tensor.share_memory_", ".share_memory_()")
+        assert isinstance(node.func, ast.Attribute)
+        self.replace_in(node.func.value, receiver, moved, state)
+        return Value((moved,))
+
     def to_host(self, node: ast.Call, receiver: Optional[Tensor], state: State) -> Value:
         """``t.cpu()``: a CPU tensor stays as it is; a device tensor's data lands in fresh pageable memory."""
         self.synchronized(state)
@@ -691,7 +762,8 @@ class Calls(Expressions):
             non_blocking = literal
         if effect.source == "receiver":
             source_node: Optional[ast.expr] = node.func.value if isinstance(node.func, ast.Attribute) and not function_form else (args.positional[0][0] if args.positional else None)
-            source = receiver
+            # A record's `.to` (a Hugging Face `BatchEncoding` / `BatchFeature`) copies each of its tensors.
+            source = receiver.map(lambda a: join(Value((a,)), a.elements) if isinstance(a, Dict) and a.record else None)
             destination = None
         else:
             src = positional[0] if positional else None
@@ -712,6 +784,28 @@ class Calls(Expressions):
         if direction == "d2h" and non_blocking is True:
             result = self.pending_copy(node, copy, source_node, destination, result, state)
         return result
+
+    def library_sink(self, effect: CopiesTo, node: ast.Call, args: Arguments, state: State) -> Value:
+        """``send_to_device(batch, dev, non_blocking=True)``: every tensor in ``batch`` (through
+        its tuples, lists and dicts) copied to ``dev``; the result holds them there."""
+        given = args.first(effect.source_keyword)
+        device = args.keyword(effect.device_slot[1]) if effect.device_slot else None
+        if device is None and effect.device_slot and effect.device_slot[0] < len(args.positional):
+            device = args.positional[effect.device_slot[0]]
+        nb = args.keyword(NON_BLOCKING_KEYWORD)
+        if given is None or device is None:
+            return unknown(node=node)
+        target = self.destination_of(device[0], device[1])
+        moved = collated(Value((Tensor(ACCEL if target == ACCEL else ANY_DEVICE),)), node)
+        if target in (CPU, "meta", "dtype") or nb is None or literal_bool(nb[0]) is False:
+            return moved
+        if nb[1].all(lambda a: isinstance(a, Const) and a.value is False):
+            return moved
+        non_blocking = True if literal_bool(nb[0]) is True or nb[1].all(lambda a: isinstance(a, Const) and a.value is True) else None
+        source = _contents(given[1], MAX_NESTING)
+        copy = Copy(node, effect.method, True, given[0], source, None, non_blocking, nb[0], "h2d", device[0], self.func)
+        self.facts.add_copy(copy)
+        return moved
 
     def not_a_copy(self, node: ast.Call, effect: CopiesTo, receiver: Value, positional: Sequence[Tuple[ast.expr, Value]], args: Arguments, state: State) -> Value:
         direction, _, result = self.copy_direction(node, effect, receiver, None, positional, args, state, None)
@@ -823,6 +917,23 @@ class Calls(Expressions):
                     pending.append(Pending(node, id(node), ""))
         state.set(PENDING, Value(tuple(pending)))
         return result
+
+
+def collated(tensors: Value, node: ast.AST) -> Value:
+    """What holds ``tensors`` in a structure pinfix cannot see (a collated batch, a
+    checkpoint): a tensor, or a tuple, list or dict (read by key or attribute) of them,
+    two levels deep: unpacking, indexing, ``.items()`` and ``.values()`` reach them."""
+    inner = join(tensors, Value((Seq("list", None, tensors, node),)), Value((Dict((), tensors, node, record=True),)))
+    return join(tensors, Value((Seq("tuple", None, inner, node),)), Value((Dict((), inner, node, record=True),)))
+
+
+def _contents(value: Value, depth: int) -> Value:
+    """``value`` with the items of its tuples, lists and dicts (``depth`` levels down) joined in:
+    what a helper that recurses into containers copies."""
+    if depth <= 0:
+        return value
+    inner = [_contents(a.elements, depth - 1) for a in value if isinstance(a, (Seq, Dict))]
+    return join(value, *inner)
 
 
 def _device_kind(text: str) -> str:

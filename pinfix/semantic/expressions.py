@@ -337,6 +337,8 @@ class Expressions:
 
     def item_of(self, atom: Any, node: ast.Subscript, elements: List[ast.AST], kinds: List[Tuple[str, Optional[Value]]]) -> Value:
         if isinstance(atom, Tensor):
+            if len(elements) == 1 and isinstance(elements[0], ast.Constant) and isinstance(elements[0].value, str):
+                return EMPTY  # `t["key"]` raises: a path on which the value is no tensor (a dict's)
             return self.tensor_item(atom, node, kinds)
         if isinstance(atom, Seq):
             if len(kinds) == 1 and kinds[0][0] == "int" and atom.items is not None:

@@ -84,6 +84,9 @@ MAX_STORE_FILES = 8
 MAX_AGREED_FILES = 4
 #: Calls of a function looked at for the ``non_blocking=True`` they pass to its copies.
 MAX_FLAG_SITES = 8
+#: How many calls up a ``non_blocking`` parameter passed on unchanged (``_move(t, dev,
+#: non_blocking)``) is followed to the call that gives it ``True``.
+MAX_FLAG_RELAY = 4
 #: A function storing more attributes than this is evaluated once for all its stores
 #: (not once per attribute asked about: a big ``__init__`` would be run for each).
 MAX_SLICED_STORES = 4
@@ -125,6 +128,7 @@ class Project:
         #: Statement visits left to the checked module's questions (``None``: no limit).
         self.work_left: Optional[int] = None
         self.passed: Dict[Tuple[Any, ...], Dict[str, Value]] = {}
+        self.relays: Dict[Tuple[Any, ...], Optional[Step]] = {}
         self._callers: Dict[int, Optional[List[FunctionInfo]]] = {}
         self._files: Optional[Tuple[Tuple[Path, ...], Corpus]] = None
         self._root_texts: Dict[Path, List[Tuple[Path, bytes]]] = {}
@@ -690,14 +694,27 @@ class Project:
             return facts
         names = set(flags.values())
         seen: Dict[int, Copy] = {}
+        sites = 0
+        said_false = {name: True for name in names}
         for n, (caller, call, given) in enumerate(self.call_sites(func)):
             if n >= MAX_FLAG_SITES:
                 break
+            sites += 1
+            for name in names:
+                if not (name in given and given[name].all(lambda a: isinstance(a, Const) and a.value is False)):
+                    said_false[name] = False
             passed = {name for name in names if name in given and given[name].all(lambda a: isinstance(a, Const) and a.value is True)}
+            relayed = {}
+            for name in names - passed:
+                up = self.relayed_true(caller, call, func, name)
+                if up is not None:
+                    relayed[name] = up
+            passed |= set(relayed)
             if not passed:
                 continue
             argument = Step("argument", call, f"the argument given to `{func.name}()` in `{caller.name}`", caller.module.src)
             given = {name: mark(value, argument, via=True) for name, value in given.items()}
+            given.update({name: Value((Const(True),)) for name in relayed})
             key = ("flagged", id(func.node), purpose, id(call), self.left)
             found = self.evaluated(self.refined, key, func, given, purpose)
             if found is None:
@@ -706,7 +723,7 @@ class Project:
                 flag = flags.get(call_id)
                 if copy.non_blocking is not True or flag not in passed:
                     continue
-                given_copy = copy.given(Step("argument", call, f"`{caller.name}()` passes `{flag}=True`", caller.module.src))
+                given_copy = copy.given(relayed.get(flag) or Step("argument", call, f"`{caller.name}()` passes `{flag}=True`", caller.module.src))
                 known = seen.get(call_id)
                 if known is not None and (known.blocking or not given_copy.blocking):
                     known.merge(given_copy)  # the first call whose copy blocks names the way
@@ -714,9 +731,47 @@ class Project:
                     if known is not None:
                         given_copy.merge(known)
                     seen[call_id] = given_copy
+        # A default of `True` is what a user of the function runs, unless every call the project
+        # shows passes `False` (calls that leave it out pass the default: found above).
+        defaults = {p.name: p for p in func.params if p.name in names and isinstance(p.default, ast.Constant) and p.default.value is True}
+        defaulted = {name for name, p in defaults.items() if not (sites and said_false[name])}
+        if defaulted and not any(flags.get(call_id) in defaulted for call_id in seen):
+            found = self.evaluated(self.refined, ("defaulted", id(func.node), purpose, self.left), func, self.parameters(func, None, None), purpose)
+            for call_id, copy in (found.copies.items() if found is not None else ()):
+                flag = flags.get(call_id)
+                if copy.non_blocking is True and flag in defaulted and call_id not in seen:
+                    default = defaults[flag].default
+                    seen[call_id] = copy.given(Step("default", default, f"`{flag}` is `True` by default in `{func.name}()`", func.module.src))
         if not seen:
             return facts
         return facts.with_copies({**facts.copies, **seen})
+
+    def relayed_true(self, caller: FunctionInfo, call: ast.Call, func: FunctionInfo, name: str, hops: int = 0) -> Optional[Step]:
+        """Where ``True`` comes from when ``call`` (in ``caller``) gives ``func``'s parameter
+        ``name`` one of ``caller``'s own parameters, passed on unchanged: the call further up
+        that gives that parameter ``True`` (followed at most :data:`MAX_FLAG_RELAY` calls up,
+        each with at most :data:`MAX_FLAG_SITES` calls looked at, within the depth left)."""
+        own = _passed_parameter(caller, call, func, name)
+        if own is None or hops >= MAX_FLAG_RELAY or self.left <= 1:
+            return None
+        key = ("relay", id(caller.node), own, self.left)
+        if key in self.relays:
+            self.reused(key)
+            return self.relays[key]
+        self.relays[key] = None  # while asked: a recursive call passes nothing new
+        found: Optional[Step] = None
+        with self.recording(key), self.deeper():
+            for n, (up, up_call, given) in enumerate(self.call_sites(caller)):
+                if n >= MAX_FLAG_SITES:
+                    break
+                if own in given and given[own].all(lambda a: isinstance(a, Const) and a.value is True):
+                    found = Step("argument", up_call, f"`{up.name}()` passes `{own}=True` to `{caller.name}()`, which passes it on", up.module.src)
+                else:
+                    found = self.relayed_true(up, up_call, caller, own, hops + 1)
+                if found is not None:
+                    break
+        self.relays[key] = found
+        return found
 
     # --- attributes ------------------------------------------------------------------------
 
@@ -1154,6 +1209,28 @@ def _flag_parameters(facts: FunctionFacts, params: Set[str]) -> Dict[int, str]:
         if copy.non_blocking is None and isinstance(node, ast.Name) and node.id in params:
             out[call_id] = node.id
     return out
+
+
+def _passed_parameter(caller: FunctionInfo, call: ast.Call, func: FunctionInfo, name: str) -> Optional[str]:
+    """The parameter of ``caller`` that ``call`` gives ``func``'s parameter ``name`` as it
+    is, by name (``_move(t, dev, non_blocking)``), where ``caller`` never rebinds it."""
+    given: Optional[ast.expr] = None
+    for k in call.keywords:
+        if k.arg == name:
+            given = k.value
+    if given is None:
+        positional = [p for p in func.params if p.kind in ("posonly", "positional")]
+        if func.kind in ("method", "property", "classmethod") and isinstance(call.func, ast.Attribute):
+            positional = positional[1:]
+        index = next((i for i, p in enumerate(positional) if p.name == name), None)
+        if index is None or index >= len(call.args) or any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+            return None
+        given = call.args[index]
+    if not isinstance(given, ast.Name) or given.id not in {p.name for p in caller.params}:
+        return None
+    if any(isinstance(n, ast.Name) and n.id == given.id and not isinstance(n.ctx, ast.Load) for n in caller.own_nodes()):
+        return None
+    return given.id
 
 
 def is_test_file(path: Optional[Path]) -> bool:
