@@ -756,3 +756,71 @@ def test_show_producers_lists_the_inferred_pinned_producers(tmp_path):
     err = io.StringIO()
     assert main(["show-producers", str(pkg / "bad.py")], out=io.StringIO(), err=err) == 2
     assert err.getvalue().count("\n") == 1 and "bad.py: error:" in err.getvalue()
+
+
+# --- which file evidence names ---------------------------------------------------------------------
+
+_SENDER = """\
+import torch
+
+
+def make_index(n):
+    return torch.arange(n)
+
+
+def send(dev, n):
+    return make_index(n).to(dev, non_blocking=True)
+"""
+
+_CALLER = """\
+import torch
+
+from .sender import make_index
+
+
+def step(dev, n):
+    x = make_index(n)
+    return x.to(dev, non_blocking=True)
+"""
+
+
+def _checked_in_order(tmp_path: Path, names: List[str]) -> Dict[str, list]:
+    """Each file's findings, its files checked one after the other in one process (one Project)."""
+    from pinfix.config import Config
+    from pinfix.engine import Mode, process_source
+    from pinfix.output import render
+    from pinfix.semantic.project import forget_projects
+
+    forget_projects()
+    config = Config(root=tmp_path, deep=True)
+    reports = {}
+    for name in names:
+        path = tmp_path / "pkg" / name
+        reports[name] = process_source(str(path), path.read_bytes(), config, Mode())
+    out = io.StringIO()
+    render("json", [reports[n] for n in sorted(reports)], out, io.StringIO())
+    forget_projects()
+    shown = json.loads(out.getvalue())["findings"]
+    identities = {n: [[(e.path, e.line) for e in d.evidence] for d in r.diagnostics] for n, r in reports.items()}
+    return {"shown": [[(Path(e["path"]).name, e["line"]) for e in f["evidence"]] for f in shown], "identities": identities}
+
+
+def test_evidence_names_each_file_whatever_order_they_are_checked_in(tmp_path):
+    """A module checked first and then traced into from a later file keeps its own
+    name in the later file's evidence (it once printed the later file's name with the
+    first file's line numbers)."""
+    project(tmp_path, {"sender.py": _SENDER, "caller.py": _CALLER})
+    first = _checked_in_order(tmp_path, ["sender.py", "caller.py"])
+    second = _checked_in_order(tmp_path, ["caller.py", "sender.py"])
+    assert first == second
+    sender = str((tmp_path / "pkg" / "sender.py").resolve())
+    caller = str((tmp_path / "pkg" / "caller.py").resolve())
+    (caller_chain,) = first["identities"]["caller.py"]
+    assert caller_chain[0] == (sender, 5) and caller_chain[-1] == (caller, 8)
+    assert {p for p, _ in caller_chain} == {sender, caller}
+    (sender_chain,) = first["identities"]["sender.py"]
+    assert sender_chain[0] == (sender, 5) and sender_chain[-1] == (sender, 9)
+    assert {p for p, _ in sender_chain} == {sender}
+    # Output names them: caller.py's chain starts in sender.py.
+    assert first["shown"][0][0] == ("sender.py", 5) and first["shown"][0][-1] == ("caller.py", 8)
+    assert first["shown"][1] == [(Path(p).name, line) for p, line in sender_chain]

@@ -666,7 +666,7 @@ def test_tokenizer_batches_are_pageable() -> None:
 
 def test_facts_answer_what_memory_an_expression_holds() -> None:
     text = "import torch\n\ndef f(d, a):\n    x = torch.from_numpy(a)\n    return x[:2].to(d, non_blocking=True)\n"
-    src = SourceText(text)
+    src = SourceText(text, "m.py")
     facts = analyze_module(src, src.parse(), Settings())
     (copy,) = facts.copies
     (tensor,) = copy.source.tensors

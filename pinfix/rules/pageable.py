@@ -16,8 +16,10 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from ..edits import SAFE, UNSAFE, Edit, Fix
 from ..effects import Makes
+from ..findings import display
 from ..semantic.facts import Copy, on_cpu, position
 from ..semantic.scope import FunctionInfo, ModuleInfo, iter_nodes, last_name
+from ..semantic.source import same_source
 from ..semantic.values import PAGEABLE, PINNED, Step, Tensor, steps
 from .base import Finding, RuleContext
 
@@ -43,7 +45,7 @@ def what_copies(copy: Copy, src: Any) -> str:
         return f"`.{copy.method}(...)` with `non_blocking={src.short(copy.non_blocking_node)}`"
     if copy.given_by is not None:
         given = copy.given_by
-        where = f"{given.src.path}:{given.line}" if given.src is not src and given.src.path is not None else f"line {given.line}"
+        where = f"line {given.line}" if same_source(given.src, src) else f"{display(given.src.path)}:{given.line}"
         return f"`.{copy.method}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` in the call at {where})"
     return f"`.{copy.method}(..., non_blocking=True)`"
 
@@ -197,14 +199,14 @@ class Judge:
         computed = _computed(primary, made_step)
         label = origin.label
         quoted = _quoted(label)
-        lines = sorted({t.origin.line for t in tensors if t.origin is not None and t.origin.src is self.src})
+        lines = sorted({t.origin.line for t in tensors if t.origin is not None and same_source(t.origin.src, self.src)})
         at = "line " + ", ".join(map(str, lines)) if lines else ""
         if deep:
             at = self.ctx.where(made_step) if made_step is not None else at
         at_text = f" ({at})" if at else ""
         bound = route.names[0] if route.names else None
         # Origins of different kinds (`torch.from_numpy` on one path, `torch.cat` on another): each named.
-        groups = [] if deep else _origin_groups([t for t in tensors if t.origin is not None and t.origin.src is self.src])
+        groups = [] if deep else _origin_groups([t for t in tensors if t.origin is not None and same_source(t.origin.src, self.src)])
         several = len(groups) > 1
         if several:
             listed = ", ".join(f"{_quoted(label)} (line {', '.join(map(str, at_lines))})" for label, at_lines, _ in groups)
@@ -288,7 +290,7 @@ class Judge:
             if not (isinstance(effect, Makes) and effect.factory):
                 return STAGING, None, "the source is made in another function; fix it there"
             remedy = f"allocate it pinned at its origin ({at}) with `pin_memory={expr}`"
-            if origin.src is self.src and len(tensors) == 1 and not others:
+            if same_source(origin.src, self.src) and len(tensors) == 1 and not others:
                 fix = self.pin_memory_fix(tensors, route, kept=True)
                 if fix is not None:
                     return remedy, fix, None
@@ -317,7 +319,7 @@ class Judge:
     def helper_fix(self, tensors: List[Tensor], route: Route, inline: bool, local: str) -> Tuple[Optional[Fix], Optional[str]]:
         settings = self.settings
         calls = _unique([t.origin.node for t in tensors if t.origin is not None])
-        if any(t.origin is not None and t.origin.src is not self.src for t in tensors):
+        if any(t.origin is not None and not same_source(t.origin.src, self.src) for t in tensors):
             return None, "the source is made in another file; fix it there"
         if any(len(c.args) != 1 or c.keywords or isinstance(c.args[0], ast.Starred) for c in calls):
             return None, "the call's arguments are not the plain `(array)` form the helper takes"
@@ -376,7 +378,7 @@ class Judge:
     def pin_memory_fix(self, tensors: List[Tensor], route: Route, kept: bool) -> Any:
         """The ``pin_memory=<expr>`` fix at the factories; a string says why there is none."""
         settings = self.settings
-        if any(t.origin is not None and t.origin.src is not self.src for t in tensors):
+        if any(t.origin is not None and not same_source(t.origin.src, self.src) for t in tensors):
             return "the source is made in another file; fix it there"
         calls = _unique([t.origin.node for t in tensors if t.origin is not None])
         if any(isinstance(a, ast.Starred) for c in calls for a in c.args) or any(k.arg is None for c in calls for k in c.keywords):

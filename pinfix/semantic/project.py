@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
@@ -93,16 +92,6 @@ MAX_SLICED_STORES = 4
 WORK_PER_STATEMENT = 400
 #: ... and this many more, whatever the file's size.
 WORK_BASE = 20000
-
-
-def display(path: Path) -> str:
-    """``path`` relative to the working directory when it lies below it, else whole
-    (``../../x`` would say less than ``/tmp/x``)."""
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:  # another drive (Windows)
-        return str(path)
-    return str(path) if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
 
 
 class Project:
@@ -220,7 +209,7 @@ class Project:
         self.modules[resolved] = None
         try:
             data = read_regular(resolved)
-            src = SourceText.from_bytes(data, display(resolved))
+            src = SourceText.from_bytes(data, str(resolved))
             tree = src.parse()
         except (OSError, SourceError):
             return None  # unreadable or unparsable: what it would say stays unknown
@@ -1238,4 +1227,4 @@ def forget_projects() -> None:
     _PROJECTS.clear()
 
 
-__all__ = ["Project", "DeepEvaluator", "project_for", "forget_projects", "display", "mark"]
+__all__ = ["Project", "DeepEvaluator", "project_for", "forget_projects", "mark"]
