@@ -698,3 +698,23 @@ def test_default_collate_of_host_items_is_pageable(items: str, read: str, expect
         f"def f(n, dev):\n    batch = default_collate({items})\n    return batch{read}.to(dev, non_blocking=True)\n"
     )
     assert found(code) == ([(7, expected)] if expected else [])
+
+
+def test_a_value_past_the_bound_merges_paths_and_offers_no_partial_fix() -> None:
+    """Thirteen pageable factories on thirteen paths: past the atoms a value keeps apart
+    they merge into one, which is still reported; a fix at the one origin it names
+    would leave the other twelve pageable, so none is offered (and the text is unchanged)."""
+    arms = "".join(f"    {'if' if i == 0 else 'elif'} k == {i}:\n        x = torch.zeros({i + 1})\n" for i in range(12))
+    code = "import torch\n\n\ndef f(k, n, dev):\n" + arms + "    else:\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"
+    (finding,) = check_text(code)
+    assert finding.code == "PIN002" and finding.fix_safety is None
+    assert "more paths than pinfix keeps apart" in (finding.fix_note or "")
+    assert fix_text(code, unsafe_fixes=True) == code
+
+
+def test_a_container_past_the_bound_keeps_every_element() -> None:
+    """Lists from fourteen sites merge into one list holding all their elements: the
+    pageable tensor in the last one still reaches the copy."""
+    arms = "".join(f"    {'if' if i == 0 else 'elif'} k == {i}:\n        xs = [torch.zeros({i + 1}, pin_memory=True)]\n" for i in range(13))
+    code = "import torch\n\n\ndef f(k, n, dev):\n" + arms + "    else:\n        xs = [torch.zeros(n)]\n    return xs[0].to(dev, non_blocking=True)\n"
+    assert [f.code for f in check_text(code)] == ["PIN002"]

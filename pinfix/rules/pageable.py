@@ -263,16 +263,25 @@ class Judge:
 
     def plan(self, tensors: List[Tensor], route: Route, inline: bool, computed: bool) -> Tuple[str, Optional[Fix], Optional[str]]:
         """``(remedy, fix, why no fix)``."""
+        settings = self.settings
+        h2d = self.h2d_plan(tensors, route, inline)
+        if h2d is not None:
+            local = h2d_local(self.module, settings.h2d_helper or "")
+            return f"copy it with `{local}(...)`, which pins it first", h2d, None
+        remedy, fix, note = self.origin_plan(tensors, route, inline, computed)
+        if fix is not None and any(t.widened for t in tensors):
+            # One of several origins stands for them all: a fix at it would leave the others.
+            return remedy, None, "the copy is fed pageable memory from more paths than pinfix keeps apart"
+        return remedy, fix, note
+
+    def origin_plan(self, tensors: List[Tensor], route: Route, inline: bool, computed: bool) -> Tuple[str, Optional[Fix], Optional[str]]:
+        """``(remedy, fix, why no fix)`` at the memory's origins."""
         primary = tensors[0]
         origin = primary.origin
         assert origin is not None
         effect = origin.effect
         settings = self.settings
         label = origin.label
-        h2d = self.h2d_plan(tensors, route, inline)
-        if h2d is not None:
-            local = h2d_local(self.module, settings.h2d_helper or "")
-            return f"copy it with `{local}(...)`, which pins it first", h2d, None
         if primary.converted:
             remedy = (
                 f"`{primary.converted}` makes a fresh pageable tensor on the way; build the data in its final "

@@ -10,6 +10,13 @@ from .pageable import pageable_findings
 _H = "import numpy as np\nimport torch\n\nfrom vllm.utils.platform_utils import is_pin_memory_available\n\n\n"
 
 
+def _picks(pinned: int, pageable: bool) -> str:
+    """A function that picks one of ``pinned`` pinned allocations (and a pageable one)."""
+    lines = [f"    {'if' if i == 0 else 'elif'} k == {i}:\n        x = torch.zeros({i + 1}, pin_memory=True)\n" for i in range(pinned)]
+    last = "        x = torch.zeros(n)\n" if pageable else "        x = torch.zeros(n, pin_memory=True)\n"
+    return _H + "def f(k, n, dev):\n" + "".join(lines) + "    else:\n" + last + "    return x.to(dev, non_blocking=True)\n"
+
+
 class PageableCpuSource(Rule):
     """
     PIN002: pageable CPU tensor (other than ``torch.from_numpy``) copied non_blocking.
@@ -113,6 +120,8 @@ class PageableCpuSource(Rule):
     name = "PageableCpuSource"
 
     VALID = [
+        # Fifteen pinned allocations: merged past the bound, they stay pinned.
+        Case(_picks(14, pageable=False)),
         Case(_H + "def f(ids, dev):\n    return torch.tensor(ids, device=dev).to(dev, non_blocking=True)\n"),
         # A comprehension's own variable holds what its iterable holds: pinned here.
         Case(
@@ -187,6 +196,9 @@ class PageableCpuSource(Rule):
     ]
 
     INVALID = [
+        # Past the atoms a value keeps apart, paths that agree are merged, never dropped:
+        # the one pageable allocation among fourteen still reports.
+        Case(_picks(13, pageable=True)),
         # A comprehension's own variable holds what its iterable holds.
         Case(
             _H + "def f(rows, dev):\n    hosts = [torch.tensor(r) for r in rows]\n"
