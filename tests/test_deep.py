@@ -824,3 +824,51 @@ def test_evidence_names_each_file_whatever_order_they_are_checked_in(tmp_path):
     # Output names them: caller.py's chain starts in sender.py.
     assert first["shown"][0][0] == ("sender.py", 5) and first["shown"][0][-1] == ("caller.py", 8)
     assert first["shown"][1] == [(Path(p).name, line) for p, line in sender_chain]
+
+
+# --- which pageable path the message names ---------------------------------------------------------
+
+_LIBRARY = """\
+import torch
+
+
+
+
+def make_index(n):
+    return torch.arange(n)
+"""
+
+_DEMO = """\
+import torch
+
+
+def make_batch(n):
+    return torch.ones(n)
+"""
+
+_PICKER = """\
+import torch
+
+from .helpers import make_index
+from .{demo}.data import make_batch
+
+
+def step(dev, n, c):
+    x = make_batch(n) if c else make_index(n)
+    return x.to(dev, non_blocking=True)
+"""
+
+
+@pytest.mark.parametrize("demo", ["benchmarks", "examples", "tests"])
+def test_the_message_names_library_code_before_a_benchmark_example_or_test(tmp_path, demo):
+    """Two pageable paths, one made in library code and one (earlier in its file, and
+    first in the copy's expression) in a benchmark, example or test: the message and the
+    evidence follow the library's."""
+    pkg = project(tmp_path, {"helpers.py": _LIBRARY, "picker.py": _PICKER.format(demo=demo)})
+    (pkg / demo).mkdir()
+    (pkg / demo / "__init__.py").write_text("")
+    (pkg / demo / "data.py").write_text(_DEMO)
+    (finding,) = deep([pkg / "picker.py"])
+    assert "helpers.py:7" in finding["message"] and "make_index" in finding["message"]
+    assert "data.py" not in finding["message"]
+    assert [Path(e["path"]).name for e in finding["evidence"]][0] == "helpers.py"

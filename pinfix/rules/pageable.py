@@ -16,8 +16,9 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from ..edits import SAFE, UNSAFE, Edit, Fix
 from ..effects import Makes
-from ..findings import display
+from ..findings import display, same_file
 from ..semantic.facts import Copy, on_cpu, position
+from ..semantic.modules import is_demo_of
 from ..semantic.scope import FunctionInfo, ModuleInfo, iter_nodes, last_name
 from ..semantic.source import same_source
 from ..semantic.values import PAGEABLE, PINNED, Step, Tensor, steps
@@ -154,7 +155,8 @@ class Judge:
             return None
         if copy.non_blocking is None and not self.settings.strict:
             return None
-        blocking = sorted(copy.blocking, key=lambda t: _origin_position(t))
+        here = self.src.path
+        blocking = sorted(copy.blocking, key=lambda t: _origin_position(t, here))
         if not blocking:
             return None
         pageable = [t for t in blocking if t.memory == PAGEABLE]
@@ -714,10 +716,13 @@ def _is_pin001(t: Tensor) -> bool:
     return t.origin is not None and isinstance(t.origin.effect, Makes) and t.origin.effect.code == "PIN001" and not t.converted
 
 
-def _origin_position(t: Tensor) -> Tuple[int, int, int]:
+def _origin_position(t: Tensor, here: str) -> Tuple[int, int, int, int]:
+    """Which path a message names first: one made in library code before one made in a
+    test, benchmark or example; then one made in this function; then the first made."""
     if t.origin is None:
-        return (1, 0, 0)
-    return (0 if t.via is None else 1, t.origin.node.lineno, t.origin.node.col_offset)
+        return (1, 1, 0, 0)
+    demo = 1 if not same_file(t.origin.src.path, here) and is_demo_of(t.origin.src.path, here) else 0
+    return (demo, 0 if t.via is None else 1, t.origin.node.lineno, t.origin.node.col_offset)
 
 
 def _holds(outer: ast.AST, inner: ast.AST) -> bool:

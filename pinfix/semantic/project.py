@@ -33,7 +33,7 @@ from .evaluator import Evaluator
 from .facts import Copy, FunctionFacts
 from .flow import TRANSPARENT_DECORATORS
 from .module import ModuleContext, functions_at
-from .modules import ModuleIndex, module_name, project_file_names
+from .modules import ModuleIndex, is_test_file, module_name, project_file_names
 from .scope import ClassInfo, FunctionInfo, ModuleInfo, last_name
 from .slices import ANY_ATTRIBUTE, Graph, Purpose, Slice
 from .source import SourceError, SourceText
@@ -1124,17 +1124,6 @@ def _flag_parameters(facts: FunctionFacts, params: Set[str]) -> Dict[int, str]:
         if copy.non_blocking is None and isinstance(node, ast.Name) and node.id in params:
             out[call_id] = node.id
     return out
-
-
-def is_test_file(path: Optional[Path]) -> bool:
-    """Whether ``path`` is a test (under ``tests/`` or ``test/``, ``test_*.py``,
-    ``*_test.py``, ``conftest.py``)."""
-    if path is None:
-        return False
-    name = path.name
-    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
-        return True
-    return any(part in ("tests", "test") for part in path.parts[:-1])
 
 
 def speaks_for(other: ModuleInfo, module: ModuleInfo) -> bool:
