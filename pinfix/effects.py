@@ -26,6 +26,8 @@ The kinds (each a small frozen class below):
 ``Constant``   a value: a dtype (``torch.float16``) or a device constructor (``torch.device``)
 ``Availability`` true only when pinned memory / an accelerator is available
 ``RecordFields`` a dataclass's fields (``dataclasses.fields``): read back with ``getattr(obj, f.name)``
+``DefaultDevice`` the device factories allocate on when given none (``torch.get_default_device()``,
+               set by ``torch.set_default_device(d)`` and, inside its block, ``with torch.device(d):``)
 """
 
 from __future__ import annotations
@@ -199,6 +201,17 @@ class RecordFields(Effect):
     loop over them reads each field of ``obj`` (a ``to_device`` that copies every tensor field)."""
 
 
+@dataclass(frozen=True)
+class DefaultDevice(Effect):
+    """The default device: where factories given no ``device=`` allocate (``torch.zeros(n)``,
+    ``torch.tensor(data)``, ``torch.as_tensor(data)``). ``get_default_device()`` reads it;
+    ``set_default_device(d)`` (``sets``) makes it ``d`` from there on, and a ``torch.device``
+    used as a context manager (``with torch.device(d):``) makes it ``d`` inside the block.
+    Where it is not known to be the CPU, what a factory makes is not known to be host memory."""
+
+    sets: bool = False
+
+
 def _entries(effect: Effect, names: str, prefix: str = "") -> Dict[str, Effect]:
     return {prefix + n: effect for n in names.split()}
 
@@ -250,7 +263,10 @@ FUNCTIONS: Mapping[str, Effect] = {
     "dataclasses.fields": RecordFields(),
     # --- values ---------------------------------------------------------------------
     **_entries(Constant(value="dtype"), _TORCH_DTYPES, "torch."),
+    # As a context manager (``with torch.device(d):``) it sets the default device inside the block.
     "torch.device": Constant(value="device"),
+    "torch.get_default_device": DefaultDevice(),
+    "torch.set_default_device": DefaultDevice(sets=True),
     # --- waits and availability -----------------------------------------------------
     **_entries(Waits(), "torch.cuda.synchronize torch.xpu.synchronize torch.accelerator.synchronize torch.mps.synchronize"),
     **_entries(
@@ -337,6 +353,12 @@ DEFAULT_HELPER = "vllm.utils.torch_utils.np_to_pinned_tensor"
 #: Names whose last component says "is pinned memory (or an accelerator) available"
 #: when tested: the function vLLM uses and the flags projects keep for it.
 AVAILABILITY_NAMES: FrozenSet[str] = frozenset({"is_pin_memory_available"})
+
+
+#: The last component of every name that sets the default device (``set_default_device``).
+DEFAULT_DEVICE_SETTERS: FrozenSet[str] = frozenset(
+    q.rsplit(".", 1)[-1] for q, e in FUNCTIONS.items() if isinstance(e, DefaultDevice) and e.sets
+)
 
 
 def function_effect(qualified: str) -> Optional[Effect]:

@@ -42,6 +42,7 @@ from .effects import (
     Constant,
     Converts,
     CopiesTo,
+    DefaultDevice,
     Effect,
     HostData,
     Makes,
@@ -91,6 +92,7 @@ KIND_ROLES: Mapping[Type[Effect], str] = {
     Constant: "neither",
     Availability: "neither",
     RecordFields: "neither",
+    DefaultDevice: "neither",
 }
 ORIGIN_KINDS = tuple(kind for kind, role in KIND_ROLES.items() if role == "origin")
 

@@ -112,7 +112,10 @@ class PageableCpuSource(Rule):
     ## Not reported
     An accelerator ``device=``; ``pin_memory=`` given (any value but ``False``); a copy whose
     destination is itself a CPU tensor pinfix can see; a dense slice of a pinned tensor;
-    ``as_tensor`` of something that may already be a device tensor.
+    ``as_tensor`` of something that may already be a device tensor; a factory given no device
+    where the default device is not known to be the CPU (inside ``with torch.device(d):``, after
+    ``torch.set_default_device(d)``, ``device=torch.get_default_device()``, or anywhere in a
+    module that sets the default device to anything but ``"cpu"``).
     Suppress one line with ``# noqa: PIN002`` or ``# lint-ignore: PageableCpuSource``.
     """
 
@@ -120,6 +123,11 @@ class PageableCpuSource(Rule):
     name = "PageableCpuSource"
 
     VALID = [
+        # Factories given no device allocate on the default device, which these set.
+        Case(_H + "def f(n, dev):\n    with torch.device(dev):\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
+        Case(_H + "def f(ids, dev):\n    torch.set_default_device(dev)\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"),
+        Case(_H + "def f(n, dev):\n    return torch.empty(n, device=torch.get_default_device()).to(dev, non_blocking=True)\n"),
+        Case(_H + "torch.set_default_device('cuda')\n\n\ndef f(n, dev):\n    return torch.ones(n).to(dev, non_blocking=True)\n"),
         # Fifteen pinned allocations: merged past the bound, they stay pinned.
         Case(_picks(14, pageable=False)),
         Case(_H + "def f(ids, dev):\n    return torch.tensor(ids, device=dev).to(dev, non_blocking=True)\n"),
@@ -196,6 +204,15 @@ class PageableCpuSource(Rule):
     ]
 
     INVALID = [
+        # The default device is the CPU there: inside `with torch.device('cpu')`, after a
+        # `with` block ends, after `set_default_device('cpu')`.
+        Case(_H + "def f(n, dev):\n    with torch.device('cpu'):\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
+        Case(_H + "def f(n, dev):\n    with torch.device(dev):\n        pass\n    x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
+        Case(_H + "def f(ids, dev):\n    torch.set_default_device('cpu')\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"),
+        Case(
+            _H + "def f(n, dev):\n    torch.set_default_device('cpu')\n"
+            "    return torch.empty(n, device=torch.get_default_device()).to(dev, non_blocking=True)\n"
+        ),
         # Past the atoms a value keeps apart, paths that agree are merged, never dropped:
         # the one pageable allocation among fourteen still reports.
         Case(_picks(13, pageable=True)),

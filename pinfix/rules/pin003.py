@@ -63,7 +63,9 @@ class UnsynchronizedHostRead(Rule):
 
     ## Not reported
     A read after a synchronize or event wait; a result only returned or passed on; a copy into
-    a pinned buffer (``pin_memory=...``); a host-to-host copy.
+    a pinned buffer (``pin_memory=...``); a host-to-host copy; a copy into a buffer made on the
+    default device where that is not known to be the CPU (``with torch.device(d):``), which is
+    a device-to-device copy.
     Suppress one line with ``# noqa: PIN003`` or ``# lint-ignore: UnsynchronizedHostRead``.
     """
 
@@ -86,9 +88,13 @@ class UnsynchronizedHostRead(Rule):
         Case(_H + "def f(t, n):\n    buf = torch.zeros(n)\n    buf.copy_(t, non_blocking=True)\n    return buf\n"),
         Case(_H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    return y.tolist()  # noqa: PIN003\n"),
         Case(_H + "def f(t, n):\n    buf = torch.zeros(n)\n    buf.copy_(torch.ones(n), non_blocking=True)\n    return buf[0]\n"),
+        # Made on the default device (not the CPU here): a device-to-device copy.
+        Case(_H + "def f(t, n, dev):\n    with torch.device(dev):\n        buf = torch.zeros(n)\n    buf.copy_(t, non_blocking=True)\n    return buf.tolist()\n"),
+        Case(_H + "def f(t, n, dev):\n    torch.set_default_device(dev)\n    buf = torch.empty(n)\n    buf.copy_(t, non_blocking=True)\n    return buf.tolist()\n"),
     ]
 
     INVALID = [
+        Case(_H + "def f(t, n):\n    with torch.device('cpu'):\n        buf = torch.zeros(n)\n    buf.copy_(t, non_blocking=True)\n    return buf.tolist()\n"),
         Case(_H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    return y.tolist()\n"),
         Case(_H + "def f(t):\n    y = t.to(device='cpu', non_blocking=True)\n    return y.item()\n"),
         Case(_H + "def f(t):\n    y = t.to(torch.device('cpu'), non_blocking=True)\n    print(y)\n"),

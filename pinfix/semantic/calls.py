@@ -25,6 +25,7 @@ from ..effects import (
     Constant,
     Converts,
     CopiesTo,
+    DefaultDevice,
     Effect,
     HostData,
     Makes,
@@ -40,7 +41,7 @@ from ..effects import (
 )
 from .expressions import CONTIGUOUS, Expressions, device_of_text, host_atom, register
 from .facts import Copy
-from .state import PENDING, State
+from .state import DEFAULT_DEVICE, PENDING, State
 from .values import (
     ACCEL,
     ANY_DEVICE,
@@ -412,6 +413,13 @@ class Calls(Expressions):
             return Value((DType(),))
         if isinstance(effect, Availability):
             return Value((Flag(),))
+        if isinstance(effect, DefaultDevice):
+            if not effect.sets:
+                # Read back: what this function set, else whatever the process set (unknown).
+                return state.get(DEFAULT_DEVICE) or Value((Device(ANY_DEVICE),))
+            given = args.first("device")
+            state.set(DEFAULT_DEVICE, self.devices(given[1], state) if given is not None else Value((Device(ANY_DEVICE),)))
+            return Value((NoneValue(),))
         if isinstance(effect, RecordFields):
             return self.fields_call(node, args)
         return unknown(node=node)
@@ -499,8 +507,7 @@ class Calls(Expressions):
         devices: Value = Value((Device(CPU),))
         if effect.factory or effect.host_data_only:
             given = args.keyword("device")
-            if given is not None:
-                devices = self.devices(given[1], state)
+            devices = self.devices(given[1], state) if given is not None else self.default_device(state)
         if effect.factory and pin is not None:
             if literal_bool(pin[0]) is False:
                 explicit = True
@@ -526,6 +533,14 @@ class Calls(Expressions):
         scalar = qualified == "torch.tensor" and args.positional and _maybe_scalar_data(args.positional[0][0])
         data = args.positional[0][1] if args.positional else None
         return self.on_devices(devices, lambda: self.made(node, effect, qualified, label, explicit, bool(scalar), data))
+
+    def default_device(self, state: State) -> Value:
+        """Where a factory given no device allocates here: the device the function set,
+        else the CPU, unless the module sets the default device somewhere (unknown)."""
+        found = state.get(DEFAULT_DEVICE)
+        if found:
+            return found
+        return Value((Device(ANY_DEVICE if self.module.sets_default_device else CPU),))
 
     def on_devices(self, devices: Value, make: Any) -> Value:
         """``make()`` where the device is the CPU, a tensor elsewhere on the others."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tupl
 from .calls import Calls
 from .expressions import BY_TEST
 from .scope import FUNCTION_NODES, binds, iter_nodes, target_names
-from .state import PATHS, PENDING, State
+from .state import DEFAULT_DEVICE, PATHS, PENDING, State
 from .values import (
     ACCEL,
     ANY_DEVICE,
@@ -27,6 +27,7 @@ from .values import (
     Array,
     Class,
     Const,
+    Device,
     Func,
     NoneValue,
     Seq,
@@ -448,11 +449,19 @@ class Flow(Calls):
         self.facts.widened = True
 
     def exec_with(self, node: Any, state: State) -> None:
+        before: Optional[Value] = None
         for item in node.items:
-            self.eval(item.context_expr, state)
+            context = self.eval(item.context_expr, state)
+            if context and context.all(lambda a: isinstance(a, Device)):
+                # `with torch.device(d):` makes `d` the default device inside the block.
+                if before is None:
+                    before = self.default_device(state)
+                state.set(DEFAULT_DEVICE, context)
             if item.optional_vars is not None:
                 self.assign(item.optional_vars, unknown("is bound by a `with`", item.optional_vars), state, node)
         self.run_block(node.body, state)
+        if before is not None:
+            state.set(DEFAULT_DEVICE, before)
 
     def exec_try(self, node: Any, state: State) -> None:
         body = state.fork()
