@@ -18,7 +18,7 @@ The kinds (each a small frozen class below):
 ``Computes``   a fresh tensor on its inputs' device (``torch.cat``, ``x.cumsum()``, arithmetic)
 ``CopiesTo``   a copy that accepts ``non_blocking`` (``copy_``, ``to``, ``cuda``, ``xpu``): a sink
 ``ToHost``     a device tensor's data on the host (``.cpu()``: a fresh pageable tensor)
-``MakesArray`` a NumPy array (host memory)
+``MakesArray`` a NumPy array (host memory); of a tensor, a host read of it (PIN003)
 ``HostData``   plain host data (``len``, ``.tolist()``, ``.item()``)
 ``Waits``      waits for the device (``synchronize``, ``wait_event``): pending host reads are safe after it
 ``ReadsOnHost`` reads tensor data on the host (``.tolist()``, ``print``): PIN003 checks these
@@ -139,7 +139,8 @@ class ToHost(Effect):
 
 @dataclass(frozen=True)
 class MakesArray(Effect):
-    """A NumPy array (host memory)."""
+    """A NumPy array (host memory). Handed a tensor (``t.numpy()``, ``np.asarray(t)``), it
+    reads the tensor's data on the host."""
 
     #: ``t.numpy()``: an array that shares a CPU tensor's memory.
     of_tensor: bool = False
@@ -311,8 +312,10 @@ TENSOR_METHODS: Mapping[str, Effect] = {
     # t.cuda(device=None, non_blocking=False), t.xpu(...)
     "cuda": CopiesTo(method="cuda", source="receiver", non_blocking_slots=(1,)),
     "xpu": CopiesTo(method="xpu", source="receiver", non_blocking_slots=(1,)),
+    # Handing a tensor to NumPy reads it there (``.numpy()``, ``np.asarray(t)``: PIN003).
     "numpy": MakesArray(of_tensor=True),
-    **_entries(ReadsOnHost(), "tolist item __bool__ __int__ __float__"),
+    # Python calls the dunders itself: ``if t``, ``int(t)``, ``f"{t}"``.
+    **_entries(ReadsOnHost(), "tolist item __bool__ __int__ __float__ __format__"),
     **_entries(Waits(), "synchronize wait wait_event wait_stream"),
     **_entries(Metadata(gives="host"), "size numel dim stride is_pinned is_contiguous element_size nelement"),
     "get_device": Metadata(gives="host"),

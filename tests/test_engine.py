@@ -718,3 +718,26 @@ def test_a_container_past_the_bound_keeps_every_element() -> None:
     arms = "".join(f"    {'if' if i == 0 else 'elif'} k == {i}:\n        xs = [torch.zeros({i + 1}, pin_memory=True)]\n" for i in range(13))
     code = "import torch\n\n\ndef f(k, n, dev):\n" + arms + "    else:\n        xs = [torch.zeros(n)]\n    return xs[0].to(dev, non_blocking=True)\n"
     assert [f.code for f in check_text(code)] == ["PIN002"]
+
+
+def test_pin003_reports_each_copy_once_at_its_first_read() -> None:
+    """Reads on two branches, through an alias and directly: one finding, at the first
+    read in the file, naming the copy and the read."""
+    code = (
+        "import torch\n\n\ndef f(t, c):\n    y = t.to('cpu', non_blocking=True)\n    z = y\n"
+        "    if c:\n        return z.tolist()\n    print(y)\n    return int(y[0])\n"
+    )
+    found = [f for f in check_text(code) if f.code == "PIN003"]
+    assert [(f.line, f.column) for f in found] == [(8, 16)]
+    assert "(line 5)" in found[0].message and "`z.tolist()`" in found[0].message
+
+
+def test_pin003_a_view_is_read_when_the_view_is() -> None:
+    """Slicing the destination reads nothing; reading the slice is the read, reported there once."""
+    code = (
+        "import torch\n\n\ndef f(t, n):\n    buf = torch.empty(n, 4)\n    buf[:2].copy_(t, True)\n"
+        "    row = buf[0]\n    return int(row[0])\n"
+    )
+    found = [f for f in check_text(code) if f.code == "PIN003"]
+    assert [f.line for f in found] == [8]
+    assert "`buf[:2].copy_(t, True)`" in found[0].message and "`int(row[0])`" in found[0].message

@@ -392,6 +392,7 @@ class Calls(Expressions):
             return self.to_host(node, receiver, state)
         if isinstance(effect, MakesArray):
             if receiver is not None:
+                self.host_read(Value((receiver,)), node, state)
                 return Value((Array(receiver.origin),))
             self.host_read(join(*args.values), node, state, computing=True)
             return Value((Array(node),))

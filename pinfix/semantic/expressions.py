@@ -13,7 +13,7 @@ import ast
 from fnmatch import fnmatchcase
 from typing import Any, Callable, List, Optional, Tuple
 
-from ..effects import CPU_DEVICE_TYPES, NO_DATA_DEVICE_TYPES, TENSOR_ATTRIBUTES, Metadata, View
+from ..effects import CPU_DEVICE_TYPES, NO_DATA_DEVICE_TYPES, TENSOR_ATTRIBUTES, TENSOR_METHODS, Metadata, ReadsOnHost, View
 from .facts import FunctionFacts, HostRead
 from .scope import COMPREHENSIONS, FunctionInfo, ModuleInfo, target_names
 from .source import SourceText
@@ -299,7 +299,9 @@ class Expressions:
         index = node.slice
         elements = list(index.elts) if isinstance(index, ast.Tuple) else [index]
         kinds = [self.index_kind(e, state) for e in elements]
-        self.host_read(base, node, state)
+        if any(k == "gather" for k, _ in kinds):
+            # Advanced indexing gathers on the host; any other index makes a view, which reads nothing.
+            self.host_read(base, node, state, computing=True)
         return base.map(lambda a: self.item_of(a, node, elements, kinds))
 
     def index_kind(self, element: ast.AST, state: State) -> Tuple[str, Optional[Value]]:
@@ -620,8 +622,7 @@ class Expressions:
     def eval_joinedstr(self, node: ast.JoinedStr, state: State) -> Value:
         for v in node.values:
             if isinstance(v, ast.FormattedValue):
-                value = self.eval(v.value, state)
-                self.host_read(value, v.value, state)
+                self.implicit_call("__format__", self.eval(v.value, state), node, state)
         return Value((Host(),))
 
     def eval_starred(self, node: ast.Starred, state: State) -> Value:
@@ -640,6 +641,12 @@ class Expressions:
         return unknown(node=node)
 
     # --- host reads (PIN003) -------------------------------------------------------------------------
+
+    def implicit_call(self, method: str, value: Value, node: ast.AST, state: State) -> None:
+        """Python calls a tensor's ``method`` (``__format__`` in an f-string): a host read
+        where the effects table says that method reads on the host."""
+        if isinstance(TENSOR_METHODS.get(method), ReadsOnHost):
+            self.host_read(value, node, state)
 
     def host_read(self, value: Value, node: ast.AST, state: State, computing: bool = False) -> None:
         """``node`` reads ``value``'s data on the host: a pending copy into it is a finding."""
