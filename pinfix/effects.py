@@ -18,7 +18,7 @@ The kinds (each a small frozen class below):
 ``Computes``   a fresh tensor on its inputs' device (``torch.cat``, ``x.cumsum()``, arithmetic)
 ``CopiesTo``   a copy that accepts ``non_blocking`` (``copy_``, ``to``, ``cuda``, ``xpu``): a sink
 ``ToHost``     a device tensor's data on the host (``.cpu()``: a fresh pageable tensor)
-``MakesArray`` a NumPy array (host memory); of a tensor, a host read of it (PIN003)
+``MakesArray`` a NumPy array (host memory); ``t.numpy()`` views ``t``, NumPy functions read their arguments
 ``HostData``   plain host data (``len``, ``.tolist()``, ``.item()``)
 ``Waits``      waits for the device (``synchronize``, ``wait_event``): pending host reads are safe after it
 ``ReadsOnHost`` reads tensor data on the host (``.tolist()``, ``print``): PIN003 checks these
@@ -139,8 +139,9 @@ class ToHost(Effect):
 
 @dataclass(frozen=True)
 class MakesArray(Effect):
-    """A NumPy array (host memory). Handed a tensor (``t.numpy()``, ``np.asarray(t)``), it
-    reads the tensor's data on the host."""
+    """A NumPy array (host memory). A NumPy function handed a tensor (``np.asarray(t)``)
+    reads its data on the host; ``t.numpy()`` (``of_tensor``) views it, so reading the array
+    reads the tensor."""
 
     #: ``t.numpy()``: an array that shares a CPU tensor's memory.
     of_tensor: bool = False
@@ -312,7 +313,7 @@ TENSOR_METHODS: Mapping[str, Effect] = {
     # t.cuda(device=None, non_blocking=False), t.xpu(...)
     "cuda": CopiesTo(method="cuda", source="receiver", non_blocking_slots=(1,)),
     "xpu": CopiesTo(method="xpu", source="receiver", non_blocking_slots=(1,)),
-    # Handing a tensor to NumPy reads it there (``.numpy()``, ``np.asarray(t)``: PIN003).
+    # An array viewing the tensor's memory: reading it reads the tensor (PIN003).
     "numpy": MakesArray(of_tensor=True),
     # Python calls the dunders itself: ``if t``, ``int(t)``, ``f"{t}"``.
     **_entries(ReadsOnHost(), "tolist item __bool__ __int__ __float__ __format__"),
@@ -332,7 +333,8 @@ TENSOR_ATTRIBUTES: Mapping[str, Effect] = {
 #: NumPy array methods, by name.
 ARRAY_METHODS: Mapping[str, Effect] = {
     **_entries(MakesArray(), "astype copy reshape flatten ravel repeat cumsum take clip transpose squeeze view"),
-    **_entries(HostData(), "tolist item sum max min mean any all"),
+    # They read the array's data on the host (PIN003, when it views a pending copy's tensor).
+    **_entries(ReadsOnHost(), "tolist item sum max min mean any all"),
 }
 
 #: Calls of any callee (a tokenizer object, a processor) that say what they return

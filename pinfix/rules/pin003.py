@@ -25,11 +25,12 @@ class UnsynchronizedHostRead(Rule):
 
     with no synchronize or event wait in between. What reads on the host comes from the
     effects table: ``.tolist()``, ``.item()``, ``print(...)``, ``bool/int/float/str(...)``, a
-    truth test (``__bool__``), formatting (``f"{t}"``), handing it to NumPy (``.numpy()``,
-    ``np.asarray(t)``), and computing on it on the host (a comparison, arithmetic, advanced
-    indexing). A view or slice of the destination (``y[0]``, ``buf[:n]``, ``.view(...)``) is
-    no read, and neither is another non_blocking copy into another part of it or sending it
-    to the device; reading the view later is a read of the copy. Each copy is reported once,
+    truth test (``__bool__``), formatting (``f"{t}"``), handing it to a NumPy function
+    (``np.asarray(t)``), and computing on it on the host (a comparison, arithmetic, advanced
+    indexing). A view or slice of the destination (``y[0]``, ``buf[:n]``, ``.view(...)``, and
+    ``.numpy()``, an array viewing it) is no read, and neither is another non_blocking copy
+    into another part of it or sending it to the device; reading the view or the array later
+    (``a.tolist()``, ``a[0]``, ``a.sum()``) is a read of the copy. Each copy is reported once,
     at its first read (whatever aliases and reads follow), naming the copy and the read.
     The search runs forward in source order and stops, without a report, at a
     ``synchronize()`` / ``wait()`` / ``wait_event()`` / ``wait_stream()``, at any call that may
@@ -91,6 +92,9 @@ class UnsynchronizedHostRead(Rule):
         Case(_H + "def f(t, n):\n    buf = torch.zeros(n)\n    buf.copy_(t, non_blocking=True)\n    return buf\n"),
         Case(_H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    return y.tolist()  # noqa: PIN003\n"),
         Case(_H + "def f(t, n):\n    buf = torch.zeros(n)\n    buf.copy_(torch.ones(n), non_blocking=True)\n    return buf[0]\n"),
+        # `.numpy()` views the destination: the array is read later, after a wait.
+        Case(_H + "def f(t):\n    return t.to('cpu', non_blocking=True).numpy()\n"),
+        Case(_H + "def f(t, ev):\n    a = t.to('cpu', non_blocking=True).numpy()\n    ev.synchronize()\n    return a.tolist()\n"),
         # A view or slice of the destination reads nothing; nor does another non_blocking
         # copy into another part of it, or sending it to the device.
         Case(_H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    return y[0]\n"),
@@ -120,8 +124,10 @@ class UnsynchronizedHostRead(Rule):
         Case(_H + "def f(t):\n    return t.to('cpu', non_blocking=True).tolist()\n"),
         Case(_H + "def f(t, n):\n    buf = torch.zeros(n)\n    buf.copy_(t, non_blocking=True)\n    return buf.tolist()\n"),
         Case(_H + "def f(t, n):\n    buf = torch.empty(n, 4)\n    buf[:2].copy_(t, True)\n    return int(buf[0, 0])\n"),
-        # Handed to NumPy, formatted, read through a view.
-        Case(_H + "def f(t):\n    return t.to('cpu', non_blocking=True).numpy()\n"),
+        # Formatted, read through a view, read through the array that views it, handed to NumPy.
+        Case(_H + "def f(t):\n    a = t.to('cpu', non_blocking=True).numpy()\n    return a.tolist()\n"),
+        Case(_H + "def f(t):\n    a = t.to('cpu', non_blocking=True).numpy()\n    return int(a[0])\n"),
+        Case("import numpy as np\n" + _H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    return np.cumsum(y)\n"),
         Case(_H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    return f'{y}'\n"),
         Case(_H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    head = y[:2]\n    return head.tolist()\n"),
     ]

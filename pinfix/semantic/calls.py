@@ -279,6 +279,8 @@ class Calls(Expressions):
             effect = ARRAY_METHODS.get(method)
             if isinstance(effect, MakesArray):
                 return Value((Array(atom.origin),))
+            if isinstance(effect, ReadsOnHost):
+                self.host_read(Value((atom,)), node, state)
             return Value((Host(),)) if effect is not None else unknown(node=node)
         if isinstance(atom, Seq):
             return self.sequence_method(atom, method, node, args, state)
@@ -392,7 +394,7 @@ class Calls(Expressions):
             return self.to_host(node, receiver, state)
         if isinstance(effect, MakesArray):
             if receiver is not None:
-                self.host_read(Value((receiver,)), node, state)
+                # `t.numpy()` views the tensor's memory: reading the array reads the tensor.
                 return Value((Array(receiver.origin),))
             self.host_read(join(*args.values), node, state, computing=True)
             return Value((Array(node),))

@@ -299,8 +299,9 @@ class Expressions:
         index = node.slice
         elements = list(index.elts) if isinstance(index, ast.Tuple) else [index]
         kinds = [self.index_kind(e, state) for e in elements]
-        if any(k == "gather" for k, _ in kinds):
-            # Advanced indexing gathers on the host; any other index makes a view, which reads nothing.
+        if any(k == "gather" for k, _ in kinds) or (base.only(Array) and all(k == "int" for k, _ in kinds)):
+            # Advanced indexing gathers on the host and an array's element is a copy of it;
+            # any other index makes a view, which reads nothing.
             self.host_read(base, node, state, computing=True)
         return base.map(lambda a: self.item_of(a, node, elements, kinds))
 
@@ -653,10 +654,14 @@ class Expressions:
         pending = state.get(PENDING)
         if not pending:
             return
-        targets = {id(t.origin.node): t for t in value.tensors if t.origin is not None}
+        # The tensors it holds, and the arrays viewing a tensor (``t.numpy()``).
+        targets = {id(t.origin.node): t.origin for t in value.tensors if t.origin is not None}
+        for a in value.only(Array):
+            if isinstance(a.origin, Origin):
+                targets.setdefault(id(a.origin.node), a.origin)
         for p in pending.only(Pending):
             if p.target in targets:
-                direct = targets[p.target].origin.node is node or _holds(node, targets[p.target].origin.node)
+                direct = targets[p.target].node is node or _holds(node, targets[p.target].node)
                 self.facts.add_read(HostRead(node, p, direct, self.func))
 
     def kill_paths(self, node: ast.AST, state: State) -> None:
