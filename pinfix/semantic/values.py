@@ -534,7 +534,7 @@ def widen(atoms: List[Atom]) -> List[Atom]:
                 tensors[group] = len(out)
                 out.append(a)
             elif not out[at].widened:  # type: ignore[attr-defined]
-                out[at] = out[at].evolve(widened=True)  # type: ignore[attr-defined]
+                out[at] = out[at].evolve(widened=True, cond=None)  # type: ignore[attr-defined]
             continue
         kind = _container_kind(a)
         if kind is not None:
