@@ -521,8 +521,8 @@ def widen(atoms: List[Atom]) -> List[Atom]:
     """More than :data:`MAX_ATOMS` atoms, fewer, and no path lost: tensors that agree on
     device, memory and layout become one (the first, with its evidence, marked
     ``widened``); containers of a kind become one holding all their elements; what is
-    still past the bound then becomes one :class:`Unknown`. At most ten tensor atoms
-    (devices, memories and layouts), an unknown and :data:`MAX_ATOMS` others remain."""
+    still past the bound then becomes one :class:`Unknown`. One tensor atom per device,
+    memory and layout (a dozen at most), an unknown and :data:`MAX_ATOMS` others remain."""
     tensors: TypingDict[Tuple[Any, ...], int] = {}
     containers: TypingDict[Tuple[Any, ...], int] = {}
     out: List[Atom] = []
