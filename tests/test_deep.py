@@ -872,3 +872,46 @@ def test_the_message_names_library_code_before_a_benchmark_example_or_test(tmp_p
     assert "helpers.py:7" in finding["message"] and "make_index" in finding["message"]
     assert "data.py" not in finding["message"]
     assert [Path(e["path"]).name for e in finding["evidence"]][0] == "helpers.py"
+
+
+# --- the default device across files ----------------------------------------------------------------
+
+_ALLOCATORS = """\
+import torch
+
+
+def on_default(n, dev):
+    with torch.device(dev):
+        return torch.zeros(n)
+
+
+def on_host(n):
+    with torch.device("cpu"):
+        return torch.zeros(n)
+"""
+
+_SENDS = """\
+import torch
+
+from .alloc import on_default, on_host
+
+
+def send(n, dev):
+    a = on_default(n, dev).to(dev, non_blocking=True)
+    b = on_host(n).to(dev, non_blocking=True)
+    return a, b
+"""
+
+
+def test_a_factory_on_another_files_default_device_is_no_host_memory(tmp_path):
+    """Made inside `with torch.device(dev):` in another file, the tensor is not taken for
+    the CPU; made inside `with torch.device("cpu"):` it is, and its copy is reported."""
+    pkg = project(tmp_path, {"alloc.py": _ALLOCATORS, "sends.py": _SENDS})
+    assert lines(deep([pkg / "sends.py"])) == [(8, "PIN002")]
+
+
+def test_a_module_that_sets_the_default_device_makes_no_host_memory(tmp_path):
+    alloc = "import torch\n\ntorch.set_default_device('cuda')\n\n\ndef make(n):\n    return torch.zeros(n)\n"
+    sends = "import torch\n\nfrom .alloc import make\n\n\ndef send(n, dev):\n    return make(n).to(dev, non_blocking=True)\n"
+    pkg = project(tmp_path, {"alloc.py": alloc, "sends.py": sends})
+    assert lines(deep([pkg / "sends.py"])) == []
