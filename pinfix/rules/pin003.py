@@ -124,6 +124,8 @@ class UnsynchronizedHostRead(Rule):
         Case(_H + "def f(t):\n    return t.to('cpu', non_blocking=True).tolist()\n"),
         Case(_H + "def f(t, n):\n    buf = torch.zeros(n)\n    buf.copy_(t, non_blocking=True)\n    return buf.tolist()\n"),
         Case(_H + "def f(t, n):\n    buf = torch.empty(n, 4)\n    buf[:2].copy_(t, True)\n    return int(buf[0, 0])\n"),
+        # A truth test calls `__bool__`, which the effects table says reads on the host.
+        Case(_H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    while not y:\n        return 1\n"),
         # Formatted, read through a view, read through the array that views it, handed to NumPy.
         Case(_H + "def f(t):\n    a = t.to('cpu', non_blocking=True).numpy()\n    return a.tolist()\n"),
         Case(_H + "def f(t):\n    a = t.to('cpu', non_blocking=True).numpy()\n    return int(a[0])\n"),

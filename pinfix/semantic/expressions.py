@@ -496,7 +496,7 @@ class Expressions:
     def eval_unaryop(self, node: ast.UnaryOp, state: State) -> Value:
         operand = self.eval(node.operand, state)
         if isinstance(node.op, ast.Not):
-            self.host_read(operand, node, state)
+            self.implicit_call("__bool__", operand, node, state)
             return Value((Host(),))
         if isinstance(node.op, ast.UAdd):
             return operand
@@ -513,7 +513,7 @@ class Expressions:
         values = []
         for v in node.values:
             value = self.eval(v, state)
-            self.host_read(value, v, state)
+            self.implicit_call("__bool__", value, v, state)
             values.append(value)
         return join(*values)
 
@@ -564,7 +564,7 @@ class Expressions:
 
     def eval_ifexp(self, node: ast.IfExp, state: State) -> Value:
         test = self.eval(node.test, state)
-        self.host_read(test, node.test, state)
+        self.implicit_call("__bool__", test, node.test, state)
         verdict = self.availability(node.test, test)
         if verdict is True:
             return self.eval(node.body, state)
@@ -644,8 +644,9 @@ class Expressions:
     # --- host reads (PIN003) -------------------------------------------------------------------------
 
     def implicit_call(self, method: str, value: Value, node: ast.AST, state: State) -> None:
-        """Python calls a tensor's ``method`` (``__format__`` in an f-string): a host read
-        where the effects table says that method reads on the host."""
+        """Python calls a tensor's ``method`` itself (``__bool__`` in a truth test, ``not``,
+        ``and``/``or``; ``__format__`` in an f-string): a host read where the effects table
+        says that method reads on the host."""
         if isinstance(TENSOR_METHODS.get(method), ReadsOnHost):
             self.host_read(value, node, state)
 

@@ -141,7 +141,7 @@ class Flow(Calls):
 
     def exec_assert(self, node: ast.Assert, state: State) -> None:
         test = self.eval(node.test, state)
-        self.host_read(test, node.test, state)
+        self.implicit_call("__bool__", test, node.test, state)
         self.narrow(node.test, True, state)
 
     def exec_break(self, node: ast.Break, state: State) -> None:
@@ -275,7 +275,7 @@ class Flow(Calls):
 
     def exec_if(self, node: ast.If, state: State) -> None:
         test = self.eval(node.test, state)
-        self.host_read(test, node.test, state)
+        self.implicit_call("__bool__", test, node.test, state)
         verdict = self.availability(node.test, test)
         if verdict is not None:
             # Only where pinned memory is available can a copy block: the other branch is no path of ours.
@@ -383,7 +383,7 @@ class Flow(Calls):
 
         def enter(head: State) -> None:
             test = self.eval(node.test, head)
-            self.host_read(test, node.test, head)
+            self.implicit_call("__bool__", test, node.test, head)
 
         self.loop(node, state, enter, node.body, node.orelse, exits_normally=not forever)
 
