@@ -92,7 +92,7 @@ def measure(text: str, rounds: int) -> tuple:
     found = 0
     for i in range(rounds + 1):
         start = time.process_time()
-        src = SourceText(text)
+        src = SourceText(text, "m.py")
         facts = analyze_module(src, src.parse(), settings)
         findings = check_module(facts, settings)
         if i:

@@ -135,7 +135,7 @@ def stages(data: bytes) -> Dict[str, float]:
             if not timed("bytes", lambda: may_contain_finding(data, config)):
                 return
             try:
-                src = timed("parse", lambda: SourceText.from_bytes(data))
+                src = timed("parse", lambda: SourceText.from_bytes(data, "m.py"))
                 tree = timed("parse", lambda: src.parse())  # type: ignore[attr-defined]
             except SourceError:
                 return  # not Python: an error, as CPython says it

@@ -280,7 +280,8 @@ def _show_producers(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     from .config import settings_of
     from .engine import on_deep_stack
-    from .semantic.project import display, project_for
+    from .findings import display
+    from .semantic.project import project_for
 
     project = _project(args)
     errors: List[Tuple[Path, str]] = []
@@ -294,7 +295,7 @@ def _show_producers(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             continue
         for func, _ in on_deep_stack(deep.pinned_producers, module):
             name = f"{module.name}.{func.qualname}" if module.name else func.qualname
-            rows.append((display(Path(path)), getattr(func.node, "lineno", 0), name))
+            rows.append((display(str(path)), getattr(func.node, "lineno", 0), name))
     for where, line, name in sorted(rows):
         out.write(f"{where}:{line}: {name}\n")
     for path, why in errors:

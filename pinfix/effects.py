@@ -22,7 +22,7 @@ The kinds (each a small frozen class below):
 ``Computes``   a fresh tensor on its inputs' device (``torch.cat``, ``x.cumsum()``, arithmetic)
 ``CopiesTo``   a copy that accepts ``non_blocking`` (``copy_``, ``to``, ``cuda``, ``xpu``): a sink
 ``ToHost``     a device tensor's data on the host (``.cpu()``: a fresh pageable tensor)
-``MakesArray`` a NumPy array (host memory)
+``MakesArray`` a NumPy array (host memory); ``t.numpy()`` views ``t``, NumPy functions read their arguments
 ``HostData``   plain host data (``len``, ``.tolist()``, ``.item()``)
 ``Waits``      waits for the device (``synchronize``, ``wait_event``): pending host reads are safe after it
 ``ReadsOnHost`` reads tensor data on the host (``.tolist()``, ``print``): PIN003 checks these
@@ -30,6 +30,8 @@ The kinds (each a small frozen class below):
 ``Constant``   a value: a dtype (``torch.float16``) or a device constructor (``torch.device``)
 ``Availability`` true only when pinned memory / an accelerator is available
 ``RecordFields`` a dataclass's fields (``dataclasses.fields``): read back with ``getattr(obj, f.name)``
+``DefaultDevice`` the device factories allocate on when given none (``torch.get_default_device()``,
+               set by ``torch.set_default_device(d)`` and, inside its block, ``with torch.device(d):``)
 """
 
 from __future__ import annotations
@@ -143,7 +145,9 @@ class ToHost(Effect):
 
 @dataclass(frozen=True)
 class MakesArray(Effect):
-    """A NumPy array (host memory)."""
+    """A NumPy array (host memory). A NumPy function handed a tensor (``np.asarray(t)``)
+    reads its data on the host; ``t.numpy()`` (``of_tensor``) views it, so reading the array
+    reads the tensor."""
 
     #: ``t.numpy()``: an array that shares a CPU tensor's memory.
     of_tensor: bool = False
@@ -243,6 +247,17 @@ class RecordFields(Effect):
     loop over them reads each field of ``obj`` (a ``to_device`` that copies every tensor field)."""
 
 
+@dataclass(frozen=True)
+class DefaultDevice(Effect):
+    """The default device: where factories given no ``device=`` allocate (``torch.zeros(n)``,
+    ``torch.tensor(data)``, ``torch.as_tensor(data)``). ``get_default_device()`` reads it;
+    ``set_default_device(d)`` (``sets``) makes it ``d`` from there on, and a ``torch.device``
+    used as a context manager (``with torch.device(d):``) makes it ``d`` inside the block.
+    Where it is not known to be the CPU, what a factory makes is not known to be host memory."""
+
+    sets: bool = False
+
+
 def _entries(effect: Effect, names: str, prefix: str = "") -> Dict[str, Effect]:
     return {prefix + n: effect for n in names.split()}
 
@@ -306,7 +321,10 @@ FUNCTIONS: Mapping[str, Effect] = {
     "dataclasses.fields": RecordFields(),
     # --- values ---------------------------------------------------------------------
     **_entries(Constant(value="dtype"), _TORCH_DTYPES, "torch."),
+    # As a context manager (``with torch.device(d):``) it sets the default device inside the block.
     "torch.device": Constant(value="device"),
+    "torch.get_default_device": DefaultDevice(),
+    "torch.set_default_device": DefaultDevice(sets=True),
     # --- waits and availability -----------------------------------------------------
     **_entries(Waits(), "torch.cuda.synchronize torch.xpu.synchronize torch.accelerator.synchronize torch.mps.synchronize"),
     **_entries(
@@ -352,8 +370,10 @@ TENSOR_METHODS: Mapping[str, Effect] = {
     # t.cuda(device=None, non_blocking=False), t.xpu(...)
     "cuda": CopiesTo(method="cuda", source="receiver", non_blocking_slots=(1,)),
     "xpu": CopiesTo(method="xpu", source="receiver", non_blocking_slots=(1,)),
+    # An array viewing the tensor's memory: reading it reads the tensor (PIN003).
     "numpy": MakesArray(of_tensor=True),
-    **_entries(ReadsOnHost(), "tolist item __bool__ __int__ __float__"),
+    # Python calls the dunders itself: ``if t``, ``int(t)``, ``f"{t}"``.
+    **_entries(ReadsOnHost(), "tolist item __bool__ __int__ __float__ __format__"),
     **_entries(Waits(), "synchronize wait wait_event wait_stream"),
     **_entries(Metadata(gives="host"), "size numel dim stride is_pinned is_contiguous element_size nelement"),
     "get_device": Metadata(gives="host"),
@@ -370,7 +390,8 @@ TENSOR_ATTRIBUTES: Mapping[str, Effect] = {
 #: NumPy array methods, by name.
 ARRAY_METHODS: Mapping[str, Effect] = {
     **_entries(MakesArray(), "astype copy reshape flatten ravel repeat cumsum take clip transpose squeeze view"),
-    **_entries(HostData(), "tolist item sum max min mean any all"),
+    # They read the array's data on the host (PIN003, when it views a pending copy's tensor).
+    **_entries(ReadsOnHost(), "tolist item sum max min mean any all"),
 }
 
 #: Calls of any callee (a tokenizer object, a processor) that say what they return
@@ -394,6 +415,12 @@ DEFAULT_HELPER = "vllm.utils.torch_utils.np_to_pinned_tensor"
 #: Names whose last component says "is pinned memory (or an accelerator) available"
 #: when tested: the function vLLM uses and the flags projects keep for it.
 AVAILABILITY_NAMES: FrozenSet[str] = frozenset({"is_pin_memory_available"})
+
+
+#: The last component of every name that sets the default device (``set_default_device``).
+DEFAULT_DEVICE_SETTERS: FrozenSet[str] = frozenset(
+    q.rsplit(".", 1)[-1] for q, e in FUNCTIONS.items() if isinstance(e, DefaultDevice) and e.sets
+)
 
 
 def function_effect(qualified: str) -> Optional[Effect]:

@@ -255,7 +255,7 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: O
     try:
         # With the interpreter's own recursion limit: what CPython cannot parse
         # then, it cannot import either.
-        src = SourceText.from_bytes(data)
+        src = SourceText.from_bytes(data, path)
         with gc_paused():
             tree = src.parse()
     except SourceError as e:

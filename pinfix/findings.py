@@ -6,8 +6,31 @@ pre-commit fast path.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, Optional, Tuple
+
+
+def file_identity(path: str) -> str:
+    """How pinfix knows a file inside: its absolute path, symbolic links resolved
+    (the same file reached two ways is one file)."""
+    return os.path.realpath(path)
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two file identities (:func:`file_identity`) are one file: the one
+    place pinfix decides it."""
+    return a == b
+
+
+def display(path: str) -> str:
+    """``path`` as output names it: relative to the working directory when it lies
+    below it, else whole (``../../x`` would say less than ``/tmp/x``)."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return str(path)
+    return str(path) if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
 
 
 @dataclass(frozen=True)
@@ -15,14 +38,12 @@ class Evidence:
     """One step of a finding's evidence chain: where the tensor was made, or a
     step that kept or lost pinnedness on its way to the copy."""
 
-    #: The file, as the finding's own path is given; ``None``: the finding's file.
-    path: Optional[str]
+    #: The file's identity (:func:`file_identity`), the finding's own file included:
+    #: only output names it relative to anything.
+    path: str
     line: int
     column: int  # 1-based
     message: str
-
-    def where(self, default: str = "") -> str:
-        return f"{self.path or default}:{self.line}"
 
 
 @dataclass

@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Text
 from . import __version__
 from .config import OUTPUT_FORMATS, RULES
 from .engine import Diagnostic, FileReport
+from .findings import display, file_identity, same_file
 
 FORMATS = OUTPUT_FORMATS
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -127,8 +128,13 @@ def fixable(d: Diagnostic, unsafe_fixes: bool) -> bool:
 
 
 def _chain(d: Diagnostic) -> List[Dict[str, object]]:
-    """The evidence chain, each step with its file (the finding's own when unnamed)."""
-    return [{"path": e.path or d.path, "line": e.line, "column": e.column, "message": e.message} for e in d.evidence]
+    """The evidence chain, each step with its file: the finding's own as the finding
+    names it, another relative to the working directory."""
+    own = file_identity(d.path) if d.evidence else ""
+    return [
+        {"path": d.path if same_file(e.path, own) else display(e.path), "line": e.line, "column": e.column, "message": e.message}
+        for e in d.evidence
+    ]
 
 
 def _lines(report: FileReport) -> List[str]:
@@ -426,7 +432,8 @@ def _sarif_fixes(report: FileReport, diagnostics: List[Diagnostic], style: Style
 
     def lines_of(d: Diagnostic) -> List[Tuple[int, int]]:
         own = [(d.line, d.end_line)]
-        return own + [(e.line, e.line) for e in d.evidence if e.path in (None, d.path)]
+        here = file_identity(d.path)
+        return own + [(e.line, e.line) for e in d.evidence if same_file(e.path, here)]
 
     def touches(hunk: Tuple[str, int, int, int, int], spans: List[Tuple[int, int]]) -> bool:
         first, last = hunk[1] + 1, max(hunk[2], hunk[1] + 1)

@@ -42,6 +42,7 @@ from .effects import (
     Constant,
     Converts,
     CopiesTo,
+    DefaultDevice,
     Effect,
     HostData,
     Iterates,
@@ -99,6 +100,7 @@ KIND_ROLES: Mapping[Type[Effect], str] = {
     Availability: "neither",
     RecordFields: "neither",
     Iterates: "neither",
+    DefaultDevice: "neither",
 }
 ORIGIN_KINDS = tuple(kind for kind, role in KIND_ROLES.items() if role == "origin")
 

@@ -872,3 +872,160 @@ def test_non_blocking_true_by_default(tmp_path, callers, expected):
     assert [line for line, _ in lines(found)] == expected
     if expected and not callers:
         assert "(`True` by default, line 4)" in found[0]["message"]
+# --- which file evidence names ---------------------------------------------------------------------
+
+_SENDER = """\
+import torch
+
+
+def make_index(n):
+    return torch.arange(n)
+
+
+def send(dev, n):
+    return make_index(n).to(dev, non_blocking=True)
+"""
+
+_CALLER = """\
+import torch
+
+from .sender import make_index
+
+
+def step(dev, n):
+    x = make_index(n)
+    return x.to(dev, non_blocking=True)
+"""
+
+
+def _checked_in_order(tmp_path: Path, names: List[str]) -> Dict[str, list]:
+    """Each file's findings, its files checked one after the other in one process (one Project)."""
+    from pinfix.config import Config
+    from pinfix.engine import Mode, process_source
+    from pinfix.output import render
+    from pinfix.semantic.project import forget_projects
+
+    forget_projects()
+    config = Config(root=tmp_path, deep=True)
+    reports = {}
+    for name in names:
+        path = tmp_path / "pkg" / name
+        reports[name] = process_source(str(path), path.read_bytes(), config, Mode())
+    out = io.StringIO()
+    render("json", [reports[n] for n in sorted(reports)], out, io.StringIO())
+    forget_projects()
+    shown = json.loads(out.getvalue())["findings"]
+    identities = {n: [[(e.path, e.line) for e in d.evidence] for d in r.diagnostics] for n, r in reports.items()}
+    return {"shown": [[(Path(e["path"]).name, e["line"]) for e in f["evidence"]] for f in shown], "identities": identities}
+
+
+def test_evidence_names_each_file_whatever_order_they_are_checked_in(tmp_path):
+    """A module checked first and then traced into from a later file keeps its own
+    name in the later file's evidence (it once printed the later file's name with the
+    first file's line numbers)."""
+    project(tmp_path, {"sender.py": _SENDER, "caller.py": _CALLER})
+    first = _checked_in_order(tmp_path, ["sender.py", "caller.py"])
+    second = _checked_in_order(tmp_path, ["caller.py", "sender.py"])
+    assert first == second
+    sender = str((tmp_path / "pkg" / "sender.py").resolve())
+    caller = str((tmp_path / "pkg" / "caller.py").resolve())
+    (caller_chain,) = first["identities"]["caller.py"]
+    assert caller_chain[0] == (sender, 5) and caller_chain[-1] == (caller, 8)
+    assert {p for p, _ in caller_chain} == {sender, caller}
+    (sender_chain,) = first["identities"]["sender.py"]
+    assert sender_chain[0] == (sender, 5) and sender_chain[-1] == (sender, 9)
+    assert {p for p, _ in sender_chain} == {sender}
+    # Output names them: caller.py's chain starts in sender.py.
+    assert first["shown"][0][0] == ("sender.py", 5) and first["shown"][0][-1] == ("caller.py", 8)
+    assert first["shown"][1] == [(Path(p).name, line) for p, line in sender_chain]
+
+
+# --- which pageable path the message names ---------------------------------------------------------
+
+_LIBRARY = """\
+import torch
+
+
+
+
+def make_index(n):
+    return torch.arange(n)
+"""
+
+_DEMO = """\
+import torch
+
+
+def make_batch(n):
+    return torch.ones(n)
+"""
+
+_PICKER = """\
+import torch
+
+from .helpers import make_index
+from .{demo}.data import make_batch
+
+
+def step(dev, n, c):
+    x = make_batch(n) if c else make_index(n)
+    return x.to(dev, non_blocking=True)
+"""
+
+
+@pytest.mark.parametrize("demo", ["benchmarks", "examples", "tests"])
+def test_the_message_names_library_code_before_a_benchmark_example_or_test(tmp_path, demo):
+    """Two pageable paths, one made in library code and one (earlier in its file, and
+    first in the copy's expression) in a benchmark, example or test: the message and the
+    evidence follow the library's."""
+    pkg = project(tmp_path, {"helpers.py": _LIBRARY, "picker.py": _PICKER.format(demo=demo)})
+    (pkg / demo).mkdir()
+    (pkg / demo / "__init__.py").write_text("")
+    (pkg / demo / "data.py").write_text(_DEMO)
+    (finding,) = deep([pkg / "picker.py"])
+    assert "helpers.py:7" in finding["message"] and "make_index" in finding["message"]
+    assert "data.py" not in finding["message"]
+    assert [Path(e["path"]).name for e in finding["evidence"]][0] == "helpers.py"
+
+
+# --- the default device across files ----------------------------------------------------------------
+
+_ALLOCATORS = """\
+import torch
+
+
+def on_default(n, dev):
+    with torch.device(dev):
+        return torch.zeros(n)
+
+
+def on_host(n):
+    with torch.device("cpu"):
+        return torch.zeros(n)
+"""
+
+_SENDS = """\
+import torch
+
+from .alloc import on_default, on_host
+
+
+def send(n, dev):
+    a = on_default(n, dev).to(dev, non_blocking=True)
+    b = on_host(n).to(dev, non_blocking=True)
+    return a, b
+"""
+
+
+def test_a_factory_on_another_files_default_device_is_no_host_memory(tmp_path):
+    """Made inside `with torch.device(dev):` in another file, the tensor is not taken for
+    the CPU; made inside `with torch.device("cpu"):` it is, and its copy is reported."""
+    pkg = project(tmp_path, {"alloc.py": _ALLOCATORS, "sends.py": _SENDS})
+    assert lines(deep([pkg / "sends.py"])) == [(8, "PIN002")]
+
+
+def test_a_module_that_sets_the_default_device_makes_no_host_memory(tmp_path):
+    alloc = "import torch\n\ntorch.set_default_device('cuda')\n\n\ndef make(n):\n    return torch.zeros(n)\n"
+    sends = "import torch\n\nfrom .alloc import make\n\n\ndef send(n, dev):\n    return make(n).to(dev, non_blocking=True)\n"
+    pkg = project(tmp_path, {"alloc.py": alloc, "sends.py": sends})
+    assert lines(deep([pkg / "sends.py"])) == []

@@ -666,7 +666,7 @@ def test_tokenizer_batches_are_pageable() -> None:
 
 def test_facts_answer_what_memory_an_expression_holds() -> None:
     text = "import torch\n\ndef f(d, a):\n    x = torch.from_numpy(a)\n    return x[:2].to(d, non_blocking=True)\n"
-    src = SourceText(text)
+    src = SourceText(text, "m.py")
     facts = analyze_module(src, src.parse(), Settings())
     (copy,) = facts.copies
     (tensor,) = copy.source.tensors
@@ -698,3 +698,46 @@ def test_default_collate_of_host_items_is_pageable(items: str, read: str, expect
         f"def f(n, dev):\n    batch = default_collate({items})\n    return batch{read}.to(dev, non_blocking=True)\n"
     )
     assert found(code) == ([(7, expected)] if expected else [])
+
+
+def test_a_value_past_the_bound_merges_paths_and_offers_no_partial_fix() -> None:
+    """Thirteen pageable factories on thirteen paths: past the atoms a value keeps apart
+    they merge into one, which is still reported; a fix at the one origin it names
+    would leave the other twelve pageable, so none is offered (and the text is unchanged)."""
+    arms = "".join(f"    {'if' if i == 0 else 'elif'} k == {i}:\n        x = torch.zeros({i + 1})\n" for i in range(12))
+    code = "import torch\n\n\ndef f(k, n, dev):\n" + arms + "    else:\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"
+    (finding,) = check_text(code)
+    assert finding.code == "PIN002" and finding.fix_safety is None
+    assert "more paths than pinfix keeps apart" in (finding.fix_note or "")
+    assert fix_text(code, unsafe_fixes=True) == code
+
+
+def test_a_container_past_the_bound_keeps_every_element() -> None:
+    """Lists from fourteen sites merge into one list holding all their elements: the
+    pageable tensor in the last one still reaches the copy."""
+    arms = "".join(f"    {'if' if i == 0 else 'elif'} k == {i}:\n        xs = [torch.zeros({i + 1}, pin_memory=True)]\n" for i in range(13))
+    code = "import torch\n\n\ndef f(k, n, dev):\n" + arms + "    else:\n        xs = [torch.zeros(n)]\n    return xs[0].to(dev, non_blocking=True)\n"
+    assert [f.code for f in check_text(code)] == ["PIN002"]
+
+
+def test_pin003_reports_each_copy_once_at_its_first_read() -> None:
+    """Reads on two branches, through an alias and directly: one finding, at the first
+    read in the file, naming the copy and the read."""
+    code = (
+        "import torch\n\n\ndef f(t, c):\n    y = t.to('cpu', non_blocking=True)\n    z = y\n"
+        "    if c:\n        return z.tolist()\n    print(y)\n    return int(y[0])\n"
+    )
+    found = [f for f in check_text(code) if f.code == "PIN003"]
+    assert [(f.line, f.column) for f in found] == [(8, 16)]
+    assert "(line 5)" in found[0].message and "`z.tolist()`" in found[0].message
+
+
+def test_pin003_a_view_is_read_when_the_view_is() -> None:
+    """Slicing the destination reads nothing; reading the slice is the read, reported there once."""
+    code = (
+        "import torch\n\n\ndef f(t, n):\n    buf = torch.empty(n, 4)\n    buf[:2].copy_(t, True)\n"
+        "    row = buf[0]\n    return int(row[0])\n"
+    )
+    found = [f for f in check_text(code) if f.code == "PIN003"]
+    assert [f.line for f in found] == [8]
+    assert "`buf[:2].copy_(t, True)`" in found[0].message and "`int(row[0])`" in found[0].message

@@ -78,7 +78,7 @@ def test_a_call_the_reading_cannot_close_passes() -> None:
 
 def _findings(text: str) -> List[tuple]:
     settings = settings_of(Config())
-    src = SourceText.from_bytes(text.encode())
+    src = SourceText.from_bytes(text.encode(), "m.py")
     facts = analyze_module(src, src.parse(), settings, Path("m.py"))
     return [
         (f.code, f.line, f.column, f.end_line, f.end_column, f.message, f.pattern, f.fix_note, f.evidence, f.statement, f.fix)
@@ -182,7 +182,7 @@ def _deepest_function(module: ModuleInfo, lines: List[int]) -> List[FunctionInfo
 
 
 def _module(text: str) -> ModuleInfo:
-    src = SourceText.from_bytes(text.encode())
+    src = SourceText.from_bytes(text.encode(), "m.py")
     return ModuleInfo(src, src.parse(), Path("m.py"))
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..edits import Fix
-from ..findings import Evidence, FindingFields
+from ..findings import Evidence, FindingFields, display
 from ..semantic.facts import ModuleFacts
-from ..semantic.source import SourceText
+from ..semantic.source import SourceText, same_source
 from ..semantic.values import Step, steps
 from ..settings import Settings
 
@@ -89,15 +89,15 @@ class RuleContext:
         )
 
     def evidence(self, step: Step) -> Evidence:
-        path = step.src.path if step.src is not self.src else None
-        return Evidence(path, step.line, step.column, step.message)
+        return Evidence(step.src.path, step.line, step.column, step.message)
 
-    def where(self, step: Step) -> str:
-        """``path:line`` of a step (the path only when it is another file)."""
-        if step.src is self.src or step.src.path is None:
+    def where(self, step: Any) -> str:
+        """``path:line`` of a step (or an origin) for a message: this file as it was
+        given, another relative to the working directory."""
+        if same_source(step.src, self.src):
             here = self.path.as_posix() if self.path is not None else "<module>"
             return f"{here}:{step.line}"
-        return f"{step.src.path}:{step.line}"
+        return f"{display(step.src.path)}:{step.line}"
 
 
 _COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef, ast.AsyncFor, ast.AsyncWith, ast.AsyncFunctionDef)

@@ -16,8 +16,11 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from ..edits import SAFE, UNSAFE, Edit, Fix
 from ..effects import COPY_SINKS, Loads, Makes, ReadsFile
+from ..findings import display, same_file
 from ..semantic.facts import Copy, on_cpu, position
+from ..semantic.modules import is_demo_of
 from ..semantic.scope import FunctionInfo, ModuleInfo, iter_nodes, last_name
+from ..semantic.source import same_source
 from ..semantic.values import PAGEABLE, PINNED, Step, Tensor, steps
 from .base import Finding, RuleContext
 
@@ -45,7 +48,7 @@ def what_copies(copy: Copy, src: Any) -> str:
         return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}`"
     if copy.given_by is not None:
         given = copy.given_by
-        where = f"{given.src.path}:{given.line}" if given.src is not src and given.src.path is not None else f"line {given.line}"
+        where = f"line {given.line}" if same_source(given.src, src) else f"{display(given.src.path)}:{given.line}"
         if given.kind == "default":
             return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` by default, {where})"
         return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` in the call at {where})"
@@ -156,7 +159,8 @@ class Judge:
             return None
         if copy.non_blocking is None and not self.settings.strict:
             return None
-        blocking = sorted(copy.blocking, key=lambda t: _origin_position(t))
+        here = self.src.path
+        blocking = sorted(copy.blocking, key=lambda t: _origin_position(t, here))
         if not blocking:
             return None
         pageable = [t for t in blocking if t.memory == PAGEABLE]
@@ -201,14 +205,14 @@ class Judge:
         computed = _computed(primary, made_step)
         label = origin.label
         quoted = _quoted(label)
-        lines = sorted({t.origin.line for t in tensors if t.origin is not None and t.origin.src is self.src})
+        lines = sorted({t.origin.line for t in tensors if t.origin is not None and same_source(t.origin.src, self.src)})
         at = "line " + ", ".join(map(str, lines)) if lines else ""
         if deep:
             at = self.ctx.where(made_step) if made_step is not None else at
         at_text = f" ({at})" if at else ""
         bound = route.names[0] if route.names else None
         # Origins of different kinds (`torch.from_numpy` on one path, `torch.cat` on another): each named.
-        groups = [] if deep else _origin_groups([t for t in tensors if t.origin is not None and t.origin.src is self.src])
+        groups = [] if deep else _origin_groups([t for t in tensors if t.origin is not None and same_source(t.origin.src, self.src)])
         several = len(groups) > 1
         if several:
             listed = ", ".join(f"{_quoted(label)} (line {', '.join(map(str, at_lines))})" for label, at_lines, _ in groups)
@@ -265,6 +269,19 @@ class Judge:
 
     def plan(self, tensors: List[Tensor], route: Route, inline: bool, computed: bool) -> Tuple[str, Optional[Fix], Optional[str]]:
         """``(remedy, fix, why no fix)``."""
+        settings = self.settings
+        h2d = self.h2d_plan(tensors, route, inline)
+        if h2d is not None:
+            local = h2d_local(self.module, settings.h2d_helper or "")
+            return f"copy it with `{local}(...)`, which pins it first", h2d, None
+        remedy, fix, note = self.origin_plan(tensors, route, inline, computed)
+        if fix is not None and any(t.widened for t in tensors):
+            # One of several origins stands for them all: a fix at it would leave the others.
+            return remedy, None, "the copy is fed pageable memory from more paths than pinfix keeps apart"
+        return remedy, fix, note
+
+    def origin_plan(self, tensors: List[Tensor], route: Route, inline: bool, computed: bool) -> Tuple[str, Optional[Fix], Optional[str]]:
+        """``(remedy, fix, why no fix)`` at the memory's origins."""
         primary = tensors[0]
         origin = primary.origin
         assert origin is not None
@@ -273,10 +290,6 @@ class Judge:
         label = origin.label
         if isinstance(effect, Loads) and not primary.converted and not primary.gapped:
             return self.loader_plan(tensors)
-        h2d = self.h2d_plan(tensors, route, inline)
-        if h2d is not None:
-            local = h2d_local(self.module, settings.h2d_helper or "")
-            return f"copy it with `{local}(...)`, which pins it first", h2d, None
         if primary.converted:
             remedy = (
                 f"`{primary.converted}` makes a fresh pageable tensor on the way; build the data in its final "
@@ -294,7 +307,7 @@ class Judge:
             if not (isinstance(effect, Makes) and effect.factory):
                 return STAGING, None, "the source is made in another function; fix it there"
             remedy = f"allocate it pinned at its origin ({at}) with `pin_memory={expr}`"
-            if origin.src is self.src and len(tensors) == 1 and not others:
+            if same_source(origin.src, self.src) and len(tensors) == 1 and not others:
                 fix = self.pin_memory_fix(tensors, route, kept=True)
                 if fix is not None:
                     return remedy, fix, None
@@ -346,7 +359,7 @@ class Judge:
     def helper_fix(self, tensors: List[Tensor], route: Route, inline: bool, local: str) -> Tuple[Optional[Fix], Optional[str]]:
         settings = self.settings
         calls = _unique([t.origin.node for t in tensors if t.origin is not None])
-        if any(t.origin is not None and t.origin.src is not self.src for t in tensors):
+        if any(t.origin is not None and not same_source(t.origin.src, self.src) for t in tensors):
             return None, "the source is made in another file; fix it there"
         if any(len(c.args) != 1 or c.keywords or isinstance(c.args[0], ast.Starred) for c in calls):
             return None, "the call's arguments are not the plain `(array)` form the helper takes"
@@ -405,7 +418,7 @@ class Judge:
     def pin_memory_fix(self, tensors: List[Tensor], route: Route, kept: bool) -> Any:
         """The ``pin_memory=<expr>`` fix at the factories; a string says why there is none."""
         settings = self.settings
-        if any(t.origin is not None and t.origin.src is not self.src for t in tensors):
+        if any(t.origin is not None and not same_source(t.origin.src, self.src) for t in tensors):
             return "the source is made in another file; fix it there"
         calls = _unique([t.origin.node for t in tensors if t.origin is not None])
         if any(isinstance(a, ast.Starred) for c in calls for a in c.args) or any(k.arg is None for c in calls for k in c.keywords):
@@ -732,10 +745,13 @@ def _is_pin001(t: Tensor) -> bool:
     return t.origin is not None and isinstance(t.origin.effect, Makes) and t.origin.effect.code == "PIN001" and not t.converted
 
 
-def _origin_position(t: Tensor) -> Tuple[int, int, int]:
+def _origin_position(t: Tensor, here: str) -> Tuple[int, int, int, int]:
+    """Which path a message names first: one made in library code before one made in a
+    test, benchmark or example; then one made in this function; then the first made."""
     if t.origin is None:
-        return (1, 0, 0)
-    return (0 if t.via is None else 1, t.origin.node.lineno, t.origin.node.col_offset)
+        return (1, 1, 0, 0)
+    demo = 1 if not same_file(t.origin.src.path, here) and is_demo_of(t.origin.src.path, here) else 0
+    return (demo, 0 if t.via is None else 1, t.origin.node.lineno, t.origin.node.col_offset)
 
 
 def _holds(outer: ast.AST, inner: ast.AST) -> bool:

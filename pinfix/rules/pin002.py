@@ -13,6 +13,13 @@ _F = "import torch\nfrom safetensors.torch import load_file\n\n\n"
 _A = "import torch\nfrom accelerate.utils import send_to_device\nfrom torch.utils.data import DataLoader\n\n\n"
 
 
+def _picks(pinned: int, pageable: bool) -> str:
+    """A function that picks one of ``pinned`` pinned allocations (and a pageable one)."""
+    lines = [f"    {'if' if i == 0 else 'elif'} k == {i}:\n        x = torch.zeros({i + 1}, pin_memory=True)\n" for i in range(pinned)]
+    last = "        x = torch.zeros(n)\n" if pageable else "        x = torch.zeros(n, pin_memory=True)\n"
+    return _H + "def f(k, n, dev):\n" + "".join(lines) + "    else:\n" + last + "    return x.to(dev, non_blocking=True)\n"
+
+
 class PageableCpuSource(Rule):
     """
     PIN002: pageable CPU tensor (other than ``torch.from_numpy``) copied non_blocking.
@@ -148,7 +155,10 @@ class PageableCpuSource(Rule):
     ``torch.multiprocessing`` queues, loaders wrapped by ``accelerate``'s ``prepare`` or a
     library trainer. An accelerator ``device=``; ``pin_memory=`` given (any value but ``False``); a copy whose
     destination is itself a CPU tensor pinfix can see; a dense slice of a pinned tensor;
-    ``as_tensor`` of something that may already be a device tensor.
+    ``as_tensor`` of something that may already be a device tensor; a factory given no device
+    where the default device is not known to be the CPU (inside ``with torch.device(d):``, after
+    ``torch.set_default_device(d)``, ``device=torch.get_default_device()``, or anywhere in a
+    module that sets the default device to anything but ``"cpu"``).
     Suppress one line with ``# noqa: PIN002`` or ``# lint-ignore: PageableCpuSource``.
     """
 
@@ -156,6 +166,13 @@ class PageableCpuSource(Rule):
     name = "PageableCpuSource"
 
     VALID = [
+        # Factories given no device allocate on the default device, which these set.
+        Case(_H + "def f(n, dev):\n    with torch.device(dev):\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
+        Case(_H + "def f(ids, dev):\n    torch.set_default_device(dev)\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"),
+        Case(_H + "def f(n, dev):\n    return torch.empty(n, device=torch.get_default_device()).to(dev, non_blocking=True)\n"),
+        Case(_H + "torch.set_default_device('cuda')\n\n\ndef f(n, dev):\n    return torch.ones(n).to(dev, non_blocking=True)\n"),
+        # Fifteen pinned allocations: merged past the bound, they stay pinned.
+        Case(_picks(14, pageable=False)),
         Case(_H + "def f(ids, dev):\n    return torch.tensor(ids, device=dev).to(dev, non_blocking=True)\n"),
         # A comprehension's own variable holds what its iterable holds: pinned here.
         Case(
@@ -287,6 +304,18 @@ class PageableCpuSource(Rule):
             _L + "def plan(ids, dev, non_blocking: bool = True):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
             settings=(("deep", True),),
         ),
+        # The default device is the CPU there: inside `with torch.device('cpu')`, after a
+        # `with` block ends, after `set_default_device('cpu')`.
+        Case(_H + "def f(n, dev):\n    with torch.device('cpu'):\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
+        Case(_H + "def f(n, dev):\n    with torch.device(dev):\n        pass\n    x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
+        Case(_H + "def f(ids, dev):\n    torch.set_default_device('cpu')\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"),
+        Case(
+            _H + "def f(n, dev):\n    torch.set_default_device('cpu')\n"
+            "    return torch.empty(n, device=torch.get_default_device()).to(dev, non_blocking=True)\n"
+        ),
+        # Past the atoms a value keeps apart, paths that agree are merged, never dropped:
+        # the one pageable allocation among fourteen still reports.
+        Case(_picks(13, pageable=True)),
         # A comprehension's own variable holds what its iterable holds.
         Case(
             _H + "def f(rows, dev):\n    hosts = [torch.tensor(r) for r in rows]\n"

@@ -25,6 +25,7 @@ from ..effects import (
     Constant,
     Converts,
     CopiesTo,
+    DefaultDevice,
     Effect,
     HostData,
     Iterates,
@@ -44,7 +45,7 @@ from ..effects import (
 )
 from .expressions import CONTIGUOUS, Expressions, device_of_text, host_atom, register
 from .facts import Copy
-from .state import PENDING, State
+from .state import DEFAULT_DEVICE, PENDING, State
 from .values import (
     ACCEL,
     ANY_DEVICE,
@@ -285,6 +286,8 @@ class Calls(Expressions):
             effect = ARRAY_METHODS.get(method)
             if isinstance(effect, MakesArray):
                 return Value((Array(atom.origin),))
+            if isinstance(effect, ReadsOnHost):
+                self.host_read(Value((atom,)), node, state)
             return Value((Host(),)) if effect is not None else unknown(node=node)
         if isinstance(atom, Seq):
             return self.sequence_method(atom, method, node, args, state)
@@ -409,6 +412,7 @@ class Calls(Expressions):
             return self.shares(effect, node, receiver, state)
         if isinstance(effect, MakesArray):
             if receiver is not None:
+                # `t.numpy()` views the tensor's memory: reading the array reads the tensor.
                 return Value((Array(receiver.origin),))
             self.host_read(join(*args.values), node, state, computing=True)
             return Value((Array(node),))
@@ -430,6 +434,13 @@ class Calls(Expressions):
             return Value((DType(),))
         if isinstance(effect, Availability):
             return Value((Flag(),))
+        if isinstance(effect, DefaultDevice):
+            if not effect.sets:
+                # Read back: what this function set, else whatever the process set (unknown).
+                return state.get(DEFAULT_DEVICE) or Value((Device(ANY_DEVICE),))
+            given = args.first("device")
+            state.set(DEFAULT_DEVICE, self.devices(given[1], state) if given is not None else Value((Device(ANY_DEVICE),)))
+            return Value((NoneValue(),))
         if isinstance(effect, RecordFields):
             return self.fields_call(node, args)
         return unknown(node=node)
@@ -517,8 +528,7 @@ class Calls(Expressions):
         devices: Value = Value((Device(CPU),))
         if effect.factory or effect.host_data_only:
             given = args.keyword("device")
-            if given is not None:
-                devices = self.devices(given[1], state)
+            devices = self.devices(given[1], state) if given is not None else self.default_device(state)
         if effect.factory and pin is not None:
             if literal_bool(pin[0]) is False:
                 explicit = True
@@ -544,6 +554,14 @@ class Calls(Expressions):
         scalar = qualified == "torch.tensor" and args.positional and _maybe_scalar_data(args.positional[0][0])
         data = args.positional[0][1] if args.positional else None
         return self.on_devices(devices, lambda: self.made(node, effect, qualified, label, explicit, bool(scalar), data))
+
+    def default_device(self, state: State) -> Value:
+        """Where a factory given no device allocates here: the device the function set,
+        else the CPU, unless the module sets the default device somewhere (unknown)."""
+        found = state.get(DEFAULT_DEVICE)
+        if found:
+            return found
+        return Value((Device(ANY_DEVICE if self.module.sets_default_device else CPU),))
 
     def on_devices(self, devices: Value, make: Any) -> Value:
         """``make()`` where the device is the CPU, a tensor elsewhere on the others."""

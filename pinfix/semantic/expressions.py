@@ -13,7 +13,7 @@ import ast
 from fnmatch import fnmatchcase
 from typing import Any, Callable, List, Optional, Tuple
 
-from ..effects import CPU_DEVICE_TYPES, NO_DATA_DEVICE_TYPES, TENSOR_ATTRIBUTES, Metadata, View
+from ..effects import CPU_DEVICE_TYPES, NO_DATA_DEVICE_TYPES, TENSOR_ATTRIBUTES, TENSOR_METHODS, Metadata, ReadsOnHost, View
 from .facts import FunctionFacts, HostRead
 from .scope import COMPREHENSIONS, FunctionInfo, ModuleInfo, target_names
 from .source import SourceText
@@ -299,7 +299,10 @@ class Expressions:
         index = node.slice
         elements = list(index.elts) if isinstance(index, ast.Tuple) else [index]
         kinds = [self.index_kind(e, state) for e in elements]
-        self.host_read(base, node, state)
+        if any(k == "gather" for k, _ in kinds) or (base.only(Array) and all(k == "int" for k, _ in kinds)):
+            # Advanced indexing gathers on the host and an array's element is a copy of it;
+            # any other index makes a view, which reads nothing.
+            self.host_read(base, node, state, computing=True)
         return base.map(lambda a: self.item_of(a, node, elements, kinds))
 
     def index_kind(self, element: ast.AST, state: State) -> Tuple[str, Optional[Value]]:
@@ -495,7 +498,7 @@ class Expressions:
     def eval_unaryop(self, node: ast.UnaryOp, state: State) -> Value:
         operand = self.eval(node.operand, state)
         if isinstance(node.op, ast.Not):
-            self.host_read(operand, node, state)
+            self.implicit_call("__bool__", operand, node, state)
             return Value((Host(),))
         if isinstance(node.op, ast.UAdd):
             return operand
@@ -512,7 +515,7 @@ class Expressions:
         values = []
         for v in node.values:
             value = self.eval(v, state)
-            self.host_read(value, v, state)
+            self.implicit_call("__bool__", value, v, state)
             values.append(value)
         return join(*values)
 
@@ -563,7 +566,7 @@ class Expressions:
 
     def eval_ifexp(self, node: ast.IfExp, state: State) -> Value:
         test = self.eval(node.test, state)
-        self.host_read(test, node.test, state)
+        self.implicit_call("__bool__", test, node.test, state)
         verdict = self.availability(node.test, test)
         if verdict is True:
             return self.eval(node.body, state)
@@ -622,8 +625,7 @@ class Expressions:
     def eval_joinedstr(self, node: ast.JoinedStr, state: State) -> Value:
         for v in node.values:
             if isinstance(v, ast.FormattedValue):
-                value = self.eval(v.value, state)
-                self.host_read(value, v.value, state)
+                self.implicit_call("__format__", self.eval(v.value, state), node, state)
         return Value((Host(),))
 
     def eval_starred(self, node: ast.Starred, state: State) -> Value:
@@ -643,15 +645,26 @@ class Expressions:
 
     # --- host reads (PIN003) -------------------------------------------------------------------------
 
+    def implicit_call(self, method: str, value: Value, node: ast.AST, state: State) -> None:
+        """Python calls a tensor's ``method`` itself (``__bool__`` in a truth test, ``not``,
+        ``and``/``or``; ``__format__`` in an f-string): a host read where the effects table
+        says that method reads on the host."""
+        if isinstance(TENSOR_METHODS.get(method), ReadsOnHost):
+            self.host_read(value, node, state)
+
     def host_read(self, value: Value, node: ast.AST, state: State, computing: bool = False) -> None:
         """``node`` reads ``value``'s data on the host: a pending copy into it is a finding."""
         pending = state.get(PENDING)
         if not pending:
             return
-        targets = {id(t.origin.node): t for t in value.tensors if t.origin is not None}
+        # The tensors it holds, and the arrays viewing a tensor (``t.numpy()``).
+        targets = {id(t.origin.node): t.origin for t in value.tensors if t.origin is not None}
+        for a in value.only(Array):
+            if isinstance(a.origin, Origin):
+                targets.setdefault(id(a.origin.node), a.origin)
         for p in pending.only(Pending):
             if p.target in targets:
-                direct = targets[p.target].origin.node is node or _holds(node, targets[p.target].origin.node)
+                direct = targets[p.target].node is node or _holds(node, targets[p.target].node)
                 self.facts.add_read(HostRead(node, p, direct, self.func))
 
     def kill_paths(self, node: ast.AST, state: State) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tupl
 from .calls import Calls
 from .expressions import BY_TEST
 from .scope import FUNCTION_NODES, binds, iter_nodes, target_names
-from .state import PATHS, PENDING, State
+from .state import DEFAULT_DEVICE, PATHS, PENDING, State
 from .values import (
     ACCEL,
     ANY_DEVICE,
@@ -27,6 +27,7 @@ from .values import (
     Array,
     Class,
     Const,
+    Device,
     Func,
     NoneValue,
     Seq,
@@ -140,7 +141,7 @@ class Flow(Calls):
 
     def exec_assert(self, node: ast.Assert, state: State) -> None:
         test = self.eval(node.test, state)
-        self.host_read(test, node.test, state)
+        self.implicit_call("__bool__", test, node.test, state)
         self.narrow(node.test, True, state)
 
     def exec_break(self, node: ast.Break, state: State) -> None:
@@ -274,7 +275,7 @@ class Flow(Calls):
 
     def exec_if(self, node: ast.If, state: State) -> None:
         test = self.eval(node.test, state)
-        self.host_read(test, node.test, state)
+        self.implicit_call("__bool__", test, node.test, state)
         verdict = self.availability(node.test, test)
         if verdict is not None:
             # Only where pinned memory is available can a copy block: the other branch is no path of ours.
@@ -382,7 +383,7 @@ class Flow(Calls):
 
         def enter(head: State) -> None:
             test = self.eval(node.test, head)
-            self.host_read(test, node.test, head)
+            self.implicit_call("__bool__", test, node.test, head)
 
         self.loop(node, state, enter, node.body, node.orelse, exits_normally=not forever)
 
@@ -448,11 +449,19 @@ class Flow(Calls):
         self.facts.widened = True
 
     def exec_with(self, node: Any, state: State) -> None:
+        before: Optional[Value] = None
         for item in node.items:
-            self.eval(item.context_expr, state)
+            context = self.eval(item.context_expr, state)
+            if context and context.all(lambda a: isinstance(a, Device)):
+                # `with torch.device(d):` makes `d` the default device inside the block.
+                if before is None:
+                    before = self.default_device(state)
+                state.set(DEFAULT_DEVICE, context)
             if item.optional_vars is not None:
                 self.assign(item.optional_vars, unknown("is bound by a `with`", item.optional_vars), state, node)
         self.run_block(node.body, state)
+        if before is not None:
+            state.set(DEFAULT_DEVICE, before)
 
     def exec_try(self, node: Any, state: State) -> None:
         body = state.fork()

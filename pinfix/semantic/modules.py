@@ -10,10 +10,40 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 #: Directories under a project root that hold no project code.
 NOT_PROJECT = frozenset({"build", "dist", "node_modules", "site-packages", "venv", "__pycache__"})
+#: Folders of tests: their code calls the library with whatever it likes.
+TEST_FOLDERS = frozenset({"tests", "test"})
+#: Folders of code that runs the library rather than being it: tests, benchmarks, examples.
+DEMO_FOLDERS = TEST_FOLDERS | {"benchmarks", "benchmark", "examples"}
+
+
+def is_test_file(path: Optional[Path], folders: FrozenSet[str] = TEST_FOLDERS) -> bool:
+    """Whether ``path`` is a test (under one of ``folders``, ``test_*.py``,
+    ``*_test.py``, ``conftest.py``); with :data:`DEMO_FOLDERS`, whether it is a test,
+    a benchmark or an example."""
+    if path is None:
+        return False
+    name = path.name
+    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
+        return True
+    return any(part in folders for part in path.parts[:-1])
+
+
+def is_demo_of(path: str, base: str) -> bool:
+    """Whether the file ``path`` is a test, benchmark or example, judged by the part of
+    its path below where it parts from ``base`` (another file of the project; the parting
+    folder's own name counts when it is a tests or examples folder), so that a checkout
+    under a folder named ``test`` is not all tests."""
+    try:
+        shared = os.path.commonpath([path, base])
+    except ValueError:  # another drive, or one relative and one absolute
+        shared = ""
+    while shared and os.path.basename(shared) in DEMO_FOLDERS:
+        shared = os.path.dirname(shared)
+    return is_test_file(Path(os.path.relpath(path, shared) if shared else path), DEMO_FOLDERS)
 
 
 def project_file_names(root: str) -> Iterator[str]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,7 +33,7 @@ from .evaluator import Evaluator
 from .facts import Copy, FunctionFacts
 from .flow import TRANSPARENT_DECORATORS
 from .module import ModuleContext, functions_at
-from .modules import ModuleIndex, module_name, project_file_names
+from .modules import ModuleIndex, is_test_file, module_name, project_file_names
 from .scope import ClassInfo, FunctionInfo, ModuleInfo, last_name
 from .slices import ANY_ATTRIBUTE, Graph, Purpose, Slice
 from .source import SourceError, SourceText
@@ -96,16 +95,6 @@ MAX_SLICED_STORES = 4
 WORK_PER_STATEMENT = 400
 #: ... and this many more, whatever the file's size.
 WORK_BASE = 20000
-
-
-def display(path: Path) -> str:
-    """``path`` relative to the working directory when it lies below it, else whole
-    (``../../x`` would say less than ``/tmp/x``)."""
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:  # another drive (Windows)
-        return str(path)
-    return str(path) if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
 
 
 class Project:
@@ -226,7 +215,7 @@ class Project:
         self.modules[resolved] = None
         try:
             data = read_regular(resolved)
-            src = SourceText.from_bytes(data, display(resolved))
+            src = SourceText.from_bytes(data, str(resolved))
             tree = src.parse()
         except (OSError, SourceError):
             return None  # unreadable or unparsable: what it would say stays unknown
@@ -1233,17 +1222,6 @@ def _passed_parameter(caller: FunctionInfo, call: ast.Call, func: FunctionInfo, 
     return given.id
 
 
-def is_test_file(path: Optional[Path]) -> bool:
-    """Whether ``path`` is a test (under ``tests/`` or ``test/``, ``test_*.py``,
-    ``*_test.py``, ``conftest.py``)."""
-    if path is None:
-        return False
-    name = path.name
-    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
-        return True
-    return any(part in ("tests", "test") for part in path.parts[:-1])
-
-
 def speaks_for(other: ModuleInfo, module: ModuleInfo) -> bool:
     """Whether what ``other`` passes or stores counts for ``module``'s code: a test
     calls library code with whatever it likes, which says nothing of how the
@@ -1334,4 +1312,4 @@ def forget_projects() -> None:
     _PROJECTS.clear()
 
 
-__all__ = ["Project", "DeepEvaluator", "project_for", "forget_projects", "display", "mark"]
+__all__ = ["Project", "DeepEvaluator", "project_for", "forget_projects", "mark"]

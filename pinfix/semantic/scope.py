@@ -16,7 +16,7 @@ import ast
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
-from ..effects import HOST_REGISTER_CALLS
+from ..effects import CPU_DEVICE_TYPES, DEFAULT_DEVICE_SETTERS, HOST_REGISTER_CALLS
 from .source import SourceText
 
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -390,6 +390,7 @@ class ModuleInfo:
         self._top_bindings: Optional[Dict[str, int]] = None
         self._from_imports: Optional[Dict[str, str]] = None
         self._registers: Optional[bool] = None
+        self._sets_device: Optional[bool] = None
         self._global_imports: Dict[str, Optional[str]] = {}
         self._index(tree.body, self.body, None, "")
 
@@ -402,6 +403,19 @@ class ModuleInfo:
                 isinstance(node, ast.Call) and last_name(node.func) in HOST_REGISTER_CALLS for node in ast.walk(self.tree)
             ) if any(name in self.src.text for name in HOST_REGISTER_CALLS) else False
         return self._registers
+
+    @property
+    def sets_default_device(self) -> bool:
+        """Whether the module sets the default device (``torch.set_default_device(d)``,
+        :data:`~pinfix.effects.DEFAULT_DEVICE_SETTERS`) to anything but a literal CPU
+        device: then a function's factories given no device, before it sets one itself,
+        allocate where pinfix cannot tell."""
+        if self._sets_device is None:
+            self._sets_device = any(
+                isinstance(node, ast.Call) and last_name(node.func) in DEFAULT_DEVICE_SETTERS and not _sets_cpu(node)
+                for node in ast.walk(self.tree)
+            ) if any(name in self.src.text for name in DEFAULT_DEVICE_SETTERS) else False
+        return self._sets_device
 
     @property
     def top_from_imports(self) -> Dict[str, str]:
@@ -578,3 +592,11 @@ def enclosing_loops(func: FunctionInfo) -> Dict[int, Tuple[ast.AST, ...]]:
             else:
                 stack.append((child, inner))
     return out
+
+
+def _sets_cpu(call: ast.Call) -> bool:
+    """Whether a call's only argument is a literal CPU device (``"cpu"``)."""
+    if len(call.args) != 1 or call.keywords:
+        return False
+    arg = call.args[0]
+    return isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.split(":", 1)[0].strip() in CPU_DEVICE_TYPES

@@ -15,6 +15,8 @@ import re
 import tokenize
 from typing import Any, List, Optional, Tuple
 
+from ..findings import file_identity, same_file
+
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
@@ -46,12 +48,16 @@ def decode(data: bytes) -> Tuple[str, str]:
 
 
 class SourceText:
-    """A file's text, its line starts and (once parsed) its syntax tree."""
+    """A file's text, its line starts and (once parsed) its syntax tree.
 
-    def __init__(self, text: str, path: Optional[str] = None, encoding: str = "utf-8", data: Optional[bytes] = None):
+    ``path`` names the file (a name of pinfix's own, such as ``<string>``, for
+    text that is no file); :attr:`path` holds its identity (:func:`file_identity`),
+    which evidence carries and :func:`same_source` compares."""
+
+    def __init__(self, text: str, path: str, encoding: str = "utf-8", data: Optional[bytes] = None):
         self.text = text
-        #: How evidence names the file (``None``: the file being checked).
-        self.path = path
+        #: The file's identity: absolute, symbolic links resolved.
+        self.path = file_identity(path)
         self.encoding = encoding
         self.data = data
         starts = [0]
@@ -59,7 +65,7 @@ class SourceText:
         self.line_starts = starts
 
     @classmethod
-    def from_bytes(cls, data: bytes, path: Optional[str] = None) -> "SourceText":
+    def from_bytes(cls, data: bytes, path: str) -> "SourceText":
         text, encoding = decode(data)
         return cls(text, path, encoding, data)
 
@@ -112,3 +118,8 @@ class SourceText:
 
     def lines(self) -> List[str]:
         return [self.line_text(i) for i in range(1, len(self.line_starts) + 1)]
+
+
+def same_source(a: SourceText, b: SourceText) -> bool:
+    """Whether two texts are of one file (whichever objects hold them)."""
+    return same_file(a.path, b.path)

@@ -20,6 +20,10 @@ from .values import EMPTY, Value, join, same
 PENDING = "#pending"
 #: The access paths currently known (a value of Const atoms naming them).
 PATHS = "#paths"
+#: The default device where the function has set it (a value of Device atoms): by
+#: ``torch.set_default_device(d)``, or inside ``with torch.device(d):``. Unset: the
+#: default at the function's entry.
+DEFAULT_DEVICE = "#device"
 
 
 class State:

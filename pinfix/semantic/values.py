@@ -19,19 +19,20 @@ small immutable classes, as pyflakes keeps its bindings:
 
 Each atom has a ``key``: what it is, without how pinfix learnt it (the evidence).
 Joins and the loop fixpoint compare keys only, so evidence never keeps a loop
-going, and a value's size is bounded (:data:`MAX_ATOMS`).
+going, and a value's size is bounded: past :data:`MAX_ATOMS` a join *widens*
+(:func:`widen`) rather than drop a path.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict as TypingDict, Iterable, Iterator, List, Optional, Tuple, TypeVar
 
 CPU, ACCEL, ANY_DEVICE = "cpu", "accelerator", "unknown"
 PINNED, PAGEABLE, ANY_MEMORY = "pinned", "pageable", "unknown"
 DENSE, GAPPED = "dense", "gapped"
 
-#: Atoms one value keeps; a join past this drops the newcomers (a bound on the
-#: lattice's height, so every loop reaches its fixpoint in a few rounds).
+#: Atoms one value keeps apart; a join past this widens (:func:`widen`): a bound on the
+#: lattice's height, so every loop reaches its fixpoint in a few rounds.
 MAX_ATOMS = 12
 #: How deep containers nest inside values (deeper: unknown).
 MAX_NESTING = 4
@@ -139,6 +140,7 @@ class Tensor(Atom):
         "via",
         "cond",
         "pending",
+        "widened",
     )
 
     def __init__(
@@ -155,6 +157,7 @@ class Tensor(Atom):
         via: Optional[Step] = None,
         cond: Optional[str] = None,
         pending: Optional[Any] = None,
+        widened: bool = False,
     ):
         self.device = device
         self.memory = memory if device == CPU else ANY_MEMORY
@@ -175,6 +178,9 @@ class Tensor(Atom):
         self.cond = cond
         #: The non_blocking device-to-host copy whose data may not have arrived yet.
         self.pending = pending
+        #: Stands for several paths that agree on device, memory and layout (:func:`widen`):
+        #: its origin and evidence are one of theirs, so no fix can be made from it.
+        self.widened = widened
         self.key = (
             "T",
             device,
@@ -481,7 +487,8 @@ EMPTY = Value()
 
 
 def join(*values: Optional[Value]) -> Value:
-    """The atoms of every value, each key once (the first found keeps its evidence)."""
+    """The atoms of every value, each key once (the first found keeps its evidence);
+    past :data:`MAX_ATOMS`, widened (:func:`widen`)."""
     present = [v for v in values if v]
     if not present:
         return EMPTY
@@ -495,11 +502,81 @@ def join(*values: Optional[Value]) -> Value:
         if v is first or v.keys <= keys:
             continue
         for a in v.atoms:
-            if a.key not in keys and len(atoms) < MAX_ATOMS:
+            if a.key not in keys:
                 atoms.append(a)
                 keys.add(a.key)
                 changed = True
-    return Value(tuple(atoms)) if changed else first
+    if not changed:
+        return first
+    if len(atoms) > MAX_ATOMS:
+        atoms = widen(atoms)
+    return Value(tuple(atoms))
+
+
+#: Why a value widened past :data:`MAX_ATOMS` holds an unknown.
+TOO_MANY = "may be one of more values than pinfix keeps apart"
+
+
+def widen(atoms: List[Atom]) -> List[Atom]:
+    """More than :data:`MAX_ATOMS` atoms, fewer, and no path lost: tensors that agree on
+    device, memory and layout become one (the first, with its evidence, marked
+    ``widened``); containers of a kind become one holding all their elements; what is
+    still past the bound then becomes one :class:`Unknown`. One tensor atom per device,
+    memory and layout (a dozen at most), an unknown and :data:`MAX_ATOMS` others remain."""
+    tensors: TypingDict[Tuple[Any, ...], int] = {}
+    containers: TypingDict[Tuple[Any, ...], int] = {}
+    out: List[Atom] = []
+    for a in atoms:
+        if isinstance(a, Tensor):
+            group = (a.device, a.memory, a.layout)
+            at = tensors.get(group)
+            if at is None:
+                tensors[group] = len(out)
+                out.append(a)
+            elif not out[at].widened:  # type: ignore[attr-defined]
+                out[at] = out[at].evolve(widened=True, cond=None)  # type: ignore[attr-defined]
+            continue
+        kind = _container_kind(a)
+        if kind is not None:
+            at = containers.get(kind)
+            if at is None:
+                containers[kind] = len(out)
+                out.append(a)
+            else:
+                out[at] = _merged(out[at], a)
+            continue
+        out.append(a)
+    others = [a for a in out if not isinstance(a, (Tensor, Unknown))]
+    if len(others) <= MAX_ATOMS:
+        return out
+    kept = {id(a) for a in others[:MAX_ATOMS]}
+    reason = next((a for a in out if isinstance(a, Unknown)), None) or Unknown(TOO_MANY)
+    result = [a for a in out if isinstance(a, Tensor) or id(a) in kept]
+    result.append(reason)
+    return result
+
+
+def _container_kind(a: Atom) -> Optional[Tuple[Any, ...]]:
+    if isinstance(a, Seq):
+        return ("S", a.kind)
+    if isinstance(a, Dict):
+        return ("M",)
+    if isinstance(a, Instance):
+        return ("I", id(a.cls))
+    return None
+
+
+def _merged(a: Atom, b: Atom) -> Atom:
+    """One container of ``a``'s kind holding what ``a`` and ``b`` hold (their items no longer apart)."""
+    if isinstance(a, Seq) and isinstance(b, Seq):
+        return Seq(a.kind, None, join(a.elements, b.elements), a.site)
+    if isinstance(a, Dict) and isinstance(b, Dict):
+        parts = [a.elements, b.elements, *(v for _, v in a.items), *(v for _, v in b.items)]
+        return Dict((), join(*parts), a.site, a.record or b.record)
+    if isinstance(a, Instance) and isinstance(b, Instance):
+        names = [n for n, _ in a.fields] + [n for n, _ in b.fields if a.field(n) is None]
+        return Instance(a.cls, tuple((n, join(a.field(n), b.field(n))) for n in names))
+    return a
 
 
 def unknown(why: str = "pinfix does not follow how it is made", node: Any = None) -> Value:
