@@ -279,6 +279,8 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: O
         else:
             facts = analyze_module(src, tree, settings, Path(path), project, everything=PREFILTER_OFF)
         findings = [f for f in check_module(facts, settings, Path(path)) if codes is None or f.code in codes]
+    if facts.problems:
+        report.error = contained_errors(facts.problems)
     directives: Optional[SourceDirectives] = None
     kept = []
     for f in findings:
@@ -290,6 +292,15 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: O
         if not suppressed:
             kept.append(f)
     return src, kept
+
+
+def contained_errors(problems: Iterable[Tuple[int, str, Exception]]) -> str:
+    """One error line for the internal errors the analysis contained, each at its site."""
+    said = []
+    for line, lost, e in problems:
+        where = f" at line {line}" if line else ""
+        said.append(f"internal error{where} ({type(e).__name__}: {e}): {lost}")
+    return "; ".join(said)
 
 
 def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSet[str]) -> FileReport:
@@ -313,7 +324,7 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
             with deep_recursion():
                 result = apply_fixes(src, wanted, settings_of(config), Path(path))
         except FixError as e:
-            report.error = str(e)
+            report.error = str(e) if report.error is None else f"{report.error}; {e}"
             result = None
         if result is not None:
             applied = set(result.applied)
@@ -332,7 +343,7 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
     report.fixes_applied = len(applied)
     unwritable = _unwritable(data, new_bytes, touched)
     if unwritable is not None:
-        report.error = f"{unwritable[0]}; file left unchanged"
+        report.error = f"{unwritable[0]}; file left unchanged" if report.error is None else f"{report.error}; {unwritable[0]}; file left unchanged"
         report.refused = unwritable[1]
         _unfix(report)
         return report
@@ -349,7 +360,7 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
     try:
         replace_file(Path(path), data, new_bytes, follow_symlinks=mode.follow_symlinks)
     except WriteRefused as e:
-        report.error = str(e)
+        report.error = str(e) if report.error is None else f"{report.error}; {e}"
         report.refused = e.reason
         report.changed = False
         _unfix(report)
