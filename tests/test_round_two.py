@@ -140,3 +140,54 @@ def test_output_to_a_closed_pipe_ends_quietly(tmp_path: Path, argv: list) -> Non
     assert proc.wait(timeout=120) == 141, err
     assert err == ""
     assert [p.read_bytes() for p in tmp_path.iterdir()] == [SIMPLE] * 40  # `fix --diff` writes nothing
+
+
+# --- 16. Every settings read is bounded -------------------------------------------------------------
+
+
+def _limited_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # before the fix, /dev/zero filled this
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero here")
+@pytest.mark.parametrize("source", ["/dev/zero", "endless pipe"])
+def test_an_endless_settings_file_is_refused_in_one_line(tmp_path: Path, source: str) -> None:
+    import subprocess
+    import sys
+
+    path = write(tmp_path / "m.py", SIMPLE)
+    writer = None
+    if source == "endless pipe":
+        import os
+
+        os.mkfifo(tmp_path / "settings")
+        writer = subprocess.Popen(["sh", "-c", "yes 'strict = true' > settings 2>/dev/null"], cwd=tmp_path)
+        source = str(tmp_path / "settings")
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pinfix", "check", "--no-cache", "--config", source, str(path)],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120, preexec_fn=_limited_memory,
+        )
+    finally:
+        if writer is not None:
+            writer.kill()
+            writer.wait()
+    assert proc.returncode == 2
+    assert proc.stderr == f"pinfix: {source}: larger than 16 MiB; not a settings file\n"
+
+
+def test_settings_from_a_pipe_the_user_names_are_read_once(tmp_path: Path) -> None:
+    """``--config <(...)``: a pipe gives its bytes once; they are read once, and used."""
+    import subprocess
+    import sys
+
+    path = write(tmp_path / "m.py", b"import torch\n\n\ndef f(buf, a, nb):\n    buf.copy_(torch.from_numpy(a), non_blocking=nb)\n")
+    proc = subprocess.run(
+        ["bash", "-c", f'"{sys.executable}" -m pinfix check --no-cache --config <(printf "strict = true\\n") m.py'],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith(f"m.py:5:")
+    assert path.exists()
