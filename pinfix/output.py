@@ -309,9 +309,14 @@ def fingerprints(reports: Sequence[FileReport], root: Optional[Path]) -> Dict[in
 
 
 def _artifact(path: str, root: Optional[Path]) -> Dict[str, str]:
+    """A SARIF artifact location: a URI reference, percent-encoded (a space, ``#``,
+    ``%``, a byte that is not UTF-8 each as ``%XX`` of the name's own bytes), so
+    that decoding it gives back the file's name."""
     rel = relative(path, root)
     if rel is not None:
-        return {"uri": rel, "uriBaseId": "%SRCROOT%"}
+        from urllib.parse import quote
+
+        return {"uri": quote(os.fsencode(rel), safe="/"), "uriBaseId": "%SRCROOT%"}
     return {"uri": Path(os.path.abspath(path)).as_uri()}
 
 
@@ -504,6 +509,22 @@ def _gitlab(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Styl
     out.write("\n")
 
 
+#: What XML 1.0 cannot hold, even escaped: control characters other than tab and
+#: the line ends, lone surrogates, U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_safe(text: str) -> str:
+    """``text`` as XML 1.0 can hold it: a byte of a file name that is not UTF-8
+    as ``\\xNN`` (as text output shows it), other characters XML cannot hold as
+    ``\\xNN`` / ``\\uNNNN`` escapes."""
+    try:
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that is no escaped byte
+        pass
+    return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _junit(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style) -> None:
     import xml.etree.ElementTree as ET
 
@@ -537,6 +558,10 @@ def _junit(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style
     if not findings and not errors:
         suite = ET.SubElement(suites, "testsuite", name="pinfix", tests="1", disabled="0", errors="0", failures="0", package="org.pinfix")
         ET.SubElement(suite, "testcase", name="No findings")
+    for element in suites.iter():  # every name and message, in one place
+        element.text = xml_safe(element.text) if element.text is not None else None
+        for key, value in element.attrib.items():
+            element.attrib[key] = xml_safe(value)
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     ET.indent(suites, "    ")
     out.write(ET.tostring(suites, encoding="unicode"))

@@ -191,3 +191,64 @@ def test_settings_from_a_pipe_the_user_names_are_read_once(tmp_path: Path) -> No
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.startswith(f"m.py:5:")
     assert path.exists()
+
+
+# --- 18. JUnit is well-formed XML and SARIF URIs are percent-encoded, whatever the file names -------
+
+ODD_NAMES = [b"ctl\x01\x1b.py", b"latin\xe9\xff.py", b"sp ace#hash%25?.py", "ünï.py".encode()]
+
+
+def _odd_tree(tmp_path: Path) -> Path:
+    import os
+
+    (tmp_path / "pyproject.toml").write_text("[tool.pinfix]\n")
+    for name in ODD_NAMES:
+        write(Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"pkg", name))), SIMPLE)
+    # An error too: its message and file name go into the XML as well.
+    write(Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"pkg", b"bad\x02\xfe.py"))), b"import torch\ntorch.from_numpy(a).cuda(non_blocking=True)\ndef (:\n")
+    return tmp_path
+
+
+@pytest.mark.skipif(__import__("sys").platform != "linux", reason="file names of any bytes")
+def test_junit_is_well_formed_xml_for_any_file_name(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import xml.etree.ElementTree as ET
+    from xml.dom import minidom
+
+    root = _odd_tree(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--output-format", "junit", "pkg"], cwd=root, capture_output=True, timeout=120
+    )
+    assert proc.returncode == 2, proc.stderr
+    tree = ET.fromstring(proc.stdout)  # a real XML parser: it rejects control characters and bad UTF-8
+    minidom.parseString(proc.stdout)
+    assert tree.get("failures") == str(len(ODD_NAMES)) and tree.get("errors") == "1"
+    names = sorted(s.get("name") for s in tree.iter("testsuite") if s.get("name") != "pinfix")
+    assert names == sorted(["pkg/ctl\\x01\\x1b.py", "pkg/latin\\xe9\\xff.py", "pkg/sp ace#hash%25?.py", "pkg/ünï.py"])
+    (error,) = [c for c in tree.iter("testcase") if c.get("name") == "org.pinfix.error"]
+    assert error.get("classname") == "pkg/bad\\x02\\xfe.py"
+
+
+@pytest.mark.skipif(__import__("sys").platform != "linux", reason="file names of any bytes")
+def test_sarif_uris_are_percent_encoded_and_decode_to_the_file_names(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+    from urllib.parse import unquote_to_bytes, urljoin, urlsplit
+
+    root = _odd_tree(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--output-format", "sarif", "pkg"], cwd=root, capture_output=True, timeout=120
+    )
+    assert proc.returncode == 2, proc.stderr
+    run = json.loads(proc.stdout)["runs"][0]
+    base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+    uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"]]
+    uris += [n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for n in run["invocations"][0]["toolExecutionNotifications"]]
+    decoded = sorted(unquote_to_bytes(uri) for uri in uris)
+    assert decoded == sorted([b"pkg/" + n for n in ODD_NAMES] + [b"pkg/bad\x02\xfe.py"])
+    for uri in uris:
+        assert all(0x21 <= ord(c) < 0x7F and c not in '#?"<>\\^`{|}' for c in uri), uri  # a URI reference's own characters only
+        full = urljoin(base, uri)
+        assert unquote_to_bytes(urlsplit(full).path).startswith(__import__("os").fsencode(root))
