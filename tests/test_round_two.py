@@ -252,3 +252,35 @@ def test_sarif_uris_are_percent_encoded_and_decode_to_the_file_names(tmp_path: P
         assert all(0x21 <= ord(c) < 0x7F and c not in '#?"<>\\^`{|}' for c in uri), uri  # a URI reference's own characters only
         full = urljoin(base, uri)
         assert unquote_to_bytes(urlsplit(full).path).startswith(__import__("os").fsencode(root))
+
+
+# --- 13. The comment --add-noqa writes suppresses the finding it was written for ----------------------
+
+NOQA_LAYOUTS = {
+    "string after ;": 'def f(buf, a):\n    buf.copy_(torch.from_numpy(a), non_blocking=True); t = """\n    more\n    """\n',
+    "string before ;": 'def f(buf, a):\n    s = """\n    text"""; buf.copy_(torch.from_numpy(a), non_blocking=True)\n',
+    "both": 'def f(buf, a):\n    s = """\n    x"""; buf.copy_(torch.from_numpy(a),\n        non_blocking=True); t = """\n    y"""\n',
+    "continuation": "def f(buf, a):\n    u = 1; buf.copy_(torch.from_numpy(a), \\\n        non_blocking=True); v = '''\n'''\n",
+    "compound": 'def f(buf, a, c):\n    if c: buf.copy_(torch.from_numpy(a), non_blocking=True); s = """\n    """\n',
+    "string argument": 'def f(buf, a):\n    g("""\n    """, buf.copy_(torch.from_numpy(a), non_blocking=True)); h = """\n"""\n',
+    "header": 'def f(buf, a):\n    with g("""\n    """, buf.copy_(torch.from_numpy(a), non_blocking=True)) as x: y = """\n    """\n',
+}
+
+
+@pytest.mark.parametrize("layout", sorted(NOQA_LAYOUTS))
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_add_noqa_then_check_reports_nothing(tmp_path: Path, layout: str, newline: str) -> None:
+    source = ("import torch\n\n\n" + NOQA_LAYOUTS[layout]).replace("\n", newline).encode()
+    path = write(tmp_path / "m.py", source)
+    before = cli_subprocess("check", "--no-cache", str(path))
+    assert before.returncode == 1 and before.stdout.count("PIN001") == 1, before.stdout + before.stderr
+    added = cli_subprocess("check", "--no-cache", "--add-noqa", str(path))
+    assert added.returncode == 0, added.stderr
+    assert "added 1 noqa code" in added.stderr
+    after = path.read_bytes()
+    compile(after, str(path), "exec")
+    assert after.replace(b"  # noqa: PIN001", b"") == source  # only the comment was added
+    check = cli_subprocess("check", "--no-cache", "--extend-select", "PIN100", str(path))
+    assert (check.returncode, check.stdout) == (0, ""), check.stdout
+    again = cli_subprocess("check", "--no-cache", "--add-noqa", str(path))
+    assert path.read_bytes() == after and "added 0 noqa codes" in again.stderr
