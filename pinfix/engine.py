@@ -281,6 +281,14 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: O
         findings = [f for f in check_module(facts, settings, Path(path)) if codes is None or f.code in codes]
     if facts.problems:
         report.error = contained_errors(facts.problems)
+    if findings:
+        refused = compile_error(data)
+        if refused is not None:
+            # What CPython parses but will not compile (`return` outside a function): no
+            # finding there, in `check` as in `fix` (which could never write it).
+            report.error = refused
+            report.parsed = False
+            return None
     directives: Optional[SourceDirectives] = None
     kept = []
     for f in findings:
@@ -292,6 +300,19 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: O
         if not suppressed:
             kept.append(f)
     return src, kept
+
+
+def compile_error(data: bytes) -> Optional[str]:
+    """Why CPython will not compile ``data`` that its parser accepts (``'return'
+    outside function``, a ``nonlocal`` at module level...), as a syntax error is
+    reported; ``None`` when it compiles."""
+    try:
+        compile(data, "<source>", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        return f"syntax error at {e.lineno or 0}:{e.offset or 0}: {e.msg} (Python will not compile the file)"
+    except (ValueError, RecursionError, MemoryError, OverflowError) as e:
+        return f"Python will not compile the file ({type(e).__name__}: {e})"
+    return None
 
 
 def contained_errors(problems: Iterable[Tuple[int, str, Exception]]) -> str:

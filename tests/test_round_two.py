@@ -351,3 +351,89 @@ def test_the_analysis_garbage_is_freed_before_the_fix_parses_the_file_again(monk
         report = process_source("m.py", source, Config(), Mode(fix=True, diff_only=True))
     assert report.fixes_applied == 1
     assert seen and seen[0] < 1000, seen  # the analysis made over 20,000 of them
+
+
+# --- 12. The pre-filter reads the code as Python reads it; what it cannot read is parsed -------------
+
+COPY_BODY = "import torch\n\n\ndef f(buf, a):\n    buf.copy_(torch.{origin}(a), {flag}=True)\n"
+SPELLINGS = {
+    # Python folds identifiers with NFKC: these are `non_blocking` and `from_numpy`.
+    "fullwidth keyword": COPY_BODY.format(origin="from_numpy", flag="\uff4eon_blocking").encode(),
+    "fullwidth origin": COPY_BODY.format(origin="\uff46rom_numpy", flag="non_blocking").encode(),
+    "math letters": COPY_BODY.format(origin="from_numpy", flag="non_\U0001d41blocking").encode(),
+    "utf-7": b"# coding: utf-7\n" + COPY_BODY.format(origin="from_numpy", flag="+AG4-on_blocking").encode(),
+    "unicode_escape": b"# coding: unicode_escape\n" + COPY_BODY.format(origin="\\x66rom_numpy", flag="\\x6eon_blocking").encode(),
+    "latin-1 and fullwidth": b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + COPY_BODY.format(origin="from_numpy", flag="non_blocking").encode(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_spellings_python_folds_or_decodes_are_found(tmp_path: Path, name: str) -> None:
+    data = SPELLINGS[name]
+    compile(data, name, "exec", dont_inherit=True)  # Python reads it as a copy
+    path = write(tmp_path / "m.py", data)
+    proc = cli_subprocess("check", "--no-cache", str(path))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (line,) = proc.stdout.splitlines()
+    last = data.count(b"\n")
+    assert line.startswith(f"{path}:{last}:") and "PIN001" in line  # on the copy's own line
+    import os
+    import subprocess
+    import sys
+
+    # The same finding with the pre-filter off: the shortcut hides nothing.
+    env = dict(os.environ, PINFIX_NO_PREFILTER="1")
+    off = subprocess.run([sys.executable, "-m", "pinfix", "check", "--no-cache", str(path)], capture_output=True, text=True, env=env, timeout=120)
+    assert off.stdout == proc.stdout
+
+
+@pytest.mark.parametrize(
+    "data, fragment",
+    [
+        (b"x = 1\n\0\n", "syntax error at 2:1: source code string cannot contain null bytes"),
+        (b"x = '\xff'\n", "cannot decode"),
+        (b"# coding: utf-7\nx = '+AG4'\xff\n", "cannot decode"),
+        (b"# coding: no-such-codec\nx = 1\n", "cannot decode"),
+    ],
+)
+def test_files_python_refuses_before_parsing_are_errors_even_without_a_copy(tmp_path: Path, data: bytes, fragment: str) -> None:
+    path = write(tmp_path / "m.py", data)
+    proc = cli_subprocess("check", "--no-cache", str(path))
+    assert proc.returncode == 2
+    (line,) = error_lines(proc.stderr)
+    assert line.startswith(f"{path}: error: ") and fragment in line
+
+
+def test_a_syntax_error_in_a_file_that_cannot_hold_a_copy_is_not_parsed(tmp_path: Path) -> None:
+    """As the README says: such a file is never parsed (pinfix is no syntax checker);
+    one that may hold a copy is, and its syntax error is reported."""
+    quiet = write(tmp_path / "quiet.py", b"x = 1\ndef (:\n")
+    assert cli_subprocess("check", "--no-cache", str(quiet)).returncode == 0
+    loud = write(tmp_path / "loud.py", b"import torch\nx = torch.from_numpy(a).cuda(non_blocking=True)\ndef (:\n")
+    proc = cli_subprocess("check", "--no-cache", str(loud))
+    assert proc.returncode == 2 and "syntax error at 3:" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "return 1\n",
+        "def g(a, a):\n    pass\n",
+        "nonlocal q\n",
+        "break\n",
+        "def h():\n    x = 1\n    global x\n",
+    ],
+)
+def test_check_and_fix_agree_on_code_python_will_not_compile(tmp_path: Path, bad: str) -> None:
+    source = ("import torch\n" + bad + "\n\ndef f(buf, a):\n    buf.copy_(torch.from_numpy(a), non_blocking=True)\n").encode()
+    try:
+        compile(source, "m.py", "exec", dont_inherit=True)
+        pytest.fail("the case must not compile")
+    except SyntaxError as e:
+        where = f"syntax error at {e.lineno}:{e.offset}: {e.msg}"
+    path = write(tmp_path / "m.py", source)
+    check = cli_subprocess("check", "--no-cache", str(path))
+    fix = cli_subprocess("fix", str(path))
+    assert path.read_bytes() == source
+    assert (check.returncode, check.stdout) == (2, "") == (fix.returncode, fix.stdout)
+    assert error_lines(check.stderr) == error_lines(fix.stderr) == [f"{path}: error: {where} (Python will not compile the file)"]

@@ -141,7 +141,11 @@ _STRICT_HOT = re.compile(rb"\.\s*(?:copy_|to|cuda|xpu)\s*\(")
 
 
 def hot_lines(data: bytes, strict: bool = False) -> List[int]:
-    """Lines that may hold a non_blocking copy (1-based; a superset)."""
+    """Lines that may hold a non_blocking copy (1-based; a superset), read as
+    Python reads the code (:func:`pinfix.prefilter.readable`)."""
+    from ..prefilter import readable
+
+    data = readable(data) or data
     pattern = _HOT if not strict else re.compile(_HOT.pattern + rb"|" + _STRICT_HOT.pattern)
     offsets = [m.start() for m in pattern.finditer(data)]
     if not offsets:
