@@ -41,6 +41,27 @@ def shown(path: str) -> str:
         return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def unicode_only(value: Any) -> Any:
+    """``value`` (JSON data) with every string valid Unicode: a byte of a file
+    name that is not UTF-8 (held as a lone surrogate) as ``\\xNN``, as
+    :func:`shown` writes it; JSON would otherwise carry ``\\udcff``, which strict
+    readers refuse."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            try:
+                return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            except UnicodeEncodeError:
+                return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {unicode_only(k): unicode_only(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [unicode_only(v) for v in value]
+    return value
+
+
 class TolerantStream:
     """A text stream that writes what its encoding cannot hold as backslash
     escapes instead of raising ``UnicodeEncodeError``."""
@@ -267,7 +288,7 @@ def _json(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style)
         ],
         "errors": [{"path": r.path, "message": r.error} for r in _errors(reports)],
     }
-    json.dump(payload, out, indent=2)
+    json.dump(unicode_only(payload), out, indent=2)
     out.write("\n")
 
 
@@ -393,7 +414,7 @@ def _sarif(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style
     }
     if style.root is not None:
         run["originalUriBaseIds"] = {"%SRCROOT%": {"uri": style.root.as_uri().rstrip("/") + "/"}}
-    json.dump({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, out, indent=2)
+    json.dump(unicode_only({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}), out, indent=2)
     out.write("\n")
 
 
@@ -505,7 +526,7 @@ def _gitlab(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Styl
                 "location": {"path": relative(r.path, base) or r.path, "lines": {"begin": 1}},
             }
         )
-    json.dump(items, out, indent=2)
+    json.dump(unicode_only(items), out, indent=2)
     out.write("\n")
 
 
@@ -518,10 +539,7 @@ def xml_safe(text: str) -> str:
     """``text`` as XML 1.0 can hold it: a byte of a file name that is not UTF-8
     as ``\\xNN`` (as text output shows it), other characters XML cannot hold as
     ``\\xNN`` / ``\\uNNNN`` escapes."""
-    try:
-        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:  # a lone surrogate that is no escaped byte
-        pass
+    text = unicode_only(text)
     return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 

@@ -437,3 +437,24 @@ def test_check_and_fix_agree_on_code_python_will_not_compile(tmp_path: Path, bad
     assert path.read_bytes() == source
     assert (check.returncode, check.stdout) == (2, "") == (fix.returncode, fix.stdout)
     assert error_lines(check.stderr) == error_lines(fix.stderr) == [f"{path}: error: {where} (Python will not compile the file)"]
+
+
+# --- The next class: JSON outputs carried lone surrogates for file names that are not UTF-8 ----------
+
+
+@pytest.mark.skipif(__import__("sys").platform != "linux", reason="file names of any bytes")
+@pytest.mark.parametrize("fmt", ["json", "gitlab", "sarif"])
+def test_json_outputs_are_valid_unicode_for_any_file_name(tmp_path: Path, fmt: str) -> None:
+    import json
+    import subprocess
+    import sys
+
+    root = _odd_tree(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--output-format", fmt, "pkg"], cwd=root, capture_output=True, timeout=120
+    )
+    assert proc.returncode == 2, proc.stderr
+    data = json.loads(proc.stdout)
+    json.dumps(data, ensure_ascii=False).encode("utf-8")  # strict: no lone surrogate (`\udcff`) anywhere
+    if fmt == "json":  # as text output shows the name: a byte that is not UTF-8 as \xNN
+        assert "pkg/latin\\xe9\\xff.py" in {f["path"] for f in data["findings"]}
