@@ -33,6 +33,9 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 #: The reader of the output went away (``pinfix check | head -1``): the shell's
 #: status for a process ended by SIGPIPE, as ``yes | head`` gives; nothing is printed.
 EXIT_BROKEN_PIPE = 128 + 13
+#: The most ``check -`` / ``fix -`` read from stdin (real modules hold kilobytes):
+#: an endless stream is refused at this size, not read until memory runs out.
+MAX_STDIN_BYTES = 1 << 28
 #: Show a progress bar (on a terminal) only for runs this long.
 PROGRESS_MIN_FILES = 200
 
@@ -367,9 +370,12 @@ def _stdin(args: argparse.Namespace, project, mode: Mode, style, fmt: str, out: 
 
     label = args.stdin_filename or "-"
     try:
-        data = stdin.read()
+        data = stdin.read(MAX_STDIN_BYTES + 1)  # bounded: `check - < /dev/zero` ends
     except (OSError, ValueError) as e:  # a closed descriptor 0, a stream already closed
         err.write(f"pinfix: cannot read the source from stdin: {getattr(e, 'strerror', None) or e}\n")
+        return EXIT_ERROR
+    if len(data) > MAX_STDIN_BYTES:
+        err.write(f"pinfix: stdin holds more than {MAX_STDIN_BYTES >> 20} MiB; not a source file\n")
         return EXIT_ERROR
     config = project.config_for(label) if args.stdin_filename else project.base
     if args.stdin_filename and project.base.force_exclude and project.explicitly_excluded(label):

@@ -458,3 +458,20 @@ def test_json_outputs_are_valid_unicode_for_any_file_name(tmp_path: Path, fmt: s
     json.dumps(data, ensure_ascii=False).encode("utf-8")  # strict: no lone surrogate (`\udcff`) anywhere
     if fmt == "json":  # as text output shows the name: a byte that is not UTF-8 as \xNN
         assert "pkg/latin\\xe9\\xff.py" in {f["path"] for f in data["findings"]}
+
+
+# --- The next class: the source read from stdin was unbounded too ----------------------------------
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero here")
+def test_check_stdin_from_an_endless_stream_is_refused_in_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    with open("/dev/zero", "rb") as zero:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pinfix", "check", "-"], stdin=zero, cwd=tmp_path, capture_output=True, text=True,
+            timeout=120, preexec_fn=_limited_memory,
+        )
+    assert proc.returncode == 2
+    assert proc.stderr == "pinfix: stdin holds more than 256 MiB; not a source file\n"
