@@ -353,6 +353,10 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
         except FixError as e:
             report.error = str(e) if report.error is None else f"{report.error}; {e}"
             result = None
+        except Exception as e:  # noqa: BLE001  # a bug of ours in the applier: the findings stand, unfixed
+            said = f"internal error while fixing ({type(e).__name__}: {e}); file left unchanged"
+            report.error = said if report.error is None else f"{report.error}; {said}"
+            result = None
         if result is not None:
             applied = set(result.applied)
             new_bytes = result.data

@@ -475,3 +475,21 @@ def test_check_stdin_from_an_endless_stream_is_refused_in_one_line(tmp_path: Pat
         )
     assert proc.returncode == 2
     assert proc.stderr == "pinfix: stdin holds more than 256 MiB; not a source file\n"
+
+
+def test_an_internal_error_in_the_fix_applier_keeps_the_findings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next internal-error path after item 14: the applier's bug left the file
+    unchanged (right) but lost every finding with it."""
+    import pinfix.fixes
+    from pinfix.config import Config
+    from pinfix.engine import Mode, process_source
+
+    def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise KeyError("injected")
+
+    monkeypatch.setattr(pinfix.fixes, "apply_fixes", failing)
+    source = DOUBLE_STARRED.replace(b"**kw", b"non_blocking=True")
+    report = process_source("m.py", source, Config(), Mode(fix=True, diff_only=True))
+    assert [(d.line, d.fixed) for d in report.diagnostics] == [(5, False), (6, False), (10, False)]
+    assert report.error == "internal error while fixing (KeyError: 'injected'); file left unchanged"
+    assert not report.changed and report.fixed_source is None
