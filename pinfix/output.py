@@ -156,9 +156,10 @@ def _lines(report: FileReport) -> List[str]:
     """The report's source as lines (read again if it was not kept)."""
     data = report.source
     if data is None:
+        from .regular import read_regular
+
         try:
-            with open(report.path, "rb") as f:
-                data = f.read()
+            data = read_regular(report.path)  # a FIFO or device put there since is never read
         except OSError:
             return []
     from .suppression import decode

@@ -493,3 +493,28 @@ def test_an_internal_error_in_the_fix_applier_keeps_the_findings(monkeypatch: py
     assert [(d.line, d.fixed) for d in report.diagnostics] == [(5, False), (6, False), (10, False)]
     assert report.error == "internal error while fixing (KeyError: 'injected'); file left unchanged"
     assert not report.changed and report.fixed_source is None
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="no FIFOs here")
+def test_output_that_reads_a_file_again_never_waits_on_a_fifo(tmp_path: Path) -> None:
+    """The next unbounded read after item 16: output that shows a finding's line read
+    the file again with a plain open (a FIFO put there since waited for a writer forever)."""
+    import os
+    import threading
+
+    from pinfix.engine import Diagnostic, FileReport
+    from pinfix.output import fingerprints
+
+    fifo = tmp_path / "m.py"
+    os.mkfifo(fifo)
+    d = Diagnostic(code="PIN001", line=1, column=1, end_line=1, end_column=2, message="m", pattern="p", fix_safety=None, fix_note=None, path=str(fifo))
+    report = FileReport(str(fifo), diagnostics=[d])
+    done: list = []
+    worker = threading.Thread(target=lambda: done.append(fingerprints([report], tmp_path)), daemon=True)
+    worker.start()
+    worker.join(20)
+    if worker.is_alive():  # let the blocked open go, then fail
+        with open(fifo, "wb"):
+            pass
+        pytest.fail("output waited on a FIFO")
+    assert len(done[0]) == 1
