@@ -331,7 +331,11 @@ class DeepVerdicts:
 
     def matches(self, search: str, data: bytes) -> bool:
         """Whether a recorded search (``word\\0pattern``, or a bare pattern) matches ``data``
-        (each pattern compiled once a run; the word tested first, which rules most out)."""
+        (each pattern compiled once a run; the word tested first, which rules most out),
+        read as the project's searches read it (:func:`pinfix.prefilter.readable`)."""
+        from .prefilter import readable
+
+        data = readable(data) or data
         word, sep, pattern = search.partition("\0")
         if not sep:
             word, pattern = "", search

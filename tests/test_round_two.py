@@ -518,3 +518,29 @@ def test_output_that_reads_a_file_again_never_waits_on_a_fifo(tmp_path: Path) ->
             pass
         pytest.fail("output waited on a FIFO")
     assert len(done[0]) == 1
+
+
+def test_deep_searches_read_callers_as_python_reads_them(tmp_path: Path) -> None:
+    """The next class after item 12: deep mode's searches of the project's text (the
+    callers of a function) read raw bytes, so a caller spelt with a fullwidth letter,
+    which Python folds to the function's name, was never found."""
+    write(tmp_path / "pyproject.toml", b"[tool.pinfix]\n")
+    write(tmp_path / "a.py", b"def load(dst, t):\n    dst.copy_(t, non_blocking=True)\n")
+    write(tmp_path / "b.py", "import torch\n\nfrom a import load\n\n\ndef run(buf, arr):\n    \uff4coad(buf, torch.from_numpy(arr))\n".encode())
+    proc = cli_subprocess("check", "--no-cache", "--deep", "a.py", "b.py", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith("a.py:2:15: PIN001 ") and "made at b.py:7" in proc.stdout
+
+
+def test_a_cached_deep_verdict_sees_a_new_caller_spelt_as_python_folds_it(tmp_path: Path) -> None:
+    """The deep cache tests whether a changed file now matches a verdict's search;
+    it must read the file as the search did, or the verdict is kept, stale."""
+    write(tmp_path / "pyproject.toml", b"[tool.pinfix]\n")
+    write(tmp_path / "a.py", b"def load(dst, t):\n    dst.copy_(t, non_blocking=True)\n")
+    b = write(tmp_path / "b.py", b"import torch\n\nfrom a import load\n\n\ndef run(buf, arr):\n    pass\n")
+    first = cli_subprocess("check", "--deep", "a.py", "b.py", cwd=tmp_path)
+    assert (first.returncode, first.stdout) == (0, ""), first.stderr
+    b.write_bytes(b.read_bytes().replace(b"pass", "\uff4coad(buf, torch.from_numpy(arr))".encode()))
+    again = cli_subprocess("check", "--deep", "a.py", cwd=tmp_path)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert again.stdout.startswith("a.py:2:15: PIN001 ")
