@@ -189,7 +189,7 @@ def test_settings_from_a_pipe_the_user_names_are_read_once(tmp_path: Path) -> No
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 1, proc.stderr
-    assert proc.stdout.startswith(f"m.py:5:")
+    assert proc.stdout.startswith("m.py:5:")
     assert path.exists()
 
 
