@@ -52,6 +52,8 @@ def read_regular(path: "Union[str, os.PathLike[str]]", follow_symlinks: bool = T
             raise OSError(errno.EFBIG, "file too large", os.fspath(path))
         data = os.read(fd, size + 1)
         if len(data) > size:  # it grew while we read
+            if limit is not None and len(data) > limit:
+                raise OSError(errno.EFBIG, "file too large", os.fspath(path))
             return data + _read_to_end(fd, path, None if limit is None else limit - len(data))
         return data
     finally:

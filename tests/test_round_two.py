@@ -544,3 +544,18 @@ def test_a_cached_deep_verdict_sees_a_new_caller_spelt_as_python_folds_it(tmp_pa
     again = cli_subprocess("check", "--deep", "a.py", cwd=tmp_path)
     assert again.returncode == 1, again.stdout + again.stderr
     assert again.stdout.startswith("a.py:2:15: PIN001 ")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="no /proc here")
+@pytest.mark.parametrize("limit", [0, 5, 100])
+def test_a_file_longer_than_its_stat_said_is_still_bounded(limit: int) -> None:
+    """A file that grows while it is read (``/proc`` files say size 0, then give
+    more) was read to its end whatever the limit."""
+    import errno
+
+    from pinfix.regular import read_regular
+
+    with pytest.raises(OSError) as raised:
+        read_regular("/proc/self/status", limit=limit)
+    assert raised.value.errno == errno.EFBIG
+    assert len(read_regular("/proc/self/status", limit=1 << 20)) > 100
