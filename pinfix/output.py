@@ -30,15 +30,23 @@ FORMATS = OUTPUT_FORMATS
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
 
+#: Control characters: in a file name shown as text, a line end would start a line of
+#: its own (``x\\n::warning::...`` a CI workflow command), an escape sequence would
+#: drive the terminal.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def shown(path: str) -> str:
     """A path for text output: bytes that are not UTF-8 in a file name (which
-    Python holds as lone surrogates) as ``\\xNN`` escapes; JSON and SARIF
-    escape them on their own."""
+    Python holds as lone surrogates) and control characters as ``\\xNN``
+    escapes; JSON and SARIF escape them on their own."""
     try:
         path.encode("utf-8")
-        return path
     except UnicodeEncodeError:
-        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        path = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if _CONTROL.search(path) is None:
+        return path
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", path)
 
 
 def unicode_only(value: Any) -> Any:
@@ -215,12 +223,12 @@ def _full_one(d: Diagnostic, lines: List[str], style: Style, paint: _Paint) -> s
     head, width = _head(d, style, paint)
     wrapped = textwrap.wrap(d.message, max(style.width, width + 20), initial_indent=" " * width, subsequent_indent="    ")
     parts = [head + wrapped[0][width:] if wrapped else head.rstrip(), *wrapped[1:]]
-    shown = [n for n in range(d.line, min(d.end_line, d.line + 2) + 1) if 0 < n <= len(lines)]
-    gutter = len(str(shown[-1])) if shown else 1
+    rows = [n for n in range(d.line, min(d.end_line, d.line + 2) + 1) if 0 < n <= len(lines)]
+    gutter = len(str(rows[-1])) if rows else 1
     bar = paint(" " * gutter + " |", "blue")
-    if shown:
+    if rows:
         parts.append(bar)
-        for n in shown:
+        for n in rows:
             parts.append(paint(f"{n:>{gutter}} |", "blue") + " " + lines[n - 1].expandtabs(4))
             if n == d.line:
                 text = lines[n - 1]
@@ -231,7 +239,7 @@ def _full_one(d: Diagnostic, lines: List[str], style: Style, paint: _Paint) -> s
     if d.evidence:
         parts.append(" " * gutter + " = evidence:")
         for step in _chain(d):
-            parts.append(" " * (gutter + 5) + paint(f"{step['path']}:{step['line']}:{step['column']}", "dim") + f" {step['message']}")
+            parts.append(" " * (gutter + 5) + paint(f"{shown(str(step['path']))}:{step['line']}:{step['column']}", "dim") + f" {step['message']}")
     if d.fix_safety == "safe":
         fix = "fix (safe): `pinfix fix` applies it"
     elif d.fix_safety == "unsafe":

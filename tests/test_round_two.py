@@ -559,3 +559,25 @@ def test_a_file_longer_than_its_stat_said_is_still_bounded(limit: int) -> None:
         read_regular("/proc/self/status", limit=limit)
     assert raised.value.errno == errno.EFBIG
     assert len(read_regular("/proc/self/status", limit=1 << 20)) > 100
+
+
+# --- The next class after item 18: text output carried a file name's control characters raw ---------
+
+
+@pytest.mark.skipif(__import__("sys").platform != "linux", reason="file names of any bytes")
+@pytest.mark.parametrize("fmt", ["concise", "full", "github"])
+def test_a_line_end_in_a_file_name_never_starts_a_line_of_output(tmp_path: Path, fmt: str) -> None:
+    """``x\\n::warning::y.py``: shown raw, the second line was a CI workflow command
+    (and an escape sequence would drive the terminal)."""
+    import subprocess
+    import sys
+
+    write(tmp_path / "x\n::warning::y\x1b[2J.py", SIMPLE)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--output-format", fmt, "."], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "\x1b" not in proc.stdout and not any(line.startswith("::warning") for line in proc.stdout.splitlines())
+    assert "x\\x0a::warning::y\\x1b[2J.py" in proc.stdout or fmt == "github"
+    if fmt == "github":
+        assert proc.stdout.startswith("::error file=") and proc.stdout.count("\n") == 1
