@@ -22,6 +22,8 @@ Shapes (the issue-14 inputs, at smaller sizes):
 * ``line``: one line of N list items (the 5 MB single line);
 * ``list``: a list literal with one item per line, N lines (the 1M-line literal);
 * ``defs``: N/4 small functions, each with a finding (code-like);
+* ``fixes``: N fixable copies in one function: ``fix``'s cost per fix (linear: the
+  applier once compared each edit with every earlier one);
 * ``string``: N lines inside one string literal (the cheap case, for contrast);
 * ``sinks``: N nested ``.to(`` calls and a positional ``True`` (no ``non_blocking``):
   not Python, but the byte pre-filter reads it before any parser does.
@@ -74,6 +76,13 @@ def _defs(n: int) -> str:
     return HEAD + body
 
 
+def _fixes(n: int) -> str:
+    # N fixes in one file, one function: what `fix` does per fix (the applier
+    # compared each edit with every earlier one: quadratic in this count).
+    body = "".join(f"    dst_{i % 8}.copy_(torch.from_numpy(a_{i % 8}), non_blocking=True)\n" for i in range(n))
+    return HEAD + "def fill(" + ", ".join(f"dst_{i}, a_{i}" for i in range(8)) + "):\n" + body
+
+
 def _string(n: int) -> str:
     return HEAD + 'DOC = """\n' + "".join(f"line {i} of the text\n" for i in range(n)) + '"""\n'
 
@@ -91,6 +100,7 @@ SHAPES: Dict[str, tuple] = {
     "line": (_line, 10_000, "items on one line"),
     "list": (_list, 1_000, "lines of items"),
     "defs": (_defs, 1_000, "lines (N/4 functions)"),
+    "fixes": (_fixes, 2_500, "fixes in one file"),
     "string": (_string, 100_000, "lines in a string"),
     "sinks": (_sinks, 1_000, "nested .to( calls"),
 }
@@ -107,6 +117,14 @@ def _cell(sample, base) -> str:  # type: ignore[no-untyped-def]
         return "timeout"
     growth = f" ({sample.cpu / base.cpu:.1f}x)" if base is not None and base.cpu > 0 and not base.timed_out else ""
     return f"{sample.wall:.2f} / {sample.cpu:.2f}{growth} / {sample.tree_rss_kib / 1024:.0f}"
+
+
+def _per_byte(sample, size: int) -> str:  # type: ignore[no-untyped-def]
+    """Peak memory per byte of source: bounded per source byte, it settles to a
+    constant as the file grows (the interpreter's own ~20 MB weigh on small files)."""
+    if sample is None or sample.timed_out or not size:
+        return "n/a"
+    return f"{sample.tree_rss_kib * 1024 / size:.0f}"
 
 
 def stages(data: bytes) -> Dict[str, float]:
@@ -206,7 +224,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "## Stress inputs",
         "",
         f"{machine()}; {versions(tools)}; pinfix {pinfix_revision()}, {bytecode}.",
-        "Each cell: wall s / CPU s (growth of CPU over the 1x size) / peak MB of the process tree.",
+        "Each cell: wall s / CPU s (growth of CPU over the 1x size) / peak MB of the process tree;",
+        "B/B: peak bytes of memory per byte of source.",
         "",
     ])
     try:
@@ -215,8 +234,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             rows = [
                 f"### `{shape}`: {unit}",
                 "",
-                "| size | MB | pinfix check | pinfix fix | ruff check |",
-                "| ---: | ---: | --- | --- | --- |",
+                "| size | MB | pinfix check | pinfix fix | ruff check | check B/B | fix B/B |",
+                "| ---: | ---: | --- | --- | --- | ---: | ---: |",
             ]
             stage_rows: List[str] = []
             first: Dict[str, object] = {}
@@ -247,6 +266,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 for key, sample in results.items():
                     first.setdefault(key, sample)
                 cells = [_cell(results.get(k), first.get(k)) for k in ("check", "fix", "ruff")]
+                cells += [_per_byte(results.get(k), len(data)) for k in ("check", "fix")]
                 rows.append(f"| {n:,} | {len(data) / 1e6:.2f} | " + " | ".join(cells) + " |")
                 if args.stages:
                     times = stages_apart(path)

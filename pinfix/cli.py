@@ -30,6 +30,12 @@ from .config import (
 from .engine import Diagnostic, FileReport, Mode, Stopped, default_jobs, stops_as_interrupts
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+#: The reader of the output went away (``pinfix check | head -1``): the shell's
+#: status for a process ended by SIGPIPE, as ``yes | head`` gives; nothing is printed.
+EXIT_BROKEN_PIPE = 128 + 13
+#: The most ``check -`` / ``fix -`` read from stdin (real modules hold kilobytes):
+#: an endless stream is refused at this size, not read until memory runs out.
+MAX_STDIN_BYTES = 1 << 28
 #: Show a progress bar (on a terminal) only for runs this long.
 PROGRESS_MIN_FILES = 200
 
@@ -386,7 +392,14 @@ def _stdin(args: argparse.Namespace, project, mode: Mode, style, fmt: str, out: 
     from .output import render, write_bytes
 
     label = args.stdin_filename or "-"
-    data = stdin.read()
+    try:
+        data = stdin.read(MAX_STDIN_BYTES + 1)  # bounded: `check - < /dev/zero` ends
+    except (OSError, ValueError) as e:  # a closed descriptor 0, a stream already closed
+        err.write(f"pinfix: cannot read the source from stdin: {getattr(e, 'strerror', None) or e}\n")
+        return EXIT_ERROR
+    if len(data) > MAX_STDIN_BYTES:
+        err.write(f"pinfix: stdin holds more than {MAX_STDIN_BYTES >> 20} MiB; not a source file\n")
+        return EXIT_ERROR
     config = project.config_for(label) if args.stdin_filename else project.base
     if args.stdin_filename and project.base.force_exclude and project.explicitly_excluded(label):
         if mode.fix and not mode.diff_only:
@@ -493,6 +506,8 @@ def _command(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional
     except KeyboardInterrupt as e:  # before the files were reached (while importing, say)
         err.write(f"pinfix: {_interrupted(e)}\n")
         return _interrupted_code(e)
+    except BrokenPipeError:  # the reader of the output is gone: stop quietly, as other tools do
+        return EXIT_BROKEN_PIPE
 
 
 def _interrupted(e: KeyboardInterrupt) -> str:
@@ -513,10 +528,38 @@ def command() -> int:
     """The console script (and ``python -m pinfix``): :func:`main`, then a way out
     that does not walk the heap once more. What the run leaves (a deep run's
     project: gigabytes on a large tree) dies with the process, and the collector's
-    last pass over it took 27 s of a 62 s single-process run on vLLM 0.34.0."""
-    code = main(sys.argv[1:], sys.stdout, sys.stderr)
+    last pass over it took 27 s of a 62 s single-process run on vLLM 0.34.0.
+
+    A closed standard stream is the null device (its output is dropped, the exit
+    status still tells); a reader that goes away mid-run ends it quietly
+    (:data:`EXIT_BROKEN_PIPE`), without the interpreter's complaint when it
+    flushes the rest at exit."""
+    out = sys.stdout if sys.stdout is not None else open(os.devnull, "w")
+    err = sys.stderr if sys.stderr is not None else open(os.devnull, "w")
+    code = main(sys.argv[1:], out, err)
+    if code == EXIT_BROKEN_PIPE:
+        for stream in (sys.stdout, sys.stderr):
+            _drop_output(stream)
     gc.freeze()
     return code
+
+
+def _drop_output(stream: Optional[TextIO]) -> None:
+    """Point ``stream``'s descriptor at the null device when its reader is gone,
+    so what is still buffered is dropped at exit rather than complained about."""
+    try:
+        if stream is None:
+            return
+        try:
+            stream.flush()
+            return
+        except BrokenPipeError:
+            pass
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[BinaryIO]) -> int:
@@ -534,6 +577,9 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
         color=use_color(out), width=_width(out), root=base.root, unsafe_fixes=base.unsafe_fixes, plan_fixes=_plan(project.config_for)
     )
     if args.paths == ["-"] or (args.stdin_filename and not args.paths):
+        if stdin is None and sys.stdin is None:  # started with descriptor 0 closed
+            err.write("pinfix: cannot read the source from stdin: it is closed\n")
+            return EXIT_ERROR
         return _stdin(args, project, Mode(fix=fixing, diff_only=diff), style, fmt, out, err, stdin or sys.stdin.buffer)
     if "-" in args.paths:
         err.write("pinfix: `-` (stdin) cannot be mixed with paths\n")

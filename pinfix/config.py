@@ -14,6 +14,7 @@ the file and the key.
 from __future__ import annotations
 
 import builtins
+import errno
 import keyword
 import os
 import re
@@ -541,11 +542,20 @@ def pattern_matches(pattern: str, rel: str, is_dir: bool) -> bool:
 SETTINGS_FILES: Tuple[str, ...] = (".pinfix.toml", "pinfix.toml", "pyproject.toml")
 
 
-def read_toml(path: Path) -> Dict[str, Any]:
+def read_toml(path: Path, named: bool = False) -> Dict[str, Any]:
+    """The TOML table of a settings file, at most :data:`MAX_SETTINGS_BYTES` of it.
+    ``named``: the user named it (``--config``), so a pipe (``<(...)``) is read
+    too; a file found by the search must be a regular file (a FIFO is never waited on)."""
+    from .regular import MAX_SETTINGS_BYTES, NotRegularFile, read_bounded, read_regular
+
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
+        data = read_bounded(path, MAX_SETTINGS_BYTES) if named else read_regular(path, limit=MAX_SETTINGS_BYTES)
+        return tomllib.loads(data.decode("utf-8"))
+    except NotRegularFile:
+        raise ConfigError(f"{path}: not a regular file") from None
     except OSError as e:
+        if e.errno == errno.EFBIG:
+            raise ConfigError(f"{path}: larger than {MAX_SETTINGS_BYTES >> 20} MiB; not a settings file") from None
         raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
@@ -574,10 +584,11 @@ class SettingsFile:
     ruff_line_length: Optional[int] = None
 
 
-def read_settings(path: Path) -> Optional[SettingsFile]:
-    """The settings ``path`` holds; ``None`` for a ``pyproject.toml`` without
-    ``[tool.pinfix]`` (it is not a settings file, as for ruff)."""
-    data = read_toml(path)
+def read_settings(path: Path, data: Optional[Mapping[str, Any]] = None) -> Optional[SettingsFile]:
+    """The settings ``path`` holds (``data``: its table, read already); ``None`` for a
+    ``pyproject.toml`` without ``[tool.pinfix]`` (it is not a settings file, as for ruff)."""
+    if data is None:
+        data = read_toml(path)
     if path.name == "pyproject.toml":
         table = _tool_table(data, path, "pinfix")
         if table is None:
@@ -738,8 +749,9 @@ def load_settings_file(path: Path) -> SettingsFile:
         raise ConfigError(f"--config {path}: is a directory")
     if not path.exists():
         raise ConfigError(f"--config {path}: no such file")
-    found = read_settings(path)
-    return found if found is not None else SettingsFile(path, {}, _ruff_line_length(path, read_toml(path)))
+    data = read_toml(path, named=True)  # read once: a pipe gives its bytes once
+    found = read_settings(path, data)
+    return found if found is not None else SettingsFile(path, {}, _ruff_line_length(path, data))
 
 
 def load_config(start: Optional[Path] = None, explicit: Optional[Path] = None) -> Config:

@@ -417,7 +417,11 @@ class DeepVerdicts:
     def matches(self, search: str, data: bytes) -> bool:
         """Whether a recorded search (``word\\0pattern``, or a bare pattern, each its UTF-8
         bytes one character a byte) matches ``data`` (each pattern compiled once a run; the
-        word tested first, which rules most out)."""
+        word tested first, which rules most out), read as the project's searches read it
+        (:func:`pinfix.prefilter.readable`)."""
+        from .prefilter import readable
+
+        data = readable(data) or data
         word, sep, pattern = search.partition("\0")
         try:
             if not sep:

@@ -279,6 +279,16 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: O
         else:
             facts = analyze_module(src, tree, settings, Path(path), project, everything=PREFILTER_OFF)
         findings = [f for f in check_module(facts, settings, Path(path)) if codes is None or f.code in codes]
+    if facts.problems:
+        report.error = contained_errors(facts.problems)
+    if findings:
+        refused = compile_error(data)
+        if refused is not None:
+            # What CPython parses but will not compile (`return` outside a function): no
+            # finding there, in `check` as in `fix` (which could never write it).
+            report.error = refused
+            report.parsed = False
+            return None
     directives: Optional[SourceDirectives] = None
     kept = []
     for f in findings:
@@ -290,6 +300,28 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: O
         if not suppressed:
             kept.append(f)
     return src, kept
+
+
+def compile_error(data: bytes) -> Optional[str]:
+    """Why CPython will not compile ``data`` that its parser accepts (``'return'
+    outside function``, a ``nonlocal`` at module level...), as a syntax error is
+    reported; ``None`` when it compiles."""
+    try:
+        compile(data, "<source>", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        return f"syntax error at {e.lineno or 0}:{e.offset or 0}: {e.msg} (Python will not compile the file)"
+    except (ValueError, RecursionError, MemoryError, OverflowError) as e:
+        return f"Python will not compile the file ({type(e).__name__}: {e})"
+    return None
+
+
+def contained_errors(problems: Iterable[Tuple[int, str, Exception]]) -> str:
+    """One error line for the internal errors the analysis contained, each at its site."""
+    said = []
+    for line, lost, e in problems:
+        where = f" at line {line}" if line else ""
+        said.append(f"internal error{where} ({type(e).__name__}: {e}): {lost}")
+    return "; ".join(said)
 
 
 def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSet[str]) -> FileReport:
@@ -309,11 +341,21 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
         from .config import settings_of
         from .fixes import FixError, apply_fixes
 
+        # What the analysis left is garbage now, much of it in cycles that the paused
+        # collector (:func:`gc_paused`) would keep while the applier parses the file
+        # again: on a large module the two together were twice the memory of either.
+        # Only this file's objects are young, so the youngest generation is enough.
+        gc.collect(0)
+
         try:
             with deep_recursion():
                 result = apply_fixes(src, wanted, settings_of(config), Path(path))
         except FixError as e:
-            report.error = str(e)
+            report.error = str(e) if report.error is None else f"{report.error}; {e}"
+            result = None
+        except Exception as e:  # noqa: BLE001  # a bug of ours in the applier: the findings stand, unfixed
+            said = f"internal error while fixing ({type(e).__name__}: {e}); file left unchanged"
+            report.error = said if report.error is None else f"{report.error}; {said}"
             result = None
         if result is not None:
             applied = set(result.applied)
@@ -332,7 +374,7 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
     report.fixes_applied = len(applied)
     unwritable = _unwritable(data, new_bytes, touched)
     if unwritable is not None:
-        report.error = f"{unwritable[0]}; file left unchanged"
+        report.error = f"{unwritable[0]}; file left unchanged" if report.error is None else f"{report.error}; {unwritable[0]}; file left unchanged"
         report.refused = unwritable[1]
         _unfix(report)
         return report
@@ -349,7 +391,7 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
     try:
         replace_file(Path(path), data, new_bytes, follow_symlinks=mode.follow_symlinks)
     except WriteRefused as e:
-        report.error = str(e)
+        report.error = str(e) if report.error is None else f"{report.error}; {e}"
         report.refused = e.reason
         report.changed = False
         _unfix(report)

@@ -890,9 +890,14 @@ def relayout(old: str, new: str, line_length: int = 88, **style: object) -> str:
     if not replacements:
         return new
     lines = new.split("\n")
-    for stmt, laid in sorted(replacements, key=lambda r: -r[0].first):
-        lines[stmt.first : stmt.last + 1] = laid.split("\n")
-    result = "\n".join(lines)
+    out: List[str] = []  # built in one pass: a slice assignment per statement moved every line after it
+    at = 0
+    for stmt, laid in sorted(replacements, key=lambda r: r[0].first):
+        out += lines[at : stmt.first]
+        out.append(laid)
+        at = stmt.last + 1
+    out += lines[at:]
+    result = "\n".join(out)
     try:
         if ast.dump(ast.parse(result)) != ast.dump(ast.parse(new)):
             return new  # never change what the code means

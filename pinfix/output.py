@@ -31,15 +31,44 @@ FORMATS = OUTPUT_FORMATS
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
 
+#: Control characters: in a file name shown as text, a line end would start a line of
+#: its own (``x\\n::warning::...`` a CI workflow command), an escape sequence would
+#: drive the terminal.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def shown(path: str) -> str:
     """A path for text output: bytes that are not UTF-8 in a file name (which
-    Python holds as lone surrogates) as ``\\xNN`` escapes; JSON and SARIF
-    escape them on their own."""
+    Python holds as lone surrogates) and control characters as ``\\xNN``
+    escapes; JSON and SARIF escape them on their own."""
     try:
         path.encode("utf-8")
-        return path
     except UnicodeEncodeError:
-        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        path = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if _CONTROL.search(path) is None:
+        return path
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", path)
+
+
+def unicode_only(value: Any) -> Any:
+    """``value`` (JSON data) with every string valid Unicode: a byte of a file
+    name that is not UTF-8 (held as a lone surrogate) as ``\\xNN``, as
+    :func:`shown` writes it; JSON would otherwise carry ``\\udcff``, which strict
+    readers refuse."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            try:
+                return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            except UnicodeEncodeError:
+                return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {unicode_only(k): unicode_only(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [unicode_only(v) for v in value]
+    return value
 
 
 class TolerantStream:
@@ -141,9 +170,10 @@ def _lines(report: FileReport) -> List[str]:
     """The report's source as lines (read again if it was not kept)."""
     data = report.source
     if data is None:
+        from .regular import read_regular
+
         try:
-            with open(report.path, "rb") as f:
-                data = f.read()
+            data = read_regular(report.path)  # a FIFO or device put there since is never read
         except OSError:
             return []
     from .suppression import decode
@@ -199,12 +229,12 @@ def _full_one(d: Diagnostic, lines: List[str], style: Style, paint: _Paint) -> s
     head, width = _head(d, style, paint)
     wrapped = textwrap.wrap(d.message, max(style.width, width + 20), initial_indent=" " * width, subsequent_indent="    ")
     parts = [head + wrapped[0][width:] if wrapped else head.rstrip(), *wrapped[1:]]
-    shown = [n for n in range(d.line, min(d.end_line, d.line + 2) + 1) if 0 < n <= len(lines)]
-    gutter = len(str(shown[-1])) if shown else 1
+    rows = [n for n in range(d.line, min(d.end_line, d.line + 2) + 1) if 0 < n <= len(lines)]
+    gutter = len(str(rows[-1])) if rows else 1
     bar = paint(" " * gutter + " |", "blue")
-    if shown:
+    if rows:
         parts.append(bar)
-        for n in shown:
+        for n in rows:
             parts.append(paint(f"{n:>{gutter}} |", "blue") + " " + lines[n - 1].expandtabs(4))
             if n == d.line:
                 text = lines[n - 1]
@@ -215,7 +245,7 @@ def _full_one(d: Diagnostic, lines: List[str], style: Style, paint: _Paint) -> s
     if d.evidence:
         parts.append(" " * gutter + " = evidence:")
         for step in _chain(d):
-            parts.append(" " * (gutter + 5) + paint(f"{step['path']}:{step['line']}:{step['column']}", "dim") + f" {step['message']}")
+            parts.append(" " * (gutter + 5) + paint(f"{shown(str(step['path']))}:{step['line']}:{step['column']}", "dim") + f" {step['message']}")
     if d.fix_safety == "safe":
         fix = "fix (safe): `pinfix fix` applies it"
     elif d.fix_safety == "unsafe":
@@ -273,7 +303,7 @@ def _json(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style)
         ],
         "errors": [{"path": r.path, "message": r.error} for r in _errors(reports)],
     }
-    json.dump(payload, out, indent=2)
+    json.dump(unicode_only(payload), out, indent=2)
     out.write("\n")
 
 
@@ -315,9 +345,14 @@ def fingerprints(reports: Sequence[FileReport], root: Optional[Path]) -> Dict[in
 
 
 def _artifact(path: str, root: Optional[Path]) -> Dict[str, str]:
+    """A SARIF artifact location: a URI reference, percent-encoded (a space, ``#``,
+    ``%``, a byte that is not UTF-8 each as ``%XX`` of the name's own bytes), so
+    that decoding it gives back the file's name."""
     rel = relative(path, root)
     if rel is not None:
-        return {"uri": rel, "uriBaseId": "%SRCROOT%"}
+        from urllib.parse import quote
+
+        return {"uri": quote(os.fsencode(rel), safe="/"), "uriBaseId": "%SRCROOT%"}
     return {"uri": Path(os.path.abspath(path)).as_uri()}
 
 
@@ -394,7 +429,7 @@ def _sarif(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style
     }
     if style.root is not None:
         run["originalUriBaseIds"] = {"%SRCROOT%": {"uri": style.root.as_uri().rstrip("/") + "/"}}
-    json.dump({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, out, indent=2)
+    json.dump(unicode_only({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}), out, indent=2)
     out.write("\n")
 
 
@@ -507,8 +542,21 @@ def _gitlab(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Styl
                 "location": {"path": relative(r.path, base) or r.path, "lines": {"begin": 1}},
             }
         )
-    json.dump(items, out, indent=2)
+    json.dump(unicode_only(items), out, indent=2)
     out.write("\n")
+
+
+#: What XML 1.0 cannot hold, even escaped: control characters other than tab and
+#: the line ends, lone surrogates, U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_safe(text: str) -> str:
+    """``text`` as XML 1.0 can hold it: a byte of a file name that is not UTF-8
+    as ``\\xNN`` (as text output shows it), other characters XML cannot hold as
+    ``\\xNN`` / ``\\uNNNN`` escapes."""
+    text = unicode_only(text)
+    return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _junit(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style) -> None:
@@ -544,6 +592,10 @@ def _junit(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style
     if not findings and not errors:
         suite = ET.SubElement(suites, "testsuite", name="pinfix", tests="1", disabled="0", errors="0", failures="0", package="org.pinfix")
         ET.SubElement(suite, "testcase", name="No findings")
+    for element in suites.iter():  # every name and message, in one place
+        element.text = xml_safe(element.text) if element.text is not None else None
+        for key, value in element.attrib.items():
+            element.attrib[key] = xml_safe(value)
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     ET.indent(suites, "    ")
     out.write(ET.tostring(suites, encoding="unicode"))

@@ -11,8 +11,12 @@ Derived from the effects table (:mod:`pinfix.effects`), never written out by han
    ``Makes``, ``Pins``, ``ToHost``), of the pinned producers, or ``cpu``
    (``.to("cpu")``, also as a string escape).
 
-Python source encodings are ASCII-compatible, so an identifier's bytes appear
-verbatim whatever the declared encoding. ``PINFIX_NO_PREFILTER=1`` turns the
+The tests read the code as Python reads it (:func:`readable`): a file of ASCII
+bytes whose declared codec reads ASCII as itself is read as it is (nearly every
+file); any other is decoded by its codec (``utf-7``, ``unicode_escape``...) and
+folded as Python folds identifiers (NFKC: ``ｎon_blocking`` is ``non_blocking``).
+A file Python refuses before parsing (bytes its codec cannot decode, a NUL)
+passes, so that the parser reports it. ``PINFIX_NO_PREFILTER=1`` turns the
 shortcut off (and makes the engine evaluate every function, not only those
 whose lines say ``non_blocking``), to prove it sound: findings must be the same
 either way (``tests/test_prefilter.py``).
@@ -161,14 +165,74 @@ def _options(config: Optional[Options]) -> Tuple[bool, bool, FrozenSet[str]]:
     return elsewhere, bool(config.strict), frozenset(config.pinned_producers)
 
 
+#: How far into a file its first two lines (where a coding cookie may stand) are looked for.
+_COOKIE = re.compile(rb"\A[^\n]*coding|\A[^\n]*\n[^\n]*coding")
+#: What decodes to itself under an ASCII-transparent codec, and not under one that
+#: gives ASCII bytes other meanings (``\\x41`` under ``unicode_escape``, ``+AEE-`` under ``utf-7``).
+_PROBE = bytes(range(128)) + b"\\x41\\u0041\\N{DIGIT ONE}+AEE-"
+
+
+@lru_cache(maxsize=32)
+def _reads_ascii_as_itself(encoding: str) -> bool:
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _PROBE.decode(encoding) == _PROBE.decode("ascii")
+    except (LookupError, ValueError, TypeError):
+        return False
+
+
+def readable(data: bytes) -> Optional[bytes]:
+    """The bytes the shortcut reads: ``data`` itself where every identifier's
+    bytes appear verbatim (ASCII bytes under a codec that reads ASCII as itself);
+    else the text Python reads, decoded by its declared codec, folded as Python
+    folds identifiers (NFKC), in UTF-8. ``None``: Python cannot decode it.
+
+    Line ends are kept (no character folds into one), so lines found in what this
+    returns are the file's lines."""
+    if data.isascii():
+        if _COOKIE.match(data) is None:
+            return data
+        import io
+        import tokenize
+
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError:
+            return None
+        if _reads_ascii_as_itself(encoding):
+            return data
+    from .semantic.source import SourceError, decode
+
+    try:
+        text, encoding = decode(data)
+    except SourceError:
+        return None
+    import unicodedata
+
+    if _reads_ascii_as_itself(encoding) and unicodedata.is_normalized("NFKC", text):
+        return data  # nothing folds (the common case of a comment in another script): its bytes as they are
+    return unicodedata.normalize("NFKC", text).encode("utf-8", "surrogatepass")
+
+
 def may_contain_finding(data: bytes, config: Optional[Options] = None) -> bool:
-    """Whether ``data`` may hold a finding (``False`` only when it surely cannot).
+    """Whether ``data`` may hold a finding (``False`` only when it surely cannot),
+    or is refused by Python before it is parsed (undecodable, or holding a NUL: the
+    parser then says where).
 
     The cheapest test that rejects most files runs first (``non_blocking`` is
     one fast substring search); the origin spellings are looked for only in the
     few files that pass it."""
     if PREFILTER_OFF:
         return True
+    if b"\0" in data:
+        return True
+    read = readable(data)
+    if read is None:
+        return True
+    data = read
     elsewhere, strict, producers = _options(config)
     if not may_hold_sink(data, strict):
         return False

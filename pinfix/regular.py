@@ -16,6 +16,9 @@ from typing import Optional, Union
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
+#: The most a settings file may hold (real ones hold kilobytes): ``--config
+#: /dev/zero`` or an endless pipe is refused at this size, not read without end.
+MAX_SETTINGS_BYTES = 1 << 24
 
 
 class NotRegularFile(OSError):
@@ -49,13 +52,41 @@ def read_regular(path: "Union[str, os.PathLike[str]]", follow_symlinks: bool = T
             raise OSError(errno.EFBIG, "file too large", os.fspath(path))
         data = os.read(fd, size + 1)
         if len(data) > size:  # it grew while we read
-            chunks = [data]
-            while chunks[-1]:
-                chunks.append(os.read(fd, 1 << 16))
-            data = b"".join(chunks)
+            if limit is not None and len(data) > limit:
+                raise OSError(errno.EFBIG, "file too large", os.fspath(path))
+            return data + _read_to_end(fd, path, None if limit is None else limit - len(data))
         return data
     finally:
         os.close(fd)
 
 
-__all__ = ["NotRegularFile", "read_regular"]
+def read_bounded(path: "Union[str, os.PathLike[str]]", limit: int) -> bytes:
+    """The bytes ``path`` names, whatever it is (a regular file, a pipe such as
+    ``<(...)``, a device), but never more than ``limit``: past that ``EFBIG``
+    (``/dev/zero`` or an endless pipe ends there, not in memory exhaustion).
+    For a file the user named; one found by a walk is read with
+    :func:`read_regular`, so a FIFO there is never waited on."""
+    fd = os.open(path, os.O_RDONLY | _BINARY)
+    try:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
+        return _read_to_end(fd, path, limit)
+    finally:
+        os.close(fd)
+
+
+def _read_to_end(fd: int, path: "Union[str, os.PathLike[str]]", limit: Optional[int]) -> bytes:
+    """What ``fd`` holds up to its end; ``EFBIG`` once more than ``limit`` came."""
+    chunks = []
+    total = 0
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if limit is not None and total > limit:
+            raise OSError(errno.EFBIG, "file too large", os.fspath(path))
+
+
+__all__ = ["MAX_SETTINGS_BYTES", "NotRegularFile", "read_bounded", "read_regular"]

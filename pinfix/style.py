@@ -147,9 +147,10 @@ def isort_settings(raw: Dict[str, Any]) -> IsortSettings:
 
 
 def _read(path: Path) -> Dict[str, Any]:
+    from .regular import MAX_SETTINGS_BYTES, read_regular
+
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
+        return tomllib.loads(read_regular(path, limit=MAX_SETTINGS_BYTES).decode("utf-8"))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         return {}
 

@@ -254,8 +254,15 @@ class SourceDirectives:
     ) -> Optional[Directive]:
         """The directive that suppresses a ``code`` finding on ``line`` ..
         ``end_line`` (``statement``: its statement's lines, when the caller
-        knows them better), marked used; ``None`` when none does."""
-        first, last = statement if statement is not None else self.statement(line, end_line)
+        knows them better), marked used; ``None`` when none does.
+
+        A directive anywhere on the logical lines that hold the statement counts:
+        in ``a; b = '''...'''  # noqa``, the string over several lines, it covers
+        ``a``, whose own line cannot take a comment (:func:`add_noqa` writes it there)."""
+        first, last = self.statement(line, end_line)
+        if statement is not None:
+            around = self.statement(*statement)
+            first, last = min(first, statement[0], around[0]), max(last, statement[1], around[1])
         first, last = min(first, line), max(last, end_line)
         for row in (*range(first, last + 1), *self._above(first)):
             directive = self.by_line.get(row)

@@ -39,7 +39,12 @@ def check_module(facts: ModuleFacts, settings: Settings, path: Optional[Path] = 
     for rule in RULES:
         if rule.opt_in is not None and not getattr(settings, rule.opt_in):
             continue
-        found.extend(rule.check(ctx))
+        try:
+            found.extend(rule.check(ctx))
+        except RecursionError:
+            raise  # the whole file is too deep: the engine says so
+        except Exception as e:  # noqa: BLE001  # a bug of ours loses this rule's findings only
+            facts.problems.append((0, f"{rule.code}'s findings are lost", e))
     found.sort(key=lambda f: (f.line, f.column, f.code))
     return found
 

@@ -37,7 +37,17 @@ def pageable_findings(ctx: RuleContext) -> List[Finding]:
     """Every PIN001/PIN002 finding of the module (computed once, shared by both rules)."""
     found = ctx.cache.get("pageable")
     if found is None:
-        found = ctx.cache["pageable"] = [f for f in (Judge(ctx, c).finding() for c in ctx.facts.copies) if f is not None]
+        found = ctx.cache["pageable"] = []
+        for c in ctx.facts.copies:
+            try:
+                finding = Judge(ctx, c).finding()
+            except RecursionError:
+                raise  # the whole file is too deep: the engine says so
+            except Exception as e:  # noqa: BLE001  # a bug of ours loses this copy's finding only
+                ctx.facts.problems.append((c.call.lineno, "this copy's finding is lost", e))
+                continue
+            if finding is not None:
+                found.append(finding)
     return found  # type: ignore[no-any-return]
 
 
@@ -45,6 +55,8 @@ def what_copies(copy: Copy, src: Any) -> str:
     # A tensor method (`.to`), or a library helper called as a function (`send_to_device`).
     callee = f".{copy.method}" if copy.method in COPY_SINKS else copy.method
     if copy.non_blocking is None:
+        if any(k.arg is None and k.value is copy.non_blocking_node for k in copy.call.keywords):
+            return f"`{callee}(...)` with `**{src.short(copy.non_blocking_node)}` (maybe `non_blocking=True`)"
         return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}`"
     if copy.given_by is not None:
         given = copy.given_by

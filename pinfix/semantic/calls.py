@@ -117,6 +117,12 @@ class Arguments:
         return [v for _, v in self.positional] + [v for _, _, v in self.keywords]
 
 
+def _literal_keywords(node: ast.expr) -> bool:
+    """Whether ``node`` is a dict display whose keys are all string literals
+    (what ``**`` then passes is known: one keyword per entry)."""
+    return isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys)
+
+
 def literal_bool(node: Optional[ast.AST]) -> Optional[bool]:
     if isinstance(node, ast.Constant) and isinstance(node.value, bool):
         return node.value
@@ -169,6 +175,13 @@ class Calls(Expressions):
             else:
                 positional.append((a, self.eval(a, state)))
         for k in node.keywords:
+            if k.arg is None and _literal_keywords(k.value):
+                # `**{'non_blocking': True}`: the literal's entries are keywords like any other
+                # (a later duplicate replaces an earlier one, as in the dict).
+                assert isinstance(k.value, ast.Dict)
+                entries = {key.value: (v, self.eval(v, state)) for key, v in zip(k.value.keys, k.value.values)}  # type: ignore[union-attr]
+                keywords += [(name, v, value) for name, (v, value) in entries.items()]
+                continue
             value = self.eval(k.value, state)
             if k.arg is None:
                 double = True
@@ -756,7 +769,8 @@ class Calls(Expressions):
             dst_node, receiver = positional[0]
             positional = positional[1:]
         nb_keyword = args.keyword(NON_BLOCKING_KEYWORD)
-        if (args.starred or args.double_starred) and nb_keyword is None:
+        if args.starred and nb_keyword is None:
+            # `*rest` may shift every positional slot: the copy's parts cannot be placed.
             return self.not_a_copy(node, effect, receiver, positional, args, state)
         nb_node: Optional[ast.expr] = None
         nb_value: Optional[Value] = None
@@ -770,6 +784,9 @@ class Calls(Expressions):
             for index in effect.non_blocking_slots:
                 if index < len(positional):
                     nb_node, nb_value = positional[index]
+        if nb_node is None and args.double_starred:
+            # `**kwargs` pinfix cannot read may pass `non_blocking`: the flag is unknown.
+            nb_node = next(k.value for k in node.keywords if k.arg is None)
         non_blocking: Optional[bool] = None
         if nb_node is not None:
             literal = literal_bool(nb_node)
@@ -826,6 +843,10 @@ class Calls(Expressions):
         return moved
 
     def not_a_copy(self, node: ast.Call, effect: CopiesTo, receiver: Value, positional: Sequence[Tuple[ast.expr, Value]], args: Arguments, state: State) -> Value:
+        """What a sink's call returns where its parts cannot be placed (``copy_(*args)``):
+        ``copy_`` its receiver, the others what they return whatever the flag."""
+        if effect.method == "copy_":
+            return receiver
         direction, _, result = self.copy_direction(node, effect, receiver, None, positional, args, state, None)
         return result
 

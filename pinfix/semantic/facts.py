@@ -152,6 +152,9 @@ class ModuleFacts:
     def __init__(self, module: ModuleInfo):
         self.module = module
         self.functions: List[FunctionFacts] = []
+        #: Internal errors the analysis (or a rule) met and contained: ``(line or 0,
+        #: what was lost, the error)``; each loses only its own function's or copy's findings.
+        self.problems: List[Tuple[int, str, Exception]] = []
         self._loops: Dict[int, Dict[int, Tuple[ast.AST, ...]]] = {}
         self._names: Dict[int, Dict[str, List[ast.Name]]] = {}
         self._own: Dict[int, Set[int]] = {}

@@ -14,7 +14,7 @@ import ast
 import bisect
 import re
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from ..settings import Settings
 from .facts import FunctionFacts, ModuleFacts
@@ -50,9 +50,13 @@ class ModuleContext:
         if id(func.node) not in self.results and all(f is not func for f in self.pending):
             self.pending.append(func)
 
-    def drain(self) -> None:
+    def drain(self, problems: Optional[List[Tuple[int, str, Exception]]] = None) -> None:
         while self.pending:
-            self.evaluate(self.pending.pop(0))
+            func = self.pending.pop(0)
+            if problems is None:
+                self.evaluate(func)
+            else:
+                contained(problems, func, lambda: self.evaluate(func))
 
     def evaluator(self, func: FunctionInfo, params: Optional[Dict[str, Value]] = None):  # type: ignore[no-untyped-def]
         if self.project is not None:
@@ -137,7 +141,11 @@ _STRICT_HOT = re.compile(rb"\.\s*(?:copy_|to|cuda|xpu)\s*\(")
 
 
 def hot_lines(data: bytes, strict: bool = False) -> List[int]:
-    """Lines that may hold a non_blocking copy (1-based; a superset)."""
+    """Lines that may hold a non_blocking copy (1-based; a superset), read as
+    Python reads the code (:func:`pinfix.prefilter.readable`)."""
+    from ..prefilter import readable
+
+    data = readable(data) or data
     pattern = _HOT if not strict else re.compile(_HOT.pattern + rb"|" + _STRICT_HOT.pattern)
     offsets = [m.start() for m in pattern.finditer(data)]
     if not offsets:
@@ -197,6 +205,18 @@ def _scope_of(func: FunctionInfo, module: ModuleInfo) -> FunctionInfo:
     return func.parent if func.parent is not None else module.body
 
 
+def contained(problems: List[Tuple[int, str, Exception]], func: FunctionInfo, work: Callable[[], object]) -> None:
+    """``work()`` for ``func``; an internal error (a bug of ours) is noted in
+    ``problems`` and loses only that function's facts, not the module's."""
+    try:
+        work()
+    except RecursionError:
+        raise  # the caller's: the whole file is too deep
+    except Exception as e:  # noqa: BLE001  # contained: one function lost, reported at its line
+        what = "the module's top level" if func.name == "<module>" else f"`{func.qualname}`"
+        problems.append((getattr(func.node, "lineno", 0), f"the findings of {what} are lost", e))
+
+
 def analyze_module(
     src: SourceText,
     tree: ast.Module,
@@ -225,13 +245,17 @@ def analyze_module(
     if everything:
         chosen = [module.body, *module.functions.values(), *(c.body_function for c in module.classes.values())]
     for func in chosen:
-        ctx.evaluate(func)
-    ctx.drain()
+        contained(facts.problems, func, lambda: ctx.evaluate(func))
+    ctx.drain(facts.problems)
     if project is not None:
         # Parameters the copies depend on: what the project's callers pass.
         for key, result in list(ctx.results.items()):
             if result.copies:
-                ctx.results[key] = project.refine(ctx, result)  # type: ignore[attr-defined]
+
+                def refine(key: int = key, result: FunctionFacts = result) -> None:
+                    ctx.results[key] = project.refine(ctx, result)  # type: ignore[attr-defined]
+
+                contained(facts.problems, result.info, refine)
     # Functions evaluated on the way (enclosing functions, lambdas) may hold copies too.
     found = [r for r in ctx.results.values() if r.copies or r.reads]
     found.sort(key=lambda r: (getattr(r.info.node, "lineno", 0), getattr(r.info.node, "col_offset", 0)))

@@ -1159,13 +1159,17 @@ class Corpus:
 
 def _read_tree(root: Path) -> List[Tuple[Path, bytes]]:
     """The ``.py`` files below ``root`` with their bytes (regular files only: a FIFO
-    named ``x.py`` is never waited on)."""
+    named ``x.py`` is never waited on), as the searches read them: as Python reads
+    the code (:func:`pinfix.prefilter.readable`: a caller spelt ``ｌoad(...)`` calls ``load``)."""
+    from ..prefilter import readable
+
     found: List[Tuple[Path, bytes]] = []
     for name in project_file_names(str(root)):
         try:
-            found.append((Path(name), read_regular(name)))
+            data = read_regular(name)
         except OSError:
             continue  # unreadable: what it says stays unknown
+        found.append((Path(name), readable(data) or data))
     return found
 
 
