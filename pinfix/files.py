@@ -154,15 +154,21 @@ def _git_top(start: Path) -> Optional[Path]:
 
 class _Ignores:
     """The configured ``exclude`` and the ``.gitignore`` files from the git top
-    down to each walked directory. Works on path strings and keeps each
-    directory's chain of specs: it runs once per file of a large tree."""
+    down to each walked directory. Works on path strings and decides once per
+    directory what holds for all its entries (its chain of specs, each entry's
+    path relative to each spec's folder but for the name): it runs once per
+    file of a large tree."""
 
-    def __init__(self, exclude: Sequence[str], root: Path, excluded: Optional[Callable[[str, bool], bool]] = None):
+    def __init__(
+        self, exclude: Sequence[str], root: Path, excluded_in: Optional[Callable[[str], Callable[[str, bool], bool]]] = None
+    ):
         self.exclude = _Spec(exclude) if exclude else None
         self.root = str(root)
         self.chains: Dict[Tuple[str, str], List[Tuple[str, _Spec]]] = {}
-        #: ``(absolute path, is a directory) -> excluded?``, from each path's own settings.
-        self.excluded = excluded
+        #: ``absolute directory -> ((name, is a directory) -> excluded?)``, from its own settings.
+        self.excluded_in = excluded_in
+        #: ``(absolute directory, top) -> ((name, is a directory) -> ignored?)``
+        self.deciders: Dict[Tuple[str, str], Callable[[str, bool], bool]] = {}
         #: ``.gitignore`` files that could not be used, and why.
         self.problems: List[Tuple[Path, str]] = []
         #: Walked directories (absolute) whose listing holds no ``.gitignore``: not probed.
@@ -182,18 +188,45 @@ class _Ignores:
             self.chains[key] = chain
         return chain
 
-    def ignored(self, path: str, is_dir: bool, top: str) -> bool:
-        """Whether absolute ``path`` is excluded by config or by a ``.gitignore`` between ``top`` and it."""
-        suffix = "/" if is_dir else ""
-        if self.excluded is not None and self.excluded(path, is_dir):
-            return True
-        if self.exclude is not None and path.startswith(self.root + os.sep):
-            if self.exclude.match_file(path[len(self.root) + 1 :].replace(os.sep, "/") + suffix):
+    def in_directory(self, directory: str, top: str) -> Callable[[str, bool], bool]:
+        """``(name, is a directory) -> ignored?`` for the entries of ``directory``
+        (absolute): whether the settings or the configured ``exclude`` exclude it,
+        or a ``.gitignore`` between ``top`` and it (or ``.git/info/exclude``) ignores it."""
+        key = (directory, top)
+        found = self.deciders.get(key)
+        if found is None:
+            found = self.deciders[key] = self._decider(directory, top)
+        return found
+
+    def _decider(self, directory: str, top: str) -> Callable[[str, bool], bool]:
+        settings = self.excluded_in(directory) if self.excluded_in is not None else None
+        tests: Optional[List[Tuple[str, _Spec]]] = None
+
+        def ignored(name: str, is_dir: bool) -> bool:
+            nonlocal tests
+            if settings is not None and settings(name, is_dir):
                 return True
-        for base, spec in self._chain(os.path.dirname(path), top):
-            if spec.match_file(path[len(base) + 1 :].replace(os.sep, "/") + suffix):
-                return True
-        return False
+            if tests is None:  # the .gitignore files are read once an entry needs them
+                tests = self._prefixed(directory, top)
+            suffix = "/" if is_dir else ""
+            for prefix, spec in tests:
+                if spec.match_file(prefix + name + suffix):
+                    return True
+            return False
+
+        return ignored
+
+    def _prefixed(self, directory: str, top: str) -> List[Tuple[str, _Spec]]:
+        """The specs that apply in ``directory`` (the configured ``exclude``, then its
+        chain), each with the path of ``directory`` relative to the spec's folder:
+        an entry's path there is that prefix plus its name."""
+        here = os.path.join(directory, "")  # with one separator at the end, as an entry's path has
+        tests: List[Tuple[str, _Spec]] = []
+        if self.exclude is not None and here.startswith(self.root + os.sep):
+            tests.append((here[len(self.root) + 1 :].replace(os.sep, "/"), self.exclude))
+        for base, spec in self._chain(directory, top):
+            tests.append((here[len(base) + 1 :].replace(os.sep, "/"), spec))
+        return tests
 
 
 def _py_files(
@@ -218,6 +251,7 @@ def _py_files(
         subdirs = []
         if not any(e.name == ".gitignore" for e in entries):
             ignores.without_gitignore.add(absolute)
+        ignored = None
         for entry in entries:
             name = entry.name
             try:
@@ -227,7 +261,9 @@ def _py_files(
             if is_dir:
                 if entry.is_symlink() or name in ALWAYS_SKIPPED:
                     continue
-                if not ignores.ignored(os.path.join(absolute, name), is_dir=True, top=top):
+                if ignored is None:
+                    ignored = ignores.in_directory(absolute, top)
+                if not ignored(name, True):
                     subdirs.append((os.path.join(dirpath, name), os.path.join(absolute, name)))
             elif name.endswith(".py"):
                 is_link = entry.is_symlink()
@@ -249,14 +285,16 @@ def walk(
     errors: List[Tuple[Path, str]],
     exclude: Sequence[str] = (),
     root: Optional[Path] = None,
-    excluded: Optional[Callable[[str, bool], bool]] = None,
+    excluded_in: Optional[Callable[[str], Callable[[str, bool], bool]]] = None,
     follow_symlinks: bool = False,
 ) -> Iterator[Path]:
     """The files to look at, as they are found; unusable arguments go to
     ``errors``. A symbolic link to a file is walked only with
-    ``follow_symlinks`` (and never out of the tree); named, it is always taken."""
+    ``follow_symlinks`` (and never out of the tree); named, it is always taken.
+    ``excluded_in`` gives, for a walked directory, which of its entries the
+    settings exclude (:meth:`pinfix.project.Project.excluded_in`)."""
     root = (root or Path.cwd()).resolve()
-    ignores = _Ignores(exclude, root, excluded)
+    ignores = _Ignores(exclude, root, excluded_in)
     seen = set()
 
     def new(p: Optional[Path], key: Optional[str] = None) -> bool:
@@ -284,13 +322,16 @@ def walk(
         top = str(_git_top(tree) or tree)
         walk_errors: List[OSError] = []
         walked = _py_files(str(path), os.path.realpath(path), ignores, top, walk_errors, follow_symlinks)
+        folder, ignored = None, None
         for dirpath, absolute, name, is_link in walked:
             key = os.path.join(absolute, name)
             if is_link:
                 key = os.path.realpath(key)
                 if tree not in Path(key).parents:
                     continue  # never follow a link out of the tree
-            if not ignores.ignored(os.path.join(absolute, name), is_dir=False, top=top) and new(None, key):
+            if absolute != folder:
+                folder, ignored = absolute, ignores.in_directory(absolute, top)
+            if not ignored(name, False) and new(None, key):  # type: ignore[misc]
                 yield Path(os.path.join(dirpath, name))
         for error in walk_errors:
             errors.append((Path(error.filename or path), f"cannot list directory: {error.strerror or error}"))

@@ -90,7 +90,7 @@ def reference(paths: Sequence[Path], cwd: Path, follow_symlinks: bool = False) -
 def walked(paths: Sequence[Path], cwd: Path, follow_symlinks: bool = False) -> List[str]:
     project = Project(cwd=cwd)
     errors: list = []
-    found = [str(p) for p in walk([str(p) for p in paths], errors, root=project.base.root, excluded=project.excluded, follow_symlinks=follow_symlinks)]
+    found = [str(p) for p in walk([str(p) for p in paths], errors, root=project.base.root, excluded_in=project.excluded_in, follow_symlinks=follow_symlinks)]
     assert errors == []
     return found
 
@@ -159,8 +159,17 @@ def test_the_walk_matches_the_reference_on_a_tricky_tree(tmp_path: Path) -> None
 
 def test_a_walk_from_below_the_top_and_of_two_paths_matches_the_reference(tmp_path: Path) -> None:
     tree = tricky_tree(tmp_path)
-    for paths, cwd in (([tree / "pkg"], tree), ([tree / "pkg" / "sub"], tree / "pkg"), ([tree / "pkg", tree], tree)):
-        assert walked(paths, cwd) == reference(paths, cwd)
+    # Walked from inside an excluded folder (venv, a build's output), the folders
+    # above still exclude each file.
+    for paths, cwd in (
+        ([tree / "pkg"], tree),
+        ([tree / "pkg" / "sub"], tree / "pkg"),
+        ([tree / "pkg", tree], tree),
+        ([tree / "venv" / "lib"], tree),
+        ([tree / "build" / "lib", tree / "pkg" / "build"], tree),
+    ):
+        assert walked(paths, cwd) == reference(paths, cwd), paths
+    assert walked([tree / "venv" / "lib"], tree) == []
 
 
 def test_show_files_lists_the_reference_sorted(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
