@@ -25,11 +25,11 @@ class Discovery:
 
 
 class _Spec:
-    """A gitignore spec with a one-regex pre-test.
+    """A gitignore spec with a regex pre-test.
 
-    pathspec tries every pattern in turn (vLLM's root .gitignore has 120); a
-    single alternation of all of them tells at once that none can match, the
-    answer for almost every file. Only then does pathspec decide exactly.
+    pathspec tries every pattern in turn (vLLM's root .gitignore has 120); an
+    alternation of all of them tells at once that none can match, the answer
+    for almost every file. Only then does pathspec decide exactly.
     """
 
     def __init__(self, lines: Sequence[str]):
@@ -39,14 +39,17 @@ class _Spec:
             for p in self.spec.patterns
             if getattr(p, "include", None) is not None and getattr(p, "regex", None) is not None
         ]
-        self.any = re.compile("|".join(f"(?:{x})" for x in parts)) if parts else None
-        self.test = self.any.search if self.any is not None else None
+        #: The pre-test: ``rel -> may a pattern match?``
+        self.test: Optional[Callable[[str], object]] = None
         # pathspec anchors every pattern at `^`; then `match` is `search`, and
         # far cheaper (search retries the whole alternation at every offset).
         # A pattern that starts with a literal directory (`^vllm/_version\.py`)
         # can only match under it: such patterns are tried only there.
         self.groups: Dict[str, "re.Pattern[str]"] = {}
-        self.floating: Optional["re.Pattern[str]"] = None
+        #: The other patterns anchored at the start (tried with `match`), and
+        #: those that may start at any folder (tried with `search`).
+        self.anchored: Optional["re.Pattern[str]"] = None
+        self.anywhere: Optional["re.Pattern[str]"] = None
         if parts and all(x.startswith("^") and "(?m" not in x for x in parts):
             self.test = self._grouped_match
             by_dir: Dict[str, List[str]] = {}
@@ -63,13 +66,24 @@ class _Spec:
             # alternation would backtrack through `.+` once per pattern.
             anywhere = [x[len(_ANY_DIR) :] for x in floating if x.startswith(_ANY_DIR)]
             rest = [x for x in floating if not x.startswith(_ANY_DIR)]
-            alternatives = [f"(?:{x})" for x in rest]
+            if rest:  # kept out of the search, which would try them at every offset
+                self.anchored = re.compile("|".join(f"(?:{x})" for x in rest))
+            # Those that start with any name (`*.so`: `[^/]*\.so...`) share that
+            # start: one run to the end of a name and back, where each would
+            # make its own (two dozen in vLLM's .gitignore).
+            any_name = [x[len(_ANY_NAME) :] for x in anywhere if x.startswith(_ANY_NAME)]
+            anywhere = [f"(?:{x})" for x in anywhere if not x.startswith(_ANY_NAME)]
+            if any_name:
+                anywhere.append(_ANY_NAME + "(?:" + "|".join(f"(?:{x})" for x in any_name) + ")")
             if anywhere:
-                alternatives.append("(?:^|(?<=/))(?:" + "|".join(f"(?:{x})" for x in anywhere) + ")")
-            self.floating = re.compile("|".join(alternatives)) if alternatives else None
+                self.anywhere = re.compile("(?:^|(?<=/))(?:" + "|".join(anywhere) + ")")
+        elif parts:  # one alternation of them all, searched
+            self.test = re.compile("|".join(f"(?:{x})" for x in parts)).search
 
     def _grouped_match(self, rel: str) -> bool:
-        if self.floating is not None and self.floating.search(rel) is not None:
+        if self.anchored is not None and self.anchored.match(rel) is not None:
+            return True
+        if self.anywhere is not None and self.anywhere.search(rel) is not None:
             return True
         group = self.groups.get(rel.partition("/")[0]) if "/" in rel else None
         return group is not None and group.match(rel) is not None
@@ -81,6 +95,7 @@ class _Spec:
 
 
 _ANY_DIR = "^(?:.+/)?"
+_ANY_NAME = "[^/]*"
 
 
 def _gitignore_spec(lines: Sequence[str]):  # type: ignore[no-untyped-def]
@@ -140,8 +155,8 @@ def _gitignore(directory: Path, problems: List[Tuple[Path, str]], candidate: Opt
         return _Spec(lines)
     except re.error:  # a pattern pathspec compiles but the union does not
         spec = _Spec([])
-        spec.spec, spec.any = _gitignore_spec(lines), re.compile("")
-        spec.test = spec.any.search  # always "maybe": pathspec decides
+        spec.spec = _gitignore_spec(lines)
+        spec.test = lambda rel: True  # always "maybe": pathspec decides
         return spec
 
 
@@ -231,14 +246,15 @@ class _Ignores:
 
 def _py_files(
     top_dir: str, top_real: str, ignores: _Ignores, top: str, errors: List[OSError], follow_symlinks: bool
-) -> Iterator[Tuple[str, str, str, bool]]:
-    """(directory as given, its real path, name, is a symlink) of each
-    ``*.py`` entry under ``top_dir``, in ``os.walk``'s order (sorted, each
+) -> Iterator[Tuple[str, str, str, str, bool]]:
+    """(path as given, real path, the real path of its directory, name, is a
+    symlink) of each ``*.py`` entry under ``top_dir``, in ``os.walk``'s order (sorted, each
     directory's files before its subdirectories), never into a symlinked
     directory or a skipped or ignored one; a linked file only with
     ``follow_symlinks`` (its target, in the tree, is walked on its own). One ``scandir`` per directory and
     no call per file: its entries already say what is a directory or a link,
-    and a walked directory's real path is its parent's plus its name."""
+    and a walked directory's real path is its parent's plus its name (paths are
+    a folder's, with its separator, plus a name: no join per file)."""
     stack = [(top_dir, top_real)]
     while stack:
         dirpath, absolute = stack.pop()
@@ -252,6 +268,7 @@ def _py_files(
         if not any(e.name == ".gitignore" for e in entries):
             ignores.without_gitignore.add(absolute)
         ignored = None
+        shown, real = os.path.join(dirpath, ""), os.path.join(absolute, "")
         for entry in entries:
             name = entry.name
             try:
@@ -264,11 +281,11 @@ def _py_files(
                 if ignored is None:
                     ignored = ignores.in_directory(absolute, top)
                 if not ignored(name, True):
-                    subdirs.append((os.path.join(dirpath, name), os.path.join(absolute, name)))
+                    subdirs.append((shown + name, real + name))
             elif name.endswith(".py"):
                 is_link = entry.is_symlink()
                 if follow_symlinks or not is_link:
-                    yield dirpath, absolute, name, is_link
+                    yield shown + name, real + name, absolute, name, is_link
         stack.extend(reversed(subdirs))
 
 
@@ -323,8 +340,7 @@ def walk(
         walk_errors: List[OSError] = []
         walked = _py_files(str(path), os.path.realpath(path), ignores, top, walk_errors, follow_symlinks)
         folder, ignored = None, None
-        for dirpath, absolute, name, is_link in walked:
-            key = os.path.join(absolute, name)
+        for shown, key, absolute, name, is_link in walked:
             if is_link:
                 key = os.path.realpath(key)
                 if tree not in Path(key).parents:
@@ -332,7 +348,7 @@ def walk(
             if absolute != folder:
                 folder, ignored = absolute, ignores.in_directory(absolute, top)
             if not ignored(name, False) and new(None, key):  # type: ignore[misc]
-                yield Path(os.path.join(dirpath, name))
+                yield Path(shown)
         for error in walk_errors:
             errors.append((Path(error.filename or path), f"cannot list directory: {error.strerror or error}"))
         errors.extend(ignores.problems)
