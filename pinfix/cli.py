@@ -267,7 +267,7 @@ def _files(args: argparse.Namespace, project, errors: List[Tuple[Path, str]]) ->
     if force:
         paths = [p for p in paths if not project.explicitly_excluded(p, is_dir=os.path.isdir(p))]
     follow = bool(getattr(args, "follow_symlinks", False))
-    return walk(paths, errors, root=project.base.root, excluded=project.excluded, follow_symlinks=follow)
+    return walk(paths, errors, root=project.base.root, excluded_in=project.excluded_in, follow_symlinks=follow)
 
 
 def _show_files(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

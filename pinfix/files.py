@@ -25,11 +25,11 @@ class Discovery:
 
 
 class _Spec:
-    """A gitignore spec with a one-regex pre-test.
+    """A gitignore spec with a regex pre-test.
 
-    pathspec tries every pattern in turn (vLLM's root .gitignore has 120); a
-    single alternation of all of them tells at once that none can match, the
-    answer for almost every file. Only then does pathspec decide exactly.
+    pathspec tries every pattern in turn (vLLM's root .gitignore has 120); an
+    alternation of all of them tells at once that none can match, the answer
+    for almost every file. Only then does pathspec decide exactly.
     """
 
     def __init__(self, lines: Sequence[str]):
@@ -39,14 +39,17 @@ class _Spec:
             for p in self.spec.patterns
             if getattr(p, "include", None) is not None and getattr(p, "regex", None) is not None
         ]
-        self.any = re.compile("|".join(f"(?:{x})" for x in parts)) if parts else None
-        self.test = self.any.search if self.any is not None else None
+        #: The pre-test: ``rel -> may a pattern match?``
+        self.test: Optional[Callable[[str], object]] = None
         # pathspec anchors every pattern at `^`; then `match` is `search`, and
         # far cheaper (search retries the whole alternation at every offset).
         # A pattern that starts with a literal directory (`^vllm/_version\.py`)
         # can only match under it: such patterns are tried only there.
         self.groups: Dict[str, "re.Pattern[str]"] = {}
-        self.floating: Optional["re.Pattern[str]"] = None
+        #: The other patterns anchored at the start (tried with `match`), and
+        #: those that may start at any folder (tried with `search`).
+        self.anchored: Optional["re.Pattern[str]"] = None
+        self.anywhere: Optional["re.Pattern[str]"] = None
         if parts and all(x.startswith("^") and "(?m" not in x for x in parts):
             self.test = self._grouped_match
             by_dir: Dict[str, List[str]] = {}
@@ -63,13 +66,24 @@ class _Spec:
             # alternation would backtrack through `.+` once per pattern.
             anywhere = [x[len(_ANY_DIR) :] for x in floating if x.startswith(_ANY_DIR)]
             rest = [x for x in floating if not x.startswith(_ANY_DIR)]
-            alternatives = [f"(?:{x})" for x in rest]
+            if rest:  # kept out of the search, which would try them at every offset
+                self.anchored = re.compile("|".join(f"(?:{x})" for x in rest))
+            # Those that start with any name (`*.so`: `[^/]*\.so...`) share that
+            # start: one run to the end of a name and back, where each would
+            # make its own (two dozen in vLLM's .gitignore).
+            any_name = [x[len(_ANY_NAME) :] for x in anywhere if x.startswith(_ANY_NAME)]
+            anywhere = [f"(?:{x})" for x in anywhere if not x.startswith(_ANY_NAME)]
+            if any_name:
+                anywhere.append(_ANY_NAME + "(?:" + "|".join(f"(?:{x})" for x in any_name) + ")")
             if anywhere:
-                alternatives.append("(?:^|(?<=/))(?:" + "|".join(f"(?:{x})" for x in anywhere) + ")")
-            self.floating = re.compile("|".join(alternatives)) if alternatives else None
+                self.anywhere = re.compile("(?:^|(?<=/))(?:" + "|".join(anywhere) + ")")
+        elif parts:  # one alternation of them all, searched
+            self.test = re.compile("|".join(f"(?:{x})" for x in parts)).search
 
     def _grouped_match(self, rel: str) -> bool:
-        if self.floating is not None and self.floating.search(rel) is not None:
+        if self.anchored is not None and self.anchored.match(rel) is not None:
+            return True
+        if self.anywhere is not None and self.anywhere.search(rel) is not None:
             return True
         group = self.groups.get(rel.partition("/")[0]) if "/" in rel else None
         return group is not None and group.match(rel) is not None
@@ -81,6 +95,7 @@ class _Spec:
 
 
 _ANY_DIR = "^(?:.+/)?"
+_ANY_NAME = "[^/]*"
 
 
 def _gitignore_spec(lines: Sequence[str]):  # type: ignore[no-untyped-def]
@@ -140,8 +155,8 @@ def _gitignore(directory: Path, problems: List[Tuple[Path, str]], candidate: Opt
         return _Spec(lines)
     except re.error:  # a pattern pathspec compiles but the union does not
         spec = _Spec([])
-        spec.spec, spec.any = _gitignore_spec(lines), re.compile("")
-        spec.test = spec.any.search  # always "maybe": pathspec decides
+        spec.spec = _gitignore_spec(lines)
+        spec.test = lambda rel: True  # always "maybe": pathspec decides
         return spec
 
 
@@ -154,15 +169,21 @@ def _git_top(start: Path) -> Optional[Path]:
 
 class _Ignores:
     """The configured ``exclude`` and the ``.gitignore`` files from the git top
-    down to each walked directory. Works on path strings and keeps each
-    directory's chain of specs: it runs once per file of a large tree."""
+    down to each walked directory. Works on path strings and decides once per
+    directory what holds for all its entries (its chain of specs, each entry's
+    path relative to each spec's folder but for the name): it runs once per
+    file of a large tree."""
 
-    def __init__(self, exclude: Sequence[str], root: Path, excluded: Optional[Callable[[str, bool], bool]] = None):
+    def __init__(
+        self, exclude: Sequence[str], root: Path, excluded_in: Optional[Callable[[str], Callable[[str, bool], bool]]] = None
+    ):
         self.exclude = _Spec(exclude) if exclude else None
         self.root = str(root)
         self.chains: Dict[Tuple[str, str], List[Tuple[str, _Spec]]] = {}
-        #: ``(absolute path, is a directory) -> excluded?``, from each path's own settings.
-        self.excluded = excluded
+        #: ``absolute directory -> ((name, is a directory) -> excluded?)``, from its own settings.
+        self.excluded_in = excluded_in
+        #: ``(absolute directory, top) -> ((name, is a directory) -> ignored?)``
+        self.deciders: Dict[Tuple[str, str], Callable[[str, bool], bool]] = {}
         #: ``.gitignore`` files that could not be used, and why.
         self.problems: List[Tuple[Path, str]] = []
         #: Walked directories (absolute) whose listing holds no ``.gitignore``: not probed.
@@ -182,30 +203,58 @@ class _Ignores:
             self.chains[key] = chain
         return chain
 
-    def ignored(self, path: str, is_dir: bool, top: str) -> bool:
-        """Whether absolute ``path`` is excluded by config or by a ``.gitignore`` between ``top`` and it."""
-        suffix = "/" if is_dir else ""
-        if self.excluded is not None and self.excluded(path, is_dir):
-            return True
-        if self.exclude is not None and path.startswith(self.root + os.sep):
-            if self.exclude.match_file(path[len(self.root) + 1 :].replace(os.sep, "/") + suffix):
+    def in_directory(self, directory: str, top: str) -> Callable[[str, bool], bool]:
+        """``(name, is a directory) -> ignored?`` for the entries of ``directory``
+        (absolute): whether the settings or the configured ``exclude`` exclude it,
+        or a ``.gitignore`` between ``top`` and it (or ``.git/info/exclude``) ignores it."""
+        key = (directory, top)
+        found = self.deciders.get(key)
+        if found is None:
+            found = self.deciders[key] = self._decider(directory, top)
+        return found
+
+    def _decider(self, directory: str, top: str) -> Callable[[str, bool], bool]:
+        settings = self.excluded_in(directory) if self.excluded_in is not None else None
+        tests: Optional[List[Tuple[str, _Spec]]] = None
+
+        def ignored(name: str, is_dir: bool) -> bool:
+            nonlocal tests
+            if settings is not None and settings(name, is_dir):
                 return True
-        for base, spec in self._chain(os.path.dirname(path), top):
-            if spec.match_file(path[len(base) + 1 :].replace(os.sep, "/") + suffix):
-                return True
-        return False
+            if tests is None:  # the .gitignore files are read once an entry needs them
+                tests = self._prefixed(directory, top)
+            suffix = "/" if is_dir else ""
+            for prefix, spec in tests:
+                if spec.match_file(prefix + name + suffix):
+                    return True
+            return False
+
+        return ignored
+
+    def _prefixed(self, directory: str, top: str) -> List[Tuple[str, _Spec]]:
+        """The specs that apply in ``directory`` (the configured ``exclude``, then its
+        chain), each with the path of ``directory`` relative to the spec's folder:
+        an entry's path there is that prefix plus its name."""
+        here = os.path.join(directory, "")  # with one separator at the end, as an entry's path has
+        tests: List[Tuple[str, _Spec]] = []
+        if self.exclude is not None and here.startswith(self.root + os.sep):
+            tests.append((here[len(self.root) + 1 :].replace(os.sep, "/"), self.exclude))
+        for base, spec in self._chain(directory, top):
+            tests.append((here[len(base) + 1 :].replace(os.sep, "/"), spec))
+        return tests
 
 
 def _py_files(
     top_dir: str, top_real: str, ignores: _Ignores, top: str, errors: List[OSError], follow_symlinks: bool
-) -> Iterator[Tuple[str, str, str, bool]]:
-    """(directory as given, its real path, name, is a symlink) of each
-    ``*.py`` entry under ``top_dir``, in ``os.walk``'s order (sorted, each
+) -> Iterator[Tuple[str, str, str, str, bool]]:
+    """(path as given, real path, the real path of its directory, name, is a
+    symlink) of each ``*.py`` entry under ``top_dir``, in ``os.walk``'s order (sorted, each
     directory's files before its subdirectories), never into a symlinked
     directory or a skipped or ignored one; a linked file only with
     ``follow_symlinks`` (its target, in the tree, is walked on its own). One ``scandir`` per directory and
     no call per file: its entries already say what is a directory or a link,
-    and a walked directory's real path is its parent's plus its name."""
+    and a walked directory's real path is its parent's plus its name (paths are
+    a folder's, with its separator, plus a name: no join per file)."""
     stack = [(top_dir, top_real)]
     while stack:
         dirpath, absolute = stack.pop()
@@ -218,6 +267,8 @@ def _py_files(
         subdirs = []
         if not any(e.name == ".gitignore" for e in entries):
             ignores.without_gitignore.add(absolute)
+        ignored = None
+        shown, real = os.path.join(dirpath, ""), os.path.join(absolute, "")
         for entry in entries:
             name = entry.name
             try:
@@ -227,12 +278,14 @@ def _py_files(
             if is_dir:
                 if entry.is_symlink() or name in ALWAYS_SKIPPED:
                     continue
-                if not ignores.ignored(os.path.join(absolute, name), is_dir=True, top=top):
-                    subdirs.append((os.path.join(dirpath, name), os.path.join(absolute, name)))
+                if ignored is None:
+                    ignored = ignores.in_directory(absolute, top)
+                if not ignored(name, True):
+                    subdirs.append((shown + name, real + name))
             elif name.endswith(".py"):
                 is_link = entry.is_symlink()
                 if follow_symlinks or not is_link:
-                    yield dirpath, absolute, name, is_link
+                    yield shown + name, real + name, absolute, name, is_link
         stack.extend(reversed(subdirs))
 
 
@@ -249,14 +302,16 @@ def walk(
     errors: List[Tuple[Path, str]],
     exclude: Sequence[str] = (),
     root: Optional[Path] = None,
-    excluded: Optional[Callable[[str, bool], bool]] = None,
+    excluded_in: Optional[Callable[[str], Callable[[str, bool], bool]]] = None,
     follow_symlinks: bool = False,
 ) -> Iterator[Path]:
     """The files to look at, as they are found; unusable arguments go to
     ``errors``. A symbolic link to a file is walked only with
-    ``follow_symlinks`` (and never out of the tree); named, it is always taken."""
+    ``follow_symlinks`` (and never out of the tree); named, it is always taken.
+    ``excluded_in`` gives, for a walked directory, which of its entries the
+    settings exclude (:meth:`pinfix.project.Project.excluded_in`)."""
     root = (root or Path.cwd()).resolve()
-    ignores = _Ignores(exclude, root, excluded)
+    ignores = _Ignores(exclude, root, excluded_in)
     seen = set()
 
     def new(p: Optional[Path], key: Optional[str] = None) -> bool:
@@ -284,14 +339,16 @@ def walk(
         top = str(_git_top(tree) or tree)
         walk_errors: List[OSError] = []
         walked = _py_files(str(path), os.path.realpath(path), ignores, top, walk_errors, follow_symlinks)
-        for dirpath, absolute, name, is_link in walked:
-            key = os.path.join(absolute, name)
+        folder, ignored = None, None
+        for shown, key, absolute, name, is_link in walked:
             if is_link:
                 key = os.path.realpath(key)
                 if tree not in Path(key).parents:
                     continue  # never follow a link out of the tree
-            if not ignores.ignored(os.path.join(absolute, name), is_dir=False, top=top) and new(None, key):
-                yield Path(os.path.join(dirpath, name))
+            if absolute != folder:
+                folder, ignored = absolute, ignores.in_directory(absolute, top)
+            if not ignored(name, False) and new(None, key):  # type: ignore[misc]
+                yield Path(shown)
         for error in walk_errors:
             errors.append((Path(error.filename or path), f"cannot list directory: {error.strerror or error}"))
         errors.extend(ignores.problems)

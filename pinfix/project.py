@@ -26,6 +26,7 @@ from .config import (
     load_settings_file,
     plain_name,
     project_root,
+    pyproject_in,
     relative_to_root,
     settings_in,
 )
@@ -56,9 +57,10 @@ class Project:
         self._configs: Dict[str, Config] = {}
         #: directory, as asked for -> its settings
         self._by_directory: Dict[str, Config] = {}
-        #: directory (absolute, real) -> whether the plain names in its own path exclude
-        #: every file in it (see :meth:`excluded`)
-        self._excluded_folders: Dict[str, bool] = {}
+        #: directory (absolute, real) -> which of its entries are excluded (see :meth:`excluded_in`)
+        self._excluders: Dict[str, Callable[[str, bool], bool]] = {}
+        #: ``pyproject.toml`` -> the project root it makes (see :meth:`_project_root`)
+        self._roots: Dict[str, Tuple[Path, Optional[Path]]] = {}
         #: The run's own settings: the working directory's.
         self.base = self.config_for_directory(str(self.cwd))
 
@@ -97,36 +99,70 @@ class Project:
             if key not in self._configs:
                 self._configs[key] = config_of(found, self.overrides)
             return self._configs[key]
-        root, _ = project_root(directory, self.cwd, self._nearest)
+        root, _ = self._project_root(directory)
         key = str(root)  # one config per project root
         if key not in self._configs:
             self._configs[key] = default_config(directory, self.overrides, self.cwd, self._nearest)
         return self._configs[key]
 
+    def _project_root(self, directory: str) -> Tuple[Path, Optional[Path]]:
+        """:func:`pinfix.config.project_root`, once per ``pyproject.toml`` it finds
+        (its answer then depends on nothing else): a walk asks it for every folder."""
+        pyproject = self._nearest(directory, pyproject_in)
+        if pyproject is None:
+            return project_root(directory, self.cwd, self._nearest)
+        known = self._roots.get(pyproject)
+        if known is None:
+            known = self._roots[pyproject] = project_root(directory, self.cwd, self._nearest)
+        return known
+
     def config_for(self, path: "Path | str") -> Config:
         """The settings of the file at ``path``."""
-        return self.config_for_directory(os.path.dirname(os.path.abspath(path)))
+        head, name = os.path.split(path)
+        if name in ("", os.curdir, os.pardir):  # not a file's name: the folder above what it means
+            return self.config_for_directory(os.path.dirname(os.path.abspath(path)))
+        # A file's folder as written (``""``: the working directory), without a join per file.
+        return self.config_for_directory(head)
 
     def excluded(self, path: str, is_dir: bool) -> bool:
-        """Whether ``path`` (absolute) is excluded by the settings of the
+        """Whether ``path`` (absolute, real) is excluded by the settings of the
         directory that holds it; patterns are relative to their settings file."""
-        directory = os.path.dirname(path)
+        directory, name = os.path.split(path)
+        return self.excluded_in(directory)(name, is_dir)
+
+    def excluded_in(self, directory: str) -> Callable[[str, bool], bool]:
+        """``(name, is a directory) -> excluded?`` for the entries of ``directory``
+        (absolute, real), as :func:`is_excluded` answers for each path alone. A walk
+        asks this for every file: what the folders on the path say is the same for
+        all the files of a folder, so it is decided once here, and only the name and
+        the pattern list are looked at per file."""
+        found = self._excluders.get(directory)
+        if found is None:
+            found = self._excluders[directory] = self._excluder(directory)
+        return found
+
+    def _excluder(self, directory: str) -> Callable[[str, bool], bool]:
         config = self.config_for_directory(directory)
-        if is_dir or not config.all_excludes:
-            return is_excluded(config, path, is_dir, real=True)
-        # A walk asks this for every file: what the folders on its path say is the
-        # same for all the files of a folder, so only the name and the pattern
-        # list are looked at per file (the same answer as is_excluded's).
+        if not config.all_excludes:
+            return _nothing_excluded
+
+        def whole(name: str, is_dir: bool) -> bool:
+            return is_excluded(config, os.path.join(directory, name), is_dir, real=True)
+
         plain, spec = _matcher(config.all_excludes)
-        if os.path.basename(path) in plain:
-            return is_excluded(config, path, is_dir, real=True)
-        rel = relative_to_root(path, config.root, resolve=False)
-        if not rel:
-            return False
-        folder = self._excluded_folders.get(directory)
-        if folder is None:
-            folder = self._excluded_folders[directory] = _folders_excluded(config, plain, rel.split("/"))
-        return folder or (spec is not None and bool(spec.match_file(rel)))
+        where = relative_to_root(directory, config.root, resolve=False)
+        if where is None:  # outside the settings' root: only a plain name can exclude
+            return lambda name, is_dir: (is_dir or name in plain) and whole(name, is_dir)
+        prefix = where + "/" if where else ""
+        folder = _folders_excluded(config, plain, where.split("/") + [""]) if where else False
+        match = spec.match_file if spec is not None else None
+
+        def excluded(name: str, is_dir: bool) -> bool:
+            if is_dir or name in plain:
+                return whole(name, is_dir)
+            return folder or (match is not None and bool(match(prefix + name)))
+
+        return excluded
 
     def explicitly_excluded(self, path: "Path | str", is_dir: bool = False) -> bool:
         """``--force-exclude``: whether a path named on the command line is
@@ -145,6 +181,10 @@ def _matcher(patterns: Tuple[str, ...]) -> Tuple[FrozenSet[str], Any]:
     import pathspec
 
     return plain, pathspec.GitIgnoreSpec.from_lines(rest)
+
+
+def _nothing_excluded(name: str, is_dir: bool) -> bool:
+    return False
 
 
 def _folders_excluded(config: Config, plain: FrozenSet[str], parts: List[str]) -> bool:
