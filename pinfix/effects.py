@@ -48,9 +48,9 @@ class Makes(Effect):
 
     #: The configured pinned helper (``np_to_pinned_tensor``) is a drop-in for it.
     helper_fix: bool = False
-    #: Takes ``device=`` and ``pin_memory=`` (keyword-only): an accelerator device
-    #: or a ``pin_memory=`` that is not literally ``False`` makes it no pageable source;
-    #: without them the fix adds ``pin_memory=<expr>``.
+    #: Takes ``device=`` and ``pin_memory=`` (keyword-only): an accelerator device, or
+    #: ``pin_memory=`` true or an availability flag, makes it no pageable source (another
+    #: flag: pageable where it is false); without them the fix adds ``pin_memory=<expr>``.
     factory: bool = False
     #: ``*_like(x)``: on ``x``'s device unless ``device=`` is given.
     like: bool = False

@@ -87,7 +87,7 @@ class PageableCpuSource(Rule):
     It is also unsafe when the tensor is bound to a name that is used again after the copy, or
     the copy runs in a loop the binding is outside of: once pinned, the copy really is
     asynchronous, and a later host write to the tensor would race with it. No fix when
-    ``pin_memory=False`` is written out, when a conversion (``.long()``) or gapped view sits
+    ``pin_memory=False`` (or a flag that is no availability flag, below) is written out, when a conversion (``.long()``) or gapped view sits
     between the source and the copy (pinning the source would not help), or for sources with no
     ``pin_memory=`` (``as_tensor``, ``asarray``, ``.cpu()``): the message suggests a persistent
     pinned staging buffer (allocated once with ``pin_memory=True``, as vLLM's ``CpuGpuBuffer``).
