@@ -729,3 +729,30 @@ def test_default_collate_of_host_items_is_pageable(items: str, read: str, expect
         f"def f(n, dev):\n    batch = default_collate({items})\n    return batch{read}.to(dev, non_blocking=True)\n"
     )
     assert found(code) == ([(7, expected)] if expected else [])
+
+
+def test_nested_tests_cost_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each `and`/`or` part narrows the next by a bounded amount of work: a test nested
+    twice as deep takes about twice the forks, not the square or the power (the time
+    curve itself is in benchmarks/stress_engine.py)."""
+    from pinfix.semantic.state import State
+
+    forks = [0]
+    original = State.fork
+
+    def counted(self: State) -> State:
+        forks[0] += 1
+        return original(self)
+
+    monkeypatch.setattr(State, "fork", counted)
+
+    def cost(depth: int) -> int:
+        test = "x.is_pinned()"
+        for i in range(depth):
+            test = f"(c or ({test} and d))" if i % 2 else f"(not ({test}) or c)"
+        forks[0] = 0
+        found(f"import torch\n\ndef f(n, dev, c, d):\n    x = torch.arange(n)\n    return x.to(dev, non_blocking=True) if {test} else None\n")
+        return forks[0]
+
+    small, large = cost(8), cost(16)
+    assert large < 3 * small, (small, large)

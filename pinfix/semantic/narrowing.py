@@ -69,10 +69,11 @@ from .values import (
 
 #: The origin label of a tensor a test puts on the CPU (``assert t.is_cpu``).
 BY_TEST = "<CPU tensor by a test>"
-#: Tests of more parts than this in a disjunction (``a or b or ...`` true), and more
-#: leaves than :data:`MAX_LEAVES` in one test, narrow nothing: the work stays bounded.
+#: Tests of more parts than this in a disjunction (``a or b or ...`` true) narrow nothing, and
+#: one test's refinements visit at most :data:`MAX_LEAVES` of its parts (``and``/``or``/``not``
+#: included; a disjunction visits its parts twice): the work per test stays bounded.
 MAX_PARTS = 16
-MAX_LEAVES = 64
+MAX_LEAVES = 256
 
 #: Device types that are not the host's, and the tensor flags that name them (``t.is_cuda``).
 ACCEL_TYPES = frozenset({"cuda", "xpu", "hip", "mps", "npu", "hpu", "mtia", "privateuseone"})
@@ -152,15 +153,15 @@ def rejoin(state: State, arms: Sequence[State]) -> None:
 
 
 def _refine(ev: Any, test: ast.AST, truth: bool, state: State, leaves: List[int]) -> Refinements:
+    leaves[0] -= 1
+    if leaves[0] < 0:
+        return NOTHING  # every visit counts: a test's refinements cost a bounded amount of work
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, truth = test.operand, not truth
     if isinstance(test, ast.BoolOp):
         if isinstance(test.op, ast.And) == truth:
             return _all(ev, test.values, truth, state, leaves)
         return _any(ev, test.values, truth, state, leaves)
-    leaves[0] -= 1
-    if leaves[0] < 0:
-        return NOTHING
     if isinstance(test, ast.NamedExpr):
         return _refine(ev, test.target, truth, state, leaves)
     fact = memory_test(test)
