@@ -54,9 +54,9 @@ class Makes(Effect):
 
     #: The configured pinned helper (``np_to_pinned_tensor``) is a drop-in for it.
     helper_fix: bool = False
-    #: Takes ``device=`` and ``pin_memory=`` (keyword-only): an accelerator device
-    #: or a ``pin_memory=`` that is not literally ``False`` makes it no pageable source;
-    #: without them the fix adds ``pin_memory=<expr>``.
+    #: Takes ``device=`` and ``pin_memory=`` (keyword-only): an accelerator device, or
+    #: ``pin_memory=`` true or an availability flag, makes it no pageable source (another
+    #: flag: pageable where it is false); without them the fix adds ``pin_memory=<expr>``.
     factory: bool = False
     #: ``*_like(x)``: on ``x``'s device unless ``device=`` is given.
     like: bool = False
@@ -237,7 +237,10 @@ class ReadsFile(Effect):
 @dataclass(frozen=True)
 class Availability(Effect):
     """True only where pinned memory (an accelerator) is available: on its false branch
-    no copy can block, so pinfix does not report what happens there."""
+    no copy can block, so pinfix does not report what happens there. ``value``: the
+    entry is a flag computed once (``PIN_MEMORY = is_pin_memory_available()``), not a call."""
+
+    value: bool = False
 
 
 @dataclass(frozen=True)
@@ -332,6 +335,7 @@ FUNCTIONS: Mapping[str, Effect] = {
         "torch.cuda.is_available torch.xpu.is_available torch.accelerator.is_available "
         "vllm.utils.platform_utils.is_pin_memory_available vllm.utils.is_pin_memory_available",
     ),
+    **_entries(Availability(value=True), "vllm.utils.torch_utils.PIN_MEMORY"),
     # --- NumPy ----------------------------------------------------------------------
     **_entries(
         MakesArray(),
@@ -420,6 +424,42 @@ AVAILABILITY_NAMES: FrozenSet[str] = frozenset({"is_pin_memory_available"})
 #: The last component of every name that sets the default device (``set_default_device``).
 DEFAULT_DEVICE_SETTERS: FrozenSet[str] = frozenset(
     q.rsplit(".", 1)[-1] for q, e in FUNCTIONS.items() if isinstance(e, DefaultDevice) and e.sets
+)
+
+
+#: The classes of what pinfix's values are, by qualified name -> the value kind they
+#: name (``isinstance(x, torch.Tensor)``, ``type(x) is np.ndarray``): a tensor a torch
+#: function makes is exactly ``torch.Tensor`` (never a subclass such as ``DTensor`` or
+#: ``Parameter``), an array NumPy makes exactly ``numpy.ndarray``.
+CLASS_KINDS: Mapping[str, str] = {
+    "torch.Tensor": "tensor",
+    "numpy.ndarray": "array",
+    "builtins.list": "list",
+    "builtins.tuple": "tuple",
+    "builtins.set": "set",
+    "builtins.dict": "dict",
+    "builtins.NoneType": "none",
+    "types.NoneType": "none",
+    "builtins.int": "int",
+    "builtins.float": "float",
+    "builtins.bool": "bool",
+    "builtins.str": "str",
+}
+#: Classes every tensor is an instance of besides ``torch.Tensor`` itself.
+TENSOR_BASES: FrozenSet[str] = frozenset({"torch._C.TensorBase", "torch._C._TensorBase", "builtins.object"})
+
+#: What a failed pinned allocation raises: an ``except`` of one of these after
+#: ``torch.empty(n, pin_memory=True)`` is the "pinned unless pinning is impossible" fallback.
+ALLOCATION_ERRORS: FrozenSet[str] = frozenset(
+    {
+        "builtins.RuntimeError",
+        "builtins.Exception",
+        "builtins.BaseException",
+        "builtins.MemoryError",
+        "torch.OutOfMemoryError",
+        "torch.cuda.OutOfMemoryError",
+        "torch.AcceleratorError",
+    }
 )
 
 

@@ -296,9 +296,46 @@ CASES = {
     ),
     "attribute_pinned_on_one_path_only": (
         {},
+        HEADER + "class A:\n    def __init__(self, n, pin_memory=True):\n        if pin_memory:\n            self.buf = torch.zeros(n, pin_memory=True)\n"
+        "        else:\n            self.buf = torch.zeros(n)\n\n"
+        "    def go(self, dev):\n        return self.buf.to(dev, non_blocking=True)\n",
+        [],
+    ),
+    # A flag pinfix cannot trace to an availability source (no caller passes it): the path where it is false is reported.
+    "attribute_pinned_where_an_untraced_flag_holds": (
+        {},
         HEADER + "class A:\n    def __init__(self, n, pin):\n        if pin:\n            self.buf = torch.zeros(n, pin_memory=True)\n"
         "        else:\n            self.buf = torch.zeros(n)\n\n"
         "    def go(self, dev):\n        return self.buf.to(dev, non_blocking=True)\n",
+        [12],
+    ),
+    # Narrowing across files: another module's availability flag, negated; the copy in a helper of a third.
+    "negated_flag_from_another_module": (
+        {
+            "flags.py": "from vllm.utils.platform_utils import is_pin_memory_available\n\nPIN = is_pin_memory_available()\n",
+            "up.py": HEADER + "def upload(x, dev):\n    return x.to(dev, non_blocking=True)\n",
+        },
+        HEADER + "from pkg.flags import PIN\nfrom pkg.up import upload\n\n\n"
+        "def f(n, dev):\n    x = torch.arange(n)\n    if not PIN:\n        return x.to(dev)\n"
+        "    return upload(x if x.is_pinned() else x.pin_memory(), dev)\n",
+        [],
+    ),
+    "flag_from_another_module_that_is_no_availability_source": (
+        {"flags.py": "import os\n\nPIN = os.environ.get('PIN') == '1'\n"},
+        HEADER + "from pkg.flags import PIN\n\n\n"
+        "def f(n, dev):\n    x = torch.arange(n)\n    if PIN:\n        x = x.pin_memory()\n"
+        "    return x.to(dev, non_blocking=True)\n",
+        [11],
+    ),
+    # A pinned allocation with a fallback, made in another module, copied here.
+    "pinned_with_a_fallback_in_another_module": (
+        {
+            "alloc.py": HEADER + "def host_buffer(n):\n    while True:\n        try:\n"
+            "            return torch.empty(n, pin_memory=True)\n        except RuntimeError:\n"
+            "            if n <= 1024:\n                buf = torch.empty(n)\n                return buf\n"
+            "            n //= 2\n",
+        },
+        "from pkg.alloc import host_buffer\n\n\ndef f(n, dev):\n    return host_buffer(n).to(dev, non_blocking=True)\n",
         [],
     ),
     # The recursive call is unknown; the base case is pageable, and some path returns it.

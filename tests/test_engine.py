@@ -93,20 +93,51 @@ def test_device_paths_do_not_excuse_and_unknown_paths_do_not_hide() -> None:
 
 @pytest.mark.parametrize(
     "test",
-    ["is_pin_memory_available()", "self.pin_memory", "pin_memory", "torch.cuda.is_available()"],
+    [
+        "is_pin_memory_available()",
+        "pin_memory",
+        "use_pin_memory",
+        "torch.cuda.is_available()",
+        "PIN",
+        "not not PIN",
+        "pin_memory and is_pin_memory_available()",
+    ],
 )
 def test_unpinned_only_where_pinned_memory_is_unavailable_counts_as_pinned(test: str) -> None:
     code = f"""\
     import torch
     from vllm.utils.platform_utils import is_pin_memory_available
 
-    def f(self, pin_memory, a, dev):
+    PIN = is_pin_memory_available()
+
+    def f(self, a, dev, pin_memory=True, use_pin_memory: bool = True):
         t = torch.from_numpy(a)
         if {test}:
             t = t.pin_memory()
         return t.to(dev, non_blocking=True)
     """
     assert found(code) == []
+
+
+@pytest.mark.parametrize(
+    "test",
+    # Not availability tests by the stated rule: a flag pinfix cannot trace to an
+    # availability source, a `pin_memory` parameter without the default `True`, a
+    # name that merely contains "pin".
+    ["self.pin_memory", "pin_memory", "allowed(dev)", "pinned_ok"],
+)
+def test_a_flag_not_derived_from_availability_is_no_availability_test(test: str) -> None:
+    code = f"""\
+    import torch
+
+    def f(self, a, dev, pinned_ok, pin_memory=False):
+        t = torch.from_numpy(a)
+        if {test}:
+            t = t.pin_memory()
+        return t.to(dev, non_blocking=True)
+    """
+    assert found(code) == [(7, "PIN001")]
+    assert f"when `{test}` is false" in messages(code)[0]
 
 
 def test_negated_availability_test() -> None:
@@ -741,3 +772,30 @@ def test_pin003_a_view_is_read_when_the_view_is() -> None:
     found = [f for f in check_text(code) if f.code == "PIN003"]
     assert [f.line for f in found] == [8]
     assert "`buf[:2].copy_(t, True)`" in found[0].message and "`int(row[0])`" in found[0].message
+
+
+def test_nested_tests_cost_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each `and`/`or` part narrows the next by a bounded amount of work: a test nested
+    twice as deep takes about twice the forks, not the square or the power (the time
+    curve itself is in benchmarks/stress_engine.py)."""
+    from pinfix.semantic.state import State
+
+    forks = [0]
+    original = State.fork
+
+    def counted(self: State) -> State:
+        forks[0] += 1
+        return original(self)
+
+    monkeypatch.setattr(State, "fork", counted)
+
+    def cost(depth: int) -> int:
+        test = "x.is_pinned()"
+        for i in range(depth):
+            test = f"(c or ({test} and d))" if i % 2 else f"(not ({test}) or c)"
+        forks[0] = 0
+        found(f"import torch\n\ndef f(n, dev, c, d):\n    x = torch.arange(n)\n    return x.to(dev, non_blocking=True) if {test} else None\n")
+        return forks[0]
+
+    small, large = cost(8), cost(16)
+    assert large < 3 * small, (small, large)

@@ -142,3 +142,45 @@ def test_a_run_whose_files_are_all_ruled_out_loads_neither_rules_nor_analysis(tm
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
     assert out.strip() == "[]"
+
+
+#: What deciding a test's refinements takes: defined in :mod:`pinfix.semantic.narrowing` only.
+REFINING_FUNCTIONS = frozenset(
+    {"narrow", "refinements", "availability", "settled", "value_of_test", "tested_cpu", "memory_test", "truth_of", "preconditions"}
+)
+#: The spellings of what a test says of a value (tensor tests, class and attribute tests).
+TEST_SPELLINGS = frozenset({"is_pinned", "is_cpu", "is_cuda", "isinstance", "hasattr"})
+
+
+def test_only_the_narrowing_module_refines_a_value_on_a_test() -> None:
+    """The narrowing module is the one place a test refines a value: no other module
+    defines a refining function or reads a test's spelling, and every function of the
+    engine that evaluates a branch's test (``.test``, ``.guard``, ``.ifs``, a ``BoolOp``'s
+    parts) hands it to :mod:`pinfix.semantic.narrowing` (or to the loop that does)."""
+    bad: List[str] = []
+    for name, path in modules():
+        if name == "pinfix.semantic.narrowing" or not name.startswith("pinfix."):
+            continue
+        tree = ast.parse(path.read_bytes())
+        where = path.relative_to(REPO)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.lstrip("_") in REFINING_FUNCTIONS:
+                bad.append(f"{where}:{node.lineno}: defines {node.name}")
+        if not name.startswith("pinfix.semantic."):
+            continue
+        nested = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f) if n is not f}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in TEST_SPELLINGS:
+                bad.append(f"{where}:{node.lineno}: reads the test spelling {node.value!r}")
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or id(node) in nested:
+                continue  # (a nested function is judged with the one it is in)
+            inner = list(ast.walk(node))
+            evaluates = any(isinstance(n, ast.Attribute) and n.attr == "eval" for n in inner)
+            tests = any(isinstance(n, ast.Attribute) and n.attr in ("test", "guard", "ifs") for n in inner)
+            parts = node.name == "eval_boolop"
+            hands_on = any(isinstance(n, ast.Name) and n.id == "narrowing" for n in inner) or any(
+                isinstance(n, ast.keyword) and n.arg == "test" for n in inner
+            )
+            if evaluates and (tests or parts) and not hands_on:
+                bad.append(f"{where}:{node.lineno}: {node.name} evaluates a test without narrowing")
+    assert bad == []

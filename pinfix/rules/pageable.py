@@ -336,7 +336,8 @@ class Judge:
             if any(not (isinstance(t.origin.effect, Makes) and t.origin.effect.factory) for t in tensors if t.origin) or others:
                 return remedy, None, "the copy is fed pageable memory made in several ways"
             if any(t.explicit for t in tensors):
-                return remedy, None, "`pin_memory=False` is written out; change it by hand if pageable memory was not intended"
+                written = "`pin_memory=False`" if any(_literal_false(t.origin.node) for t in tensors if t.origin) else "`pin_memory=`"
+                return remedy, None, f"{written} is written out; change it by hand if pageable memory was not intended"
             fix = self.pin_memory_fix(tensors, route, kept=False)
             if isinstance(fix, str):
                 return remedy, None, fix
@@ -794,3 +795,7 @@ def _bool(node: ast.AST) -> Optional[bool]:
         return node.value
     return None
 
+
+def _literal_false(call: ast.AST) -> bool:
+    """Whether a factory call says ``pin_memory=False`` in so many words."""
+    return any(k.arg == "pin_memory" and _bool(k.value) is False for k in getattr(call, "keywords", ()))

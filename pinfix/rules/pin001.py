@@ -73,7 +73,9 @@ class PageableNonBlockingCopy(Rule):
 
     ## Not reported
     ``non_blocking=False`` or absent; ``.to("cpu", ...)``; a source made pinned
-    (``.pin_memory()``, the helper); ``non_blocking=<expression>`` unless ``strict``.
+    (``.pin_memory()``, the helper); ``non_blocking=<expression>`` unless ``strict``; a path a
+    test rules out (``x.is_pinned() and x.to(d, non_blocking=True)``, ``isinstance(a, np.ndarray)``
+    of a tensor, the false branch of an availability flag: see PIN002 for the flags that count).
     Suppress one line with ``# noqa: PIN001`` or ``# lint-ignore: PageableNonBlockingCopy``.
     """
 
@@ -81,6 +83,18 @@ class PageableNonBlockingCopy(Rule):
     name = "PageableNonBlockingCopy"
 
     VALID = [
+        # Narrowing: the tests rule the pageable path out.
+        Case(_HEADER + "def f(a, d):\n    x = torch.from_numpy(a)\n    return x.to(d, non_blocking=True) if x.is_pinned() else x.to(d)\n"),
+        Case(_HEADER + "def f(a, d):\n    x = torch.from_numpy(a)\n    return x.is_pinned() and x.to(d, non_blocking=True)\n"),
+        Case(
+            _HEADER + "from vllm.utils.platform_utils import is_pin_memory_available\n\n\ndef f(a, d):\n"
+            "    x = torch.from_numpy(a)\n    if not is_pin_memory_available():\n        return x.to(d)\n"
+            "    else:\n        return x.pin_memory().to(d, non_blocking=True)\n"
+        ),
+        Case(
+            _HEADER + "def f(a, d):\n    x = torch.from_numpy(a).pin_memory()\n    if isinstance(x, np.ndarray):\n"
+            "        x = torch.from_numpy(x)\n    return x.to(d, non_blocking=True)\n"
+        ),
         Case(_HEADER + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a))\n"),
         Case(_HEADER + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=False)\n"),
         Case(_HEADER + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a), False)\n"),
@@ -118,6 +132,11 @@ class PageableNonBlockingCopy(Rule):
     ]
 
     INVALID = [
+        Case(_HEADER + "def f(a, d):\n    x = torch.from_numpy(a)\n    return x.is_pinned() or x.to(d, non_blocking=True)\n"),
+        Case(
+            _HEADER + "def f(a, d, allowed):\n    x = torch.from_numpy(a)\n    if allowed(d):\n        x = x.pin_memory()\n"
+            "    return x.to(d, non_blocking=True)\n"
+        ),
         # Pinned only when `n` is true: the other path blocks whenever it runs.
         Case(
             _HEADER + "def f(a, n, dev):\n    x = torch.from_numpy(a)\n    if n:\n        x = x.pin_memory()\n"

@@ -126,7 +126,7 @@ class PageableCpuSource(Rule):
     It is also unsafe when the tensor is bound to a name that is used again after the copy, or
     the copy runs in a loop the binding is outside of: once pinned, the copy really is
     asynchronous, and a later host write to the tensor would race with it. No fix when
-    ``pin_memory=False`` is written out, when a conversion (``.long()``) or gapped view sits
+    ``pin_memory=False`` (or a flag that is no availability flag, below) is written out, when a conversion (``.long()``) or gapped view sits
     between the source and the copy (pinning the source would not help), or for sources with no
     ``pin_memory=`` (``as_tensor``, ``asarray``, ``.cpu()``): the message suggests a persistent
     pinned staging buffer (allocated once with ``pin_memory=True``, as vLLM's ``CpuGpuBuffer``).
@@ -153,12 +153,34 @@ class PageableCpuSource(Rule):
     ``map_location`` or with an accelerator one; safetensors loaded onto an accelerator;
     sources pinfix does not know: ``safe_open(...).get_tensor``, ``pickle`` loads, tensors from
     ``torch.multiprocessing`` queues, loaders wrapped by ``accelerate``'s ``prepare`` or a
-    library trainer. An accelerator ``device=``; ``pin_memory=`` given (any value but ``False``); a copy whose
+    library trainer.
+    An accelerator ``device=``; ``pin_memory=True`` or an availability flag given; a copy whose
     destination is itself a CPU tensor pinfix can see; a dense slice of a pinned tensor;
-    ``as_tensor`` of something that may already be a device tensor; a factory given no device
+    ``as_tensor`` of something that may already be a device tensor; a path a test rules out
+    (``x.to(d, non_blocking=True) if x.is_pinned() else x.to(d)``, ``x.is_pinned() and ...``,
+    ``isinstance(x, DTensor)`` of a tensor torch made, ``x is None`` of a tensor; in ``if``,
+    ``while``, ``assert``, comprehension ``if``s and ``match`` guards alike); a factory given no device
     where the default device is not known to be the CPU (inside ``with torch.device(d):``, after
     ``torch.set_default_device(d)``, ``device=torch.get_default_device()``, or anywhere in a
     module that sets the default device to anything but ``"cpu"``).
+
+    An *availability flag* is false only where pinned memory (an accelerator) is unavailable,
+    where no copy can block, so what runs only where it is false is not reported, whether it
+    is spelled ``pin_memory=flag`` or ``if flag: x = x.pin_memory()`` (or ``if not flag:``). A
+    value is one when it comes from a known availability source (``is_pin_memory_available()``,
+    ``torch.cuda.is_available()``, ``torch.xpu.is_available()``, ``torch.accelerator.is_available()``,
+    vLLM's ``PIN_MEMORY``), is the configured ``pin-memory-expr``, or is a parameter named
+    ``pin_memory`` (``use_pin_memory``, ...) whose default is ``True``. Any other flag
+    (``pin_memory=allowed(dev)``, ``if self.pin_memory:``, a parameter without that default)
+    may be false where an accelerator is present: the path where it is false is reported,
+    without a fix, naming the flag.
+
+    A pinned allocation with a fallback, ``try: buf = torch.empty(n, pin_memory=True)``
+    ``except RuntimeError: buf = torch.empty(n)`` (also inside a retry loop that shrinks the
+    request), is pinned unless pinning is impossible, and counts as pinned: what the handler
+    gives the name the ``try`` pinned stands for that pinned allocation. The handler must catch
+    what a failed allocation raises (``RuntimeError``, ``Exception``, ``MemoryError``,
+    ``torch.OutOfMemoryError``, a bare ``except``).
     Suppress one line with ``# noqa: PIN002`` or ``# lint-ignore: PageableCpuSource``.
     """
 
@@ -200,7 +222,55 @@ class PageableCpuSource(Rule):
         Case(_H + "def f(dev):\n    return torch.empty((4, 0), dtype=torch.int32).to(dev, non_blocking=True)\n"),
         Case(_H + "def f(dev):\n    return torch.full([0], 1.0).to(dev, non_blocking=True)\n"),
         Case(_H + "def f(ids, dev):\n    return torch.tensor(ids, pin_memory=True).to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(ids, dev, pin):\n    return torch.tensor(ids, pin_memory=pin).to(dev, non_blocking=True)\n"),
+        Case(_H + "def f(ids, dev, pin_memory=True):\n    return torch.tensor(ids, pin_memory=pin_memory).to(dev, non_blocking=True)\n"),
+        Case(_H + "def f(ids, dev):\n    return torch.tensor(ids, pin_memory=is_pin_memory_available()).to(dev, non_blocking=True)\n"),
+        Case(
+            "import torch\nfrom vllm.utils.torch_utils import PIN_MEMORY\n\n\n"
+            "def f(ids, dev):\n    return torch.tensor(ids, pin_memory=PIN_MEMORY).to(dev, non_blocking=True)\n"
+        ),
+        # Narrowing: a test rules the pageable path out, in every construct that branches.
+        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    return x.to(d, non_blocking=True) if x.is_pinned() else x.to(d)\n"),
+        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    return x.is_pinned() and x.to(d, non_blocking=True)\n"),
+        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    return not x.is_pinned() or x.to(d, non_blocking=True)\n"),
+        Case(
+            _H + "def f(n, d):\n    x = torch.arange(n)\n    if not is_pin_memory_available():\n        y = x\n"
+            "    else:\n        y = x.pin_memory()\n    return y.to(d, non_blocking=True)\n"
+        ),
+        Case(
+            _H + "def f(n, d):\n    x = torch.arange(n)\n    if not is_pin_memory_available():\n        return x.to(d, non_blocking=False)\n"
+            "    elif x.is_pinned():\n        return x.to(d, non_blocking=True)\n    return x.pin_memory().to(d, non_blocking=True)\n"
+        ),
+        Case(
+            _H + "def f(n, d):\n    x = torch.arange(n)\n    y = x if not is_pin_memory_available() else x.pin_memory()\n"
+            "    return y.to(d, non_blocking=True)\n"
+        ),
+        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    while not x.is_pinned():\n        x = x.pin_memory()\n    return x.to(d, non_blocking=True)\n"),
+        Case(
+            _H + "def f(n, d):\n    xs = [torch.arange(n), torch.zeros(n, pin_memory=True)]\n"
+            "    return [x.to(d, non_blocking=True) for x in xs if x.is_pinned()]\n"
+        ),
+        Case(
+            _H + "def f(n, d, k):\n    x = torch.arange(n)\n    match k:\n        case 1 if x.is_pinned():\n"
+            "            return x.to(d, non_blocking=True)\n    return None\n"
+        ),
+        Case(
+            _H + "from torch.distributed.tensor import DTensor\n\n\ndef f(n, d):\n    x = torch.arange(n)\n"
+            "    if isinstance(x, DTensor):\n        return x.to(d, non_blocking=True)\n    return x\n"
+        ),
+        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if type(x) is not torch.Tensor:\n        return x.to(d, non_blocking=True)\n    return x\n"),
+        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if isinstance(x, (np.ndarray, list)):\n        return x.to(d, non_blocking=True)\n    return x\n"),
+        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if x is None:\n        return x.to(d, non_blocking=True)\n    return x\n"),
+        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if not hasattr(x, 'is_pinned'):\n        return x.to(d, non_blocking=True)\n    return x\n"),
+        # A pinned allocation with a fallback where pinning is impossible counts as pinned.
+        Case(
+            _H + "def f(n, d):\n    try:\n        buf = torch.empty(n, pin_memory=True)\n    except RuntimeError:\n"
+            "        buf = torch.empty(n)\n    return buf.to(d, non_blocking=True)\n"
+        ),
+        Case(
+            _H + "def f(n, d):\n    while True:\n        try:\n            buf = torch.empty(n, pin_memory=True)\n            break\n"
+            "        except (RuntimeError, MemoryError):\n            if n <= 1:\n                buf = torch.empty(n)\n                break\n"
+            "            n //= 2\n    return buf.to(d, non_blocking=True)\n"
+        ),
         Case(_H + "def f(ids, dev):\n    return torch.tensor(ids).to(dev)\n"),
         Case(_H + "def f(n, dev):\n    return torch.arange(n).to(dev, non_blocking=False)\n"),
         Case(_H + "def f(x, dev):\n    return torch.as_tensor(x).to(dev, non_blocking=True)\n"),
@@ -228,7 +298,7 @@ class PageableCpuSource(Rule):
             _H + "def f(a, dev):\n    x = torch.from_numpy(a)\n    if is_pin_memory_available():\n        x = x.pin_memory()\n"
             "    return x.to(dev, non_blocking=True)\n"
         ),
-        Case(_H + "def f(n, pin_memory, dev):\n    x = torch.arange(n)\n    x = x.pin_memory() if pin_memory else x\n    return x.to(dev, non_blocking=True)\n"),
+        Case(_H + "def f(n, dev, pin_memory=True):\n    x = torch.arange(n)\n    x = x.pin_memory() if pin_memory else x\n    return x.to(dev, non_blocking=True)\n"),
         # On later iterations `acc` is the device result: only the first copy reads host memory, and it is pinned.
         Case(
             _H + "def f(xs, dev):\n    acc = torch.zeros(4, pin_memory=True)\n    for s in xs:\n"
@@ -316,6 +386,36 @@ class PageableCpuSource(Rule):
         # Past the atoms a value keeps apart, paths that agree are merged, never dropped:
         # the one pageable allocation among fourteen still reports.
         Case(_picks(13, pageable=True)),
+        # Flags not traced to an availability source: the path where they are false is reported,
+        # in every spelling.
+        Case(_H + "def f(ids, dev, pin):\n    return torch.tensor(ids, pin_memory=pin).to(dev, non_blocking=True)\n"),
+        Case(_H + "def f(n, dev, allowed):\n    x = torch.zeros(n, pin_memory=allowed(dev))\n    return x.to(dev, non_blocking=True)\n"),
+        Case(
+            _H + "def f(n, dev, allowed):\n    x = torch.arange(n)\n    if allowed(dev):\n        x = x.pin_memory()\n"
+            "    return x.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H + "def f(self, n, dev):\n    x = torch.arange(n)\n    if self.pin_memory:\n        x = x.pin_memory()\n"
+            "    return x.to(dev, non_blocking=True)\n"
+        ),
+        # What a test leaves open.
+        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    return x.to(d, non_blocking=True) if not x.is_pinned() else x.to(d)\n"),
+        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    return x.is_pinned() or x.to(d, non_blocking=True)\n"),
+        Case(
+            _H + "def f(n, d):\n    xs = [torch.arange(n), torch.zeros(n, pin_memory=True)]\n"
+            "    return [x.to(d, non_blocking=True) for x in xs if not x.is_pinned()]\n"
+        ),
+        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if isinstance(x, torch.Tensor):\n        return x.to(d, non_blocking=True)\n    return x\n"),
+        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if x is not None:\n        return x.to(d, non_blocking=True)\n    return x\n"),
+        # A handler of another error is no allocation fallback; another name is not the pinned one.
+        Case(
+            _H + "def f(n, d):\n    try:\n        buf = torch.empty(n, pin_memory=True)\n    except ValueError:\n"
+            "        buf = torch.empty(n)\n    return buf.to(d, non_blocking=True)\n"
+        ),
+        Case(
+            _H + "def f(n, d):\n    try:\n        buf = torch.empty(n, pin_memory=True)\n    except RuntimeError:\n"
+            "        other = torch.empty(n)\n        return other.to(d, non_blocking=True)\n    return buf\n"
+        ),
         # A comprehension's own variable holds what its iterable holds.
         Case(
             _H + "def f(rows, dev):\n    hosts = [torch.tensor(r) for r in rows]\n"

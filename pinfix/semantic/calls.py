@@ -43,6 +43,7 @@ from ..effects import (
     View,
     Waits,
 )
+from . import narrowing
 from .expressions import CONTIGUOUS, Expressions, device_of_text, host_atom, register
 from .facts import Copy
 from .state import DEFAULT_DEVICE, PENDING, State
@@ -546,7 +547,14 @@ class Calls(Expressions):
             if literal_bool(pin[0]) is False:
                 explicit = True
             elif not pin[1].all(lambda a: isinstance(a, Const) and a.value is False):
-                return self.on_devices(devices, lambda: self.pinned(node, effect, "is pinned", qualified))
+                pinned = self.on_devices(devices, lambda: self.pinned(node, effect, "is pinned", qualified))
+                if narrowing.truth_of(self, pin[0], state) is True:
+                    return pinned  # an availability flag, as `if flag: x = x.pin_memory()` reads it
+                # A flag pinfix cannot trace to an availability source: pageable where it is false.
+                scalar = qualified == "torch.tensor" and args.positional and _maybe_scalar_data(args.positional[0][0])
+                data = args.positional[0][1] if args.positional else None
+                pageable = self.on_devices(devices, lambda: self.made(node, effect, qualified, label, True, bool(scalar), data))
+                return self.conditional(pinned, pageable, self.short(pin[0], 40))
         if effect.like and args.keyword("device") is None:
             first = args.first()
             base = first[1] if first is not None else EMPTY

@@ -13,11 +13,12 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Dict, Optional
 
+from . import narrowing
 from .facts import FunctionFacts
-from .flow import BUDGET_PER_STATEMENT, Flow, preconditions
+from .flow import BUDGET_PER_STATEMENT, Flow
 from .scope import FunctionInfo, Param, last_name
 from .state import State
-from .values import ANY_DEVICE, Array, Class, Device, DType, Host, Instance, Seq, Value, unknown
+from .values import ANY_DEVICE, Array, Class, Device, DType, Flag, Host, Instance, Seq, Value, unknown
 
 if TYPE_CHECKING:
     from .module import ModuleContext
@@ -78,9 +79,9 @@ class Evaluator(Flow):
         if not isinstance(func.node, ast.Lambda):
             asserts = func.entry_asserts
             if asserts is None:  # found once: a function is evaluated many times
-                asserts = func.entry_asserts = preconditions(func.body, {p.name for p in func.params})
+                asserts = func.entry_asserts = narrowing.preconditions(func.body, {p.name for p in func.params})
             for stmt in asserts:
-                self.narrow(stmt.test, True, state)
+                narrowing.narrow(self, stmt.test, True, state)
 
     def parameter_value(self, p: Param) -> Value:
         """What a parameter holds as far as its annotation says (deep mode adds the callers)."""
@@ -90,6 +91,8 @@ class Evaluator(Flow):
             from .values import Dict as DictAtom
 
             return Value((DictAtom((), unknown(f"`{p.name}` is a parameter", p.node)),))
+        if narrowing.availability_parameter(p):
+            return Value((Flag(),))
         known = annotation_value(p.annotation)
         if known is not None:
             return known

@@ -14,6 +14,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Callable, List, Optional, Tuple
 
 from ..effects import CPU_DEVICE_TYPES, NO_DATA_DEVICE_TYPES, TENSOR_ATTRIBUTES, TENSOR_METHODS, Metadata, ReadsOnHost, View
+from . import narrowing
 from .facts import FunctionFacts, HostRead
 from .scope import COMPREHENSIONS, FunctionInfo, ModuleInfo, target_names
 from .source import SourceText
@@ -64,8 +65,6 @@ GATHER = "<advanced indexing>"
 CONTIGUOUS = "torch.Tensor.contiguous"
 GAPPED_VIEW = "<gapped view of a pinned tensor>"
 BY_NAME = "<named CPU tensor>"
-#: The origin label of a tensor a test puts on the CPU (``assert t.is_cpu``).
-BY_TEST = "<CPU tensor by a test>"
 
 _BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
 
@@ -203,14 +202,6 @@ class Expressions:
         tensor = Tensor(CPU, ANY_MEMORY, DENSE, Origin(node, None, self.src, self.short(node), BY_NAME), route=(step, None))
         return join(Value(tuple(a for a in value if not isinstance(a, Unknown))), Value((tensor,)))
 
-    def tested_cpu(self, node: ast.AST, was: Unknown) -> Value:
-        """What a test such as ``assert t.device.type == "cpu"`` says ``node`` holds where
-        pinfix could not follow it (``was``): a CPU tensor whose memory is not known
-        (its origin keeps ``was``, for a join that ends the test's word)."""
-        step = self.step("named", node, f"`{self.short(node)}` is on the CPU by the test at line {node.lineno}")
-        origin = Origin(node, None, self.src, self.short(node), BY_TEST, data=was)
-        return Value((Tensor(CPU, ANY_MEMORY, DENSE, origin, route=(step, None)),))
-
     # --- attributes ---------------------------------------------------------------------------
 
     def path_of(self, node: ast.AST) -> Optional[str]:
@@ -271,11 +262,13 @@ class Expressions:
 
     def reference(self, qualified: str, node: ast.AST) -> Value:
         """A library name's value: a dtype, or a reference to call later."""
-        from ..effects import Constant, function_effect
+        from ..effects import Availability, Constant, function_effect
 
         effect = function_effect(qualified)
         if isinstance(effect, Constant) and effect.value == "dtype":
             return Value((DType(),))
+        if isinstance(effect, Availability) and effect.value:
+            return Value((Flag(),))
         project = self.project_reference(qualified, node)
         if project is not None:
             return project
@@ -463,7 +456,11 @@ class Expressions:
             self.bind_target(gen.target, self.elements_of(iterable, gen.iter), inner, gen, comprehension=True)
             for cond in gen.ifs:
                 self.eval(cond, inner)
-        if isinstance(node, ast.DictComp):
+                narrowing.narrow(self, cond, True, inner)
+        if inner.dead:
+            # No item passes the comprehension's tests where any copy of ours runs.
+            result = Value((Dict((), EMPTY, node),)) if isinstance(node, ast.DictComp) else Value((Seq("list" if not isinstance(node, ast.SetComp) else "set", (), EMPTY, node),))
+        elif isinstance(node, ast.DictComp):
             self.eval(node.key, inner)
             value = self.eval(node.value, inner)
             result = Value((Dict((), join(value, unknown(node=node)), node),))
@@ -512,11 +509,25 @@ class Expressions:
         return self.arithmetic(node, operands, state)
 
     def eval_boolop(self, node: ast.BoolOp, state: State) -> Value:
+        """Each part after the first runs where the ones before it let it (``a and b``:
+        ``b`` where ``a`` is true), narrowed by them."""
         values = []
-        for v in node.values:
-            value = self.eval(v, state)
-            self.implicit_call("__bool__", value, v, state)
+        arm: Optional[narrowing.Arm] = None
+        going_on = isinstance(node.op, ast.And)
+        for i, v in enumerate(node.values):
+            where = state
+            if i > 0:
+                if arm is None:
+                    arm = narrowing.Arm(state)
+                arm.narrow(self, node.values[i - 1], going_on)
+                if arm.state.dead:
+                    break
+                where = arm.state
+            value = self.eval(v, where)
+            self.implicit_call("__bool__", value, v, where)
             values.append(value)
+        if arm is not None:
+            narrowing.rejoin(state, [arm.effects(), state.fork()])
         return join(*values)
 
     def arithmetic(self, node: ast.AST, operands: List[Value], state: State) -> Value:
@@ -567,39 +578,21 @@ class Expressions:
     def eval_ifexp(self, node: ast.IfExp, state: State) -> Value:
         test = self.eval(node.test, state)
         self.implicit_call("__bool__", test, node.test, state)
-        verdict = self.availability(node.test, test)
-        if verdict is True:
-            return self.eval(node.body, state)
-        if verdict is False:
-            return self.eval(node.orelse, state)
-        body = self.eval(node.body, state)
-        orelse = self.eval(node.orelse, state)
-        return self.conditional(body, orelse, self.short(node.test, 40))
+        then, orelse = narrowing.Arm(state), narrowing.Arm(state)
+        then.narrow(self, node.test, True)
+        orelse.narrow(self, node.test, False)
+        body = self.eval(node.body, then.state) if not then.state.dead else None
+        other = self.eval(node.orelse, orelse.state) if not orelse.state.dead else None
+        narrowing.rejoin(state, [then.effects(), orelse.effects()])
+        if body is None or other is None:
+            return body if body is not None else other if other is not None else EMPTY
+        return self.conditional(body, other, self.short(node.test, 40))
 
     def conditional(self, first: Value, second: Value, test: str) -> Value:
         """The join of two arms, each tensor marked with the condition it needs (where it is one arm's only)."""
         marked_first = first.map(lambda a: Value((a.evolve(cond=f"`{test}` is true"),)) if isinstance(a, Tensor) and a.cond is None and a.key not in second.keys else None)
         marked_second = second.map(lambda a: Value((a.evolve(cond=f"`{test}` is false"),)) if isinstance(a, Tensor) and a.cond is None and a.key not in first.keys else None)
         return join(marked_first, marked_second)
-
-    def availability(self, test: ast.AST, value: Value) -> Optional[bool]:
-        """Whether ``test`` is true exactly where pinned memory (an accelerator) is
-        available (``True``), exactly where it is not (``False``), or neither (``None``)."""
-        inverted = False
-        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            inverted = not inverted
-            test = test.operand
-            value = self.value_of_test(test)
-        if value and value.all(lambda a: isinstance(a, Flag)):
-            return not inverted
-        name = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else None
-        expr = self.settings.pin_memory_expr
-        if (name is not None and "pin" in name.lower()) or (expr is not None and ast.dump(test) == _dump_expression(expr)):
-            return not inverted
-        return None
-
-    def value_of_test(self, test: ast.AST) -> Value:
-        return EMPTY
 
     # --- the rest ------------------------------------------------------------------------------------
 
@@ -714,20 +707,6 @@ def _layout(kinds: List[str]) -> str:
             continue
         return "unknown"
     return DENSE
-
-
-_DUMPS: "dict[str, str]" = {}
-
-
-def _dump_expression(text: str) -> str:
-    found = _DUMPS.get(text)
-    if found is None:
-        try:
-            found = ast.dump(ast.parse(text, mode="eval").body)
-        except SyntaxError:
-            found = ""
-        _DUMPS[text] = found
-    return found
 
 
 _HANDLERS: "dict[type, Callable[..., Value]]" = {

@@ -14,15 +14,14 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
 
+from ..effects import ALLOCATION_ERRORS
+from . import narrowing
 from .calls import Calls
-from .expressions import BY_TEST
-from .scope import FUNCTION_NODES, binds, iter_nodes, target_names
+from .scope import FUNCTION_NODES, iter_nodes, target_names
 from .state import DEFAULT_DEVICE, PATHS, PENDING, State
 from .values import (
-    ACCEL,
-    ANY_DEVICE,
     CPU,
-    EMPTY,
+    PAGEABLE,
     PINNED,
     Array,
     Class,
@@ -30,6 +29,7 @@ from .values import (
     Device,
     Func,
     NoneValue,
+    Ref,
     Seq,
     Tensor,
     Unknown,
@@ -46,6 +46,8 @@ from .values import (
 if TYPE_CHECKING:
     from .slices import Slice
 
+#: What a ``try`` body returns, among the names of an allocation fallback (:meth:`Flow.fallback_names`).
+RETURNED = "#returned"
 #: A loop runs at most this many rounds before it is widened.
 MAX_ROUNDS = 6
 #: Statement visits allowed per statement of the function (then loops are widened).
@@ -77,6 +79,9 @@ class Flow(Calls):
     #: and whether the statement being run is one of them.
     relevant: Optional["Slice"] = None
     deep_on: bool = True
+    #: The ``except`` handlers being run that follow a failed pinned allocation
+    #: (:meth:`fallback_names`), innermost last: name -> the pinned value the body gave it.
+    fallbacks: Tuple[Dict[str, Value], ...] = ()
 
     def run_block(self, body: Sequence[ast.AST], state: State) -> None:
         relevant = self.relevant
@@ -130,6 +135,7 @@ class Flow(Calls):
 
     def exec_return(self, node: ast.Return, state: State) -> None:
         value = self.eval(node.value, state) if node.value is not None else Value((NoneValue(),))
+        value = self.fallback_value(RETURNED, value)
         self.escape_value(value, state)
         self.facts.add_return(value)
         state.dead = True
@@ -142,7 +148,7 @@ class Flow(Calls):
     def exec_assert(self, node: ast.Assert, state: State) -> None:
         test = self.eval(node.test, state)
         self.implicit_call("__bool__", test, node.test, state)
-        self.narrow(node.test, True, state)
+        narrowing.narrow(self, node.test, True, state)
 
     def exec_break(self, node: ast.Break, state: State) -> None:
         if self.loops:
@@ -210,7 +216,7 @@ class Flow(Calls):
         if name not in self.func.locals:
             return  # `global x`: not ours to follow
         step = self.step("bound", target, f"bound to `{name}`")
-        state.set(name, mark(value, step))
+        state.set(name, mark(self.fallback_value(name, value), step))
         self.forget_paths(name, state)
 
     def bind_target(self, target: ast.AST, value: Value, state: State, node: ast.AST, comprehension: bool = False) -> None:
@@ -228,7 +234,7 @@ class Flow(Calls):
     def store_path(self, path: str, value: Value, state: State, target: ast.AST) -> None:
         step = self.step("bound", target, f"stored in `{path}`")
         state.set(path, value.map(lambda a: Value((a.step(step),)) if isinstance(a, Tensor) else None))
-        _remember_path(path, state)
+        narrowing.remember_path(path, state)
 
     def forget_paths(self, root: str, state: State) -> None:
         paths = state.get(PATHS)
@@ -276,85 +282,12 @@ class Flow(Calls):
     def exec_if(self, node: ast.If, state: State) -> None:
         test = self.eval(node.test, state)
         self.implicit_call("__bool__", test, node.test, state)
-        verdict = self.availability(node.test, test)
-        if verdict is not None:
-            # Only where pinned memory is available can a copy block: the other branch is no path of ours.
-            taken = node.body if verdict else node.orelse
-            branch = state.fork()
-            self.run_block(taken, branch)
-            state.absorb([branch])
-            return
         then, orelse = state.fork(), state.fork()
-        self.narrow(node.test, True, then)
-        self.narrow(node.test, False, orelse)
+        narrowing.narrow(self, node.test, True, then)
+        narrowing.narrow(self, node.test, False, orelse)
         self.run_block(node.body, then)
         self.run_block(node.orelse, orelse)
         self.join_branches(state, then, orelse, self.short(node.test, 40), node.test)
-
-    def settled(self, part: ast.AST) -> Optional[bool]:
-        """:meth:`availability` of a part of a test, evaluated again only where that is
-        cheap and has no effect (a name, an attribute, a call without arguments)."""
-        bare = _unnegated(part)
-        simple = isinstance(bare, (ast.Name, ast.Attribute)) or (
-            isinstance(bare, ast.Call) and not bare.args and not bare.keywords and isinstance(bare.func, (ast.Name, ast.Attribute))
-        )
-        return self.availability(part, self.eval(part, State()) if simple else EMPTY)
-
-    def narrow(self, test: ast.AST, truth: bool, state: State) -> None:
-        """What ``test`` being ``truth`` says of a tensor's memory: ``t.is_pinned()``,
-        ``t.is_cpu`` / ``t.is_cuda`` / ``t.device.type == "cpu"``, through ``not``,
-        ``and`` and ``or`` (and an ``and`` whose other part holds wherever pinned
-        memory is available: no path of ours runs where it does not)."""
-        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test, truth = test.operand, not truth
-        if isinstance(test, ast.BoolOp):
-            both = isinstance(test.op, ast.And) == truth
-            if both:
-                for part in test.values:
-                    self.narrow(part, truth, state)
-            else:
-                # `a and b` false (or `a or b` true): only one part is known, if all others
-                # are settled by pinned memory being available.
-                if not any(_memory_test(_unnegated(v)) for v in test.values):
-                    return
-                rest = [v for v in test.values if _memory_test(_unnegated(v)) or self.settled(v) is not (not truth)]
-                if len(rest) == 1:
-                    self.narrow(rest[0], truth, state)
-            return
-        fact = _memory_test(test)
-        if fact is None:
-            return
-        subject, kind, holds = fact
-        if not truth:
-            holds = not holds
-        name = subject.id if isinstance(subject, ast.Name) and subject.id in self.func.locals else self.path_of(subject)
-        if name is None:
-            return
-        value = state.get(name)
-        if not value:
-            if "." not in name:
-                return
-            value = self.eval(subject, state)
-        if kind == "pinned" and holds:
-            narrowed = value.map(lambda a: Value((a.evolve(device=CPU, memory=PINNED),)) if isinstance(a, Tensor) and a.device != ACCEL else None)
-        elif kind == "cpu" and not holds:
-            narrowed = value.map(lambda a: Value((a.evolve(device=ACCEL),)) if isinstance(a, Tensor) and a.device != ACCEL else None)
-        elif kind == "cpu":
-            # A test that names the CPU (``t.is_cpu``, ``t.device.type == "cpu"``; not one that
-            # only denies an accelerator) also makes a value pinfix could not follow a CPU tensor:
-            # its memory stays unknown, but what is computed from it is fresh host memory.
-            names = _names_cpu(test)
-            narrowed = value.map(
-                lambda a: Value((a.evolve(device=CPU),)) if isinstance(a, Tensor) and a.device == ANY_DEVICE
-                else self.tested_cpu(subject, a) if names and isinstance(a, Unknown) else None
-            )
-        else:
-            return
-        if same(narrowed, value):
-            return
-        state.set(name, narrowed)
-        if "." in name:
-            _remember_path(name, state)
 
     def join_branches(self, state: State, then: State, orelse: State, test: str, test_node: Optional[ast.AST] = None) -> None:
         """Join two branches, marking the tensors only one branch makes with its condition
@@ -368,7 +301,7 @@ class Flow(Calls):
                 # Where the other way goes on too, a test's word that an unknown value is on
                 # the CPU ends with its branch (code that runs on either device tests where a
                 # tensor is, and then copies it to where the others are).
-                a, b = _untested(a, b, tested), _untested(b, a, tested)
+                a, b = narrowing.ended(a, b, tested), narrowing.ended(b, a, tested)
                 if a is not then.get(name):
                     then.vars[name] = a
                 if b is not orelse.get(name):
@@ -385,7 +318,7 @@ class Flow(Calls):
             test = self.eval(node.test, head)
             self.implicit_call("__bool__", test, node.test, head)
 
-        self.loop(node, state, enter, node.body, node.orelse, exits_normally=not forever)
+        self.loop(node, state, enter, node.body, node.orelse, exits_normally=not forever, test=node.test)
 
     def exec_for(self, node: Any, state: State) -> None:
         iterable = self.eval(node.iter, state)
@@ -400,7 +333,18 @@ class Flow(Calls):
 
         self.loop(node, state, enter, node.body, node.orelse, exits_normally=True, bind_in_body=True)
 
-    def loop(self, node: ast.AST, state: State, enter: Any, body: Sequence[ast.AST], orelse: Sequence[ast.AST], exits_normally: bool, bind_in_body: bool = False) -> None:
+    def loop(
+        self,
+        node: ast.AST,
+        state: State,
+        enter: Any,
+        body: Sequence[ast.AST],
+        orelse: Sequence[ast.AST],
+        exits_normally: bool,
+        bind_in_body: bool = False,
+        test: Optional[ast.AST] = None,
+    ) -> None:
+        """Run a loop to its fixpoint; ``test``: a ``while`` test, true in the body and false where the loop ends."""
         head = state.fork()
         hurried = self.budget < 0
         if hurried:
@@ -416,6 +360,8 @@ class Flow(Calls):
             inner = head.fork()
             if bind_in_body:
                 enter(inner)
+            if test is not None:
+                narrowing.narrow(self, test, True, inner)
             self.run_block(body, inner)
             self.loops.pop()
             back = [s for s in [inner, *frame.continues] if not s.dead]
@@ -436,6 +382,8 @@ class Flow(Calls):
         exits: List[State] = []
         if exits_normally:
             normal = head.fork()
+            if test is not None:
+                narrowing.narrow(self, test, False, normal)
             self.run_block(orelse, normal)
             exits.append(normal)
         exits.extend(frame.breaks)
@@ -466,8 +414,13 @@ class Flow(Calls):
     def exec_try(self, node: Any, state: State) -> None:
         body = state.fork()
         recorder = body.record()
+        earlier, self.facts.returns = self.facts.returns, None
         self.run_block(node.body, body)
         body.stop(recorder)
+        returned, self.facts.returns = self.facts.returns, earlier
+        if returned is not None:
+            recorder = {**recorder, RETURNED: returned}
+            self.facts.add_return(returned)
         exits: List[State] = []
         if not body.dead:
             normal = body.fork()
@@ -482,7 +435,14 @@ class Flow(Calls):
                 self.eval(handler.type, entry)
             if handler.name and handler.name in self.func.locals:
                 entry.set(handler.name, unknown("is an exception", handler))
-            self.run_block(handler.body, entry)
+            fallback = self.fallback_names(handler, entry, recorder)
+            if fallback:
+                self.fallbacks = (*self.fallbacks, fallback)
+            try:
+                self.run_block(handler.body, entry)
+            finally:
+                if fallback:
+                    self.fallbacks = self.fallbacks[:-1]
             exits.append(entry)
         state.absorb(exits)
         if node.finalbody:
@@ -492,6 +452,34 @@ class Flow(Calls):
                 self.run_block(node.finalbody, after)  # for what it does; the path ends anyway
             else:
                 self.run_block(node.finalbody, state)
+
+    def fallback_value(self, name: str, value: Value) -> Value:
+        """What ``name`` (or :data:`RETURNED`) is given in a handler that follows a failed
+        pinned allocation: its pageable CPU tensors stand for that pinned allocation."""
+        if not self.fallbacks or name not in self.fallbacks[-1]:
+            return value
+        pinned = self.fallbacks[-1][name]
+        return value.map(lambda a: pinned if isinstance(a, Tensor) and a.device == CPU and a.memory == PAGEABLE else None)
+
+    def fallback_names(self, handler: Any, entry: State, recorder: Dict[str, Value]) -> Dict[str, Value]:
+        """A handler of what a failed pinned allocation raises (``except RuntimeError``,
+        :data:`~pinfix.effects.ALLOCATION_ERRORS`) after a ``try`` that gives names pinned
+        memory: name -> that pinned value. What the handler then gives those names is
+        the documented "pinned unless pinning is impossible" fallback, and counts as the
+        pinned allocation (as ``pin_memory=is_pin_memory_available()`` does)."""
+        pinned = {
+            name: Value(tuple(t for t in value.tensors if t.device == CPU and t.memory == PINNED))
+            for name, value in recorder.items()
+            if (name == RETURNED or not name.startswith("#")) and value.any(lambda a: isinstance(a, Tensor) and a.device == CPU and a.memory == PINNED)
+        }
+        if not pinned:
+            return {}
+        if handler.type is not None:
+            caught = self.eval(handler.type, entry)
+            names = {a.name for a in caught.only(Ref)} | {a.name for s in caught.only(Seq) for a in s.elements.only(Ref)}
+            if not names & ALLOCATION_ERRORS:
+                return {}
+        return pinned
 
     def exec_match(self, node: Any, state: State) -> None:
         subject = self.eval(node.subject, state)
@@ -504,7 +492,9 @@ class Flow(Calls):
                     captured = subject if isinstance(case.pattern, ast.MatchAs) and case.pattern.pattern is None else unknown("is captured by a `match` pattern", case.pattern)
                     branch.set(name, captured)
             if case.guard is not None:
-                self.eval(case.guard, branch)
+                guard = self.eval(case.guard, branch)
+                self.implicit_call("__bool__", guard, case.guard, branch)
+                narrowing.narrow(self, case.guard, True, branch)
             self.run_block(case.body, branch)
             exits.append(branch)
             if case.guard is None and isinstance(case.pattern, ast.MatchAs) and case.pattern.pattern is None:
@@ -530,118 +520,6 @@ def _assigned_names(body: Sequence[ast.AST]) -> Set[str]:
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
                 out.add(node.func.value.id)  # `xs.append(...)` changes what `xs` holds
     return out
-
-
-#: Device types that are not the host's, and the tensor flags that name them (``t.is_cuda``).
-_ACCEL_TYPES = frozenset({"cuda", "xpu", "hip", "mps", "npu", "hpu", "mtia", "privateuseone"})
-_ACCEL_FLAGS = frozenset(f"is_{t}" for t in _ACCEL_TYPES)
-
-
-def _remember_path(path: str, state: State) -> None:
-    """Keep ``path`` among the access paths the state knows (so a rebinding of its root forgets it)."""
-    paths = state.get(PATHS)
-    if not paths or path not in {a.value for a in paths.only(Const)}:
-        state.set(PATHS, join(paths, Value((Const(path),))))
-
-
-def _unnegated(test: ast.AST) -> ast.AST:
-    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test = test.operand
-    return test
-
-
-def _untested(value: Optional[Value], other: Optional[Value], tested: Set[int]) -> Optional[Value]:
-    """``value`` without the CPU tensors the test (its nodes: ``tested``) made of unknown
-    values (:data:`BY_TEST`) that ``other`` does not hold too: unknown again."""
-    if not value or not tested:
-        return value
-    kept = {a.key for a in other or ()}
-
-    def ends(a: Any) -> bool:
-        return (
-            isinstance(a, Tensor) and a.origin is not None and a.origin.qualified == BY_TEST
-            and id(a.origin.node) in tested and a.key not in kept
-        )
-
-    if not any(ends(a) for a in value):
-        return value
-    return value.map(lambda a: Value((a.origin.data,)) if ends(a) else None)
-
-
-def _names_cpu(test: ast.AST) -> bool:
-    """Whether a test of a tensor's device names the CPU itself (``t.is_cpu``,
-    ``t.device.type == "cpu"``), rather than an accelerator (``t.is_cuda``)."""
-    if isinstance(test, ast.Attribute):
-        return test.attr == "is_cpu"
-    return isinstance(test, ast.Compare) and any(
-        isinstance(side, ast.Constant) and side.value == "cpu" for side in (test.left, *test.comparators)
-    )
-
-
-def preconditions(body: Sequence[ast.stmt], params: Set[str]) -> List[ast.Assert]:
-    """The ``assert`` statements of a function's body that hold from its start:
-    top-level ones, before any statement that can return (or yield), testing only
-    parameters that nothing before them rebinds. A call that gets past such an
-    assert was made with arguments that pass it, so what it tests of a parameter
-    holds from the first statement on (``device = t.device`` above
-    ``assert t.device.type == "cpu"`` is a CPU device)."""
-    if not any(isinstance(stmt, ast.Assert) for stmt in body):
-        return []  # most functions: one look at their top-level statements
-    found: List[ast.Assert] = []
-    rebound: Set[str] = set()
-    for stmt in body:
-        if isinstance(stmt, ast.Assert):
-            subjects = [fact[0] for fact in map(_memory_test, _and_parts(stmt.test)) if fact is not None]
-            if subjects and all(isinstance(s, ast.Name) and s.id in params and s.id not in rebound for s in subjects):
-                found.append(stmt)
-            continue
-        if _may_leave(stmt):
-            break
-        rebound |= {p for node in iter_nodes(stmt) for p in params if binds(node, p)}
-    return found
-
-
-def _and_parts(test: ast.AST) -> List[ast.AST]:
-    """The memory tests of an ``and`` (or one test), unnegated."""
-    test = _unnegated(test)
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return [_unnegated(v) for v in test.values]
-    return [test]
-
-
-def _may_leave(stmt: ast.stmt) -> bool:
-    """Whether a statement can end its function's call normally (or hand a value out) before the next one runs."""
-    if isinstance(stmt, (*FUNCTION_NODES, ast.ClassDef)):
-        return False  # a definition runs nothing of its body
-    return any(isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) for node in iter_nodes(stmt))
-
-
-def _memory_test(test: ast.AST) -> Optional[Tuple[ast.AST, str, bool]]:
-    """``(subject, kind, holds)`` for a test of a tensor's memory: kind ``"pinned"``
-    (``t.is_pinned()``) or ``"cpu"`` (``t.is_cpu``, ``t.is_cuda``, ``t.device.type == "cpu"``),
-    ``holds``: what the test being true says."""
-    if isinstance(test, ast.Call) and not test.args and not test.keywords and isinstance(test.func, ast.Attribute) and test.func.attr == "is_pinned":
-        return test.func.value, "pinned", True
-    if isinstance(test, ast.Attribute):
-        if test.attr == "is_cpu":
-            return test.value, "cpu", True
-        if test.attr in _ACCEL_FLAGS:
-            return test.value, "cpu", False
-        return None
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
-        left, right = test.left, test.comparators[0]
-        if isinstance(left, ast.Constant):
-            left, right = right, left
-        if not (isinstance(right, ast.Constant) and isinstance(right.value, str)):
-            return None
-        if not (isinstance(left, ast.Attribute) and left.attr == "type" and isinstance(left.value, ast.Attribute) and left.value.attr == "device"):
-            return None
-        equal = isinstance(test.ops[0], (ast.Eq, ast.Is))
-        if right.value == "cpu":
-            return left.value.value, "cpu", equal
-        if right.value in _ACCEL_TYPES:
-            return left.value.value, "cpu", not equal
-    return None
 
 
 def _mark(value: Value, other: Value, cond: str) -> Value:

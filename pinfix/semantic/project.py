@@ -31,7 +31,7 @@ from ..settings import Settings
 from .calls import Arguments
 from .evaluator import Evaluator
 from .facts import Copy, FunctionFacts
-from .flow import TRANSPARENT_DECORATORS
+from .flow import RETURNED, TRANSPARENT_DECORATORS
 from .module import ModuleContext, functions_at
 from .modules import ModuleIndex, is_test_file, module_name, project_file_names
 from .scope import ClassInfo, FunctionInfo, ModuleInfo, last_name
@@ -969,7 +969,7 @@ class DeepEvaluator(Evaluator):
     def exec_return(self, node: ast.Return, state: State) -> None:
         if node.value is None:
             return super().exec_return(node, state)
-        value = self.eval(node.value, state)
+        value = self.fallback_value(RETURNED, self.eval(node.value, state))
         step = self.step("returned", node.value, f"returned by `{self.func.name}`")
         value = mark(value, step)
         self.escape_value(value, state)

@@ -1,0 +1,573 @@
+"""Narrowing: what a test being true (or false) says of the values it tests.
+
+The one place a test refines a value, on pyright's type-guard model:
+:func:`refinements` maps a test expression, its truth and the state to
+:class:`Refinements` (a narrower value for some names and access paths, or "this
+path is impossible"), and every construct that branches applies it: ``if`` /
+``elif``, a ``while`` head and exit, ``assert`` (and a function's preconditions,
+:func:`preconditions`), ``IfExp``, ``and`` / ``or`` short-circuits, comprehension
+``if``s and ``match`` guards. Early ``return`` / ``raise`` / ``continue`` /
+``break`` need nothing more: their branch ends, and what stays is the other
+branch's narrowing.
+
+What a test says:
+
+- of a tensor's memory: ``t.is_pinned()`` (pinned), ``t.is_cpu``, ``t.is_cuda``,
+  ``t.device.type == "cpu"`` / ``"cuda"`` (where it is);
+- of the program's setting: an *availability test* is false only where pinned
+  memory (an accelerator) is unavailable, where no copy of ours can block, so its
+  false branch is no path of ours. A test is one when its value is a flag derived
+  from a known availability source (the ``Availability`` entries of
+  :mod:`pinfix.effects`: ``is_pin_memory_available()``, ``torch.cuda.is_available()``,
+  ...), when it is the configured ``pin-memory-expr``, or when it is a ``pin_memory``
+  parameter whose default is ``True`` (:func:`availability_parameter`); the same
+  flag passed as ``pin_memory=`` makes a pinned tensor;
+- of a value's class: ``isinstance(x, C)``, ``type(x) is C`` / ``==`` (a tensor torch
+  makes is exactly ``torch.Tensor``, so a test for a subclass such as ``DTensor``
+  is false for it; arrays, lists, tuples, dicts, numbers, ``None``);
+- ``x is None`` / ``x is not None``, ``hasattr(x, "attr")`` and ``x`` itself (true:
+  not ``None``);
+
+through ``not``, ``and`` and ``or`` (a disjunction narrows a name by the join of
+what each way through it says, as pyright's does). The work per test is bounded
+(:data:`MAX_PARTS`), so no test makes the analysis superlinear.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+from ..effects import CLASS_KINDS, TENSOR_ATTRIBUTES, TENSOR_BASES, TENSOR_METHODS
+from .scope import FUNCTION_NODES, binds, iter_nodes
+from .state import PATHS, PENDING, State
+from .values import (
+    ACCEL,
+    ANY_DEVICE,
+    ANY_MEMORY,
+    CPU,
+    DENSE,
+    EMPTY,
+    PINNED,
+    Array,
+    Class,
+    Const,
+    Flag,
+    NoneValue,
+    Origin,
+    Ref,
+    Seq,
+    Tensor,
+    Unknown,
+    Value,
+    join,
+    same,
+)
+from .values import (
+    Dict as DictAtom,
+)
+
+#: The origin label of a tensor a test puts on the CPU (``assert t.is_cpu``).
+BY_TEST = "<CPU tensor by a test>"
+#: Tests of more parts than this in a disjunction (``a or b or ...`` true) narrow nothing, and
+#: one test's refinements visit at most :data:`MAX_LEAVES` of its parts (``and``/``or``/``not``
+#: included; a disjunction visits its parts twice): the work per test stays bounded.
+MAX_PARTS = 16
+MAX_LEAVES = 256
+
+#: Device types that are not the host's, and the tensor flags that name them (``t.is_cuda``).
+ACCEL_TYPES = frozenset({"cuda", "xpu", "hip", "mps", "npu", "hpu", "mtia", "privateuseone"})
+_ACCEL_FLAGS = frozenset(f"is_{t}" for t in ACCEL_TYPES)
+
+
+class Refinements:
+    """What one test's truth says: ``values`` (name or access path -> its narrower
+    value) and ``impossible`` (no path of ours makes the test so)."""
+
+    __slots__ = ("values", "impossible")
+
+    def __init__(self, values: Optional[Dict[str, Value]] = None, impossible: bool = False):
+        self.values: Dict[str, Value] = values or {}
+        self.impossible = impossible
+
+
+NOTHING = Refinements()
+IMPOSSIBLE = Refinements(impossible=True)
+
+
+def refinements(ev: Any, test: ast.AST, truth: bool, state: State) -> Refinements:
+    """What ``test`` being ``truth`` says of the values in ``state`` (``ev``: the
+    evaluator, for names, access paths and the values of a test's parts)."""
+    return _refine(ev, test, truth, state, [MAX_LEAVES])
+
+
+def apply(refs: Refinements, state: State) -> None:
+    """Make ``state`` what ``refs`` say: narrower values, or a dead path."""
+    if refs.impossible:
+        state.dead = True
+        return
+    for name, value in refs.values.items():
+        if not same(state.get(name), value):
+            state.set(name, value)
+            if "." in name:
+                remember_path(name, state)
+
+
+def narrow(ev: Any, test: ast.AST, truth: bool, state: State) -> Refinements:
+    """Apply what ``test`` being ``truth`` says to ``state`` (a branch of a statement)."""
+    refs = refinements(ev, test, truth, state)
+    apply(refs, state)
+    return refs
+
+
+class Arm:
+    """A fork of a state where a test's refinements hold for what an expression
+    evaluates in it (an ``IfExp`` arm, the rest of an ``and``, a comprehension's
+    element), and end with it: :meth:`effects` is what the evaluation itself did."""
+
+    __slots__ = ("state", "refined")
+
+    def __init__(self, state: State):
+        self.state = state.fork()
+        self.refined: Dict[str, Value] = {}
+
+    def narrow(self, ev: Any, test: ast.AST, truth: bool) -> None:
+        refs = narrow(ev, test, truth, self.state)
+        self.refined.update(refs.values)
+
+    def effects(self) -> State:
+        for name, value in self.refined.items():
+            if self.state.vars.get(name) is value:
+                del self.state.vars[name]
+        return self.state
+
+
+def rejoin(state: State, arms: Sequence[State]) -> None:
+    """Join what expressions evaluated in ``arms`` (overlays of ``state``) did."""
+    live = [a for a in arms if not a.dead]
+    if live:
+        state.absorb(live)
+
+
+# --- the tests ---------------------------------------------------------------------------------
+
+
+def _refine(ev: Any, test: ast.AST, truth: bool, state: State, leaves: List[int]) -> Refinements:
+    leaves[0] -= 1
+    if leaves[0] < 0:
+        return NOTHING  # every visit counts: a test's refinements cost a bounded amount of work
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, truth = test.operand, not truth
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And) == truth:
+            return _all(ev, test.values, truth, state, leaves)
+        return _any(ev, test.values, truth, state, leaves)
+    if isinstance(test, ast.NamedExpr):
+        return _refine(ev, test.target, truth, state, leaves)
+    fact = memory_test(test)
+    if fact is not None:
+        return _memory(ev, test, fact, truth, state)
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in ("isinstance", "hasattr") and len(test.args) == 2 and not test.keywords:
+        if test.func.id == "isinstance":
+            return _class_test(ev, test.args[0], test.args[1], truth, False, state)
+        return _hasattr(ev, test.args[0], test.args[1], truth, state)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+        holds = truth == isinstance(test.ops[0], (ast.Is, ast.Eq))
+        left, right = test.left, test.comparators[0]
+        if isinstance(left, ast.Constant) and left.value is None:
+            left, right = right, left
+        if isinstance(right, ast.Constant) and right.value is None and isinstance(test.ops[0], (ast.Is, ast.IsNot)):
+            return _keep(ev, left, state, lambda a: _is_none(a) if holds else _not_none(a))
+        for one, other in ((left, right), (right, left)):
+            if isinstance(one, ast.Call) and isinstance(one.func, ast.Name) and one.func.id == "type" and len(one.args) == 1:
+                return _class_test(ev, one.args[0], other, holds, True, state)
+    settled = truth_of(ev, test, state)
+    if settled is not None:
+        return NOTHING if truth == settled else IMPOSSIBLE
+    if truth and _subject(ev, test) is not None:
+        return _keep(ev, test, state, _not_none)  # `if x:`: not None
+    return NOTHING
+
+
+def _all(ev: Any, parts: Sequence[ast.AST], truth: bool, state: State, leaves: List[int]) -> Refinements:
+    """Every part is ``truth``: each narrows what the next sees."""
+    scratch = state.fork()
+    out: Dict[str, Value] = {}
+    for part in parts:
+        refs = _refine(ev, part, truth, scratch, leaves)
+        if refs.impossible:
+            return IMPOSSIBLE
+        apply(refs, scratch)
+        out.update(refs.values)
+    return Refinements(out)
+
+
+def _any(ev: Any, parts: Sequence[ast.AST], truth: bool, state: State, leaves: List[int]) -> Refinements:
+    """Some part is ``truth`` (the ones before it are not): the join of each way."""
+    if len(parts) > MAX_PARTS:
+        return NOTHING
+    scratch = state.fork()
+    before: Dict[str, Value] = {}
+    ways: List[Dict[str, Value]] = []
+    for part in parts:
+        refs = _refine(ev, part, truth, scratch, leaves)
+        if not refs.impossible:
+            ways.append({**before, **refs.values})
+        past = _refine(ev, part, not truth, scratch, leaves)
+        if past.impossible:
+            break  # no way goes past this part
+        apply(past, scratch)
+        before.update(past.values)
+    if not ways:
+        return IMPOSSIBLE
+    common = set(ways[0]).intersection(*ways[1:])
+    return Refinements({name: join(*(w[name] for w in ways)) for name in sorted(common)})
+
+
+def truth_of(ev: Any, test: ast.AST, state: State) -> Optional[bool]:
+    """What ``test`` is on every path of ours, where that is settled: ``True`` for an
+    availability test (its value is an availability flag,
+    :class:`~pinfix.semantic.values.Flag`, or it is the configured
+    ``pin-memory-expr``: false only where no copy can block), or the truth of a
+    constant (``PIN_MEMORY = True``); ``None`` otherwise."""
+    expr = ev.settings.pin_memory_expr
+    if expr is not None and ast.dump(test) == _dump_expression(expr):
+        return True
+    if isinstance(test, ast.Constant):
+        return bool(test.value)
+    simple = isinstance(test, (ast.Name, ast.Attribute)) or (
+        isinstance(test, ast.Call) and not test.args and not test.keywords and isinstance(test.func, (ast.Name, ast.Attribute))
+    )
+    if not simple:
+        return None
+    probe = state.fork()
+    probe.vars[PENDING] = EMPTY  # a second look reads nothing
+    value = ev.eval(test, probe)
+    # An imported name is resolved where it is used: here (the table's flags; in deep mode, the project's).
+    value = value.map(lambda a: ev.reference(a.name, test) if isinstance(a, Ref) else None)
+    if value.all(lambda a: isinstance(a, Flag)):
+        return True
+    if value.all(lambda a: isinstance(a, (Const, NoneValue))):
+        truths = {bool(a.value) if isinstance(a, Const) else False for a in value}
+        if len(truths) == 1:
+            return truths.pop()
+    return None
+
+
+def availability_parameter(param: Any) -> bool:
+    """A parameter that is an availability flag: named ``pin_memory`` (``use_pin_memory``,
+    ...) with the default ``True``."""
+    default = getattr(param, "default", None)
+    return "pin_memory" in param.name and isinstance(default, ast.Constant) and default.value is True
+
+
+# --- memory tests ---------------------------------------------------------------------------------
+
+
+def memory_test(test: ast.AST) -> Optional[Tuple[ast.AST, str, bool]]:
+    """``(subject, kind, holds)`` for a test of a tensor's memory: kind ``"pinned"``
+    (``t.is_pinned()``) or ``"cpu"`` (``t.is_cpu``, ``t.is_cuda``, ``t.device.type == "cpu"``),
+    ``holds``: what the test being true says."""
+    if isinstance(test, ast.Call) and not test.args and not test.keywords and isinstance(test.func, ast.Attribute) and test.func.attr == "is_pinned":
+        return test.func.value, "pinned", True
+    if isinstance(test, ast.Attribute):
+        if test.attr == "is_cpu":
+            return test.value, "cpu", True
+        if test.attr in _ACCEL_FLAGS:
+            return test.value, "cpu", False
+        return None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+        left, right = test.left, test.comparators[0]
+        if isinstance(left, ast.Constant):
+            left, right = right, left
+        if not (isinstance(right, ast.Constant) and isinstance(right.value, str)):
+            return None
+        if not (isinstance(left, ast.Attribute) and left.attr == "type" and isinstance(left.value, ast.Attribute) and left.value.attr == "device"):
+            return None
+        equal = isinstance(test.ops[0], (ast.Eq, ast.Is))
+        if right.value == "cpu":
+            return left.value.value, "cpu", equal
+        if right.value in ACCEL_TYPES:
+            return left.value.value, "cpu", not equal
+    return None
+
+
+def _memory(ev: Any, test: ast.AST, fact: Tuple[ast.AST, str, bool], truth: bool, state: State) -> Refinements:
+    subject, kind, holds = fact
+    if not truth:
+        holds = not holds
+    name, value = _current(ev, subject, state)
+    if name is None or not value:
+        return NOTHING
+    if kind == "pinned" and holds:
+        narrowed = value.map(lambda a: Value((a.evolve(device=CPU, memory=PINNED),)) if isinstance(a, Tensor) and a.device != ACCEL else None)
+    elif kind == "cpu" and not holds:
+        narrowed = value.map(lambda a: Value((a.evolve(device=ACCEL),)) if isinstance(a, Tensor) and a.device != ACCEL else None)
+    elif kind == "cpu":
+        # A test that names the CPU (``t.is_cpu``, ``t.device.type == "cpu"``; not one that
+        # only denies an accelerator) also makes a value pinfix could not follow a CPU tensor:
+        # its memory stays unknown, but what is computed from it is fresh host memory.
+        names = _names_cpu(test)
+        narrowed = value.map(
+            lambda a: Value((a.evolve(device=CPU),)) if isinstance(a, Tensor) and a.device == ANY_DEVICE
+            else tested_cpu(ev, subject, a) if names and isinstance(a, Unknown) else None
+        )
+    else:
+        return NOTHING
+    return NOTHING if same(narrowed, value) else Refinements({name: narrowed})
+
+
+def _names_cpu(test: ast.AST) -> bool:
+    """Whether a test of a tensor's device names the CPU itself (``t.is_cpu``,
+    ``t.device.type == "cpu"``), rather than an accelerator (``t.is_cuda``)."""
+    if isinstance(test, ast.Attribute):
+        return test.attr == "is_cpu"
+    return isinstance(test, ast.Compare) and any(
+        isinstance(side, ast.Constant) and side.value == "cpu" for side in (test.left, *test.comparators)
+    )
+
+
+def tested_cpu(ev: Any, node: ast.AST, was: Unknown) -> Value:
+    """What a test such as ``assert t.device.type == "cpu"`` says ``node`` holds where
+    pinfix could not follow it (``was``): a CPU tensor whose memory is not known
+    (its origin keeps ``was``, for a join that ends the test's word: :func:`ended`)."""
+    step = ev.step("named", node, f"`{ev.short(node)}` is on the CPU by the test at line {node.lineno}")
+    origin = Origin(node, None, ev.src, ev.short(node), BY_TEST, data=was)
+    return Value((Tensor(CPU, ANY_MEMORY, DENSE, origin, route=(step, None)),))
+
+
+def ended(value: Optional[Value], other: Optional[Value], tested: Set[int]) -> Optional[Value]:
+    """``value`` without the CPU tensors the test (its nodes: ``tested``) made of unknown
+    values (:data:`BY_TEST`) that ``other`` does not hold too: unknown again (where the
+    other way goes on too, a test's word that an unknown value is on the CPU ends with
+    its branch)."""
+    if not value or not tested:
+        return value
+    kept = {a.key for a in other or ()}
+
+    def ends(a: Any) -> bool:
+        return (
+            isinstance(a, Tensor) and a.origin is not None and a.origin.qualified == BY_TEST
+            and id(a.origin.node) in tested and a.key not in kept
+        )
+
+    if not any(ends(a) for a in value):
+        return value
+    return value.map(lambda a: Value((a.origin.data,)) if ends(a) else None)
+
+
+# --- class, None and attribute tests ----------------------------------------------------------------
+
+
+def _kind(a: Any) -> Optional[str]:
+    """The exact class of what an atom holds, as a :data:`~pinfix.effects.CLASS_KINDS` kind."""
+    if isinstance(a, Tensor):
+        return "tensor"
+    if isinstance(a, Array):
+        return "array"
+    if isinstance(a, Seq) and a.kind in ("list", "tuple", "set"):
+        return a.kind
+    if isinstance(a, DictAtom) and not a.record:
+        return "dict"
+    if isinstance(a, NoneValue):
+        return "none"
+    if isinstance(a, Const):
+        return type(a.value).__name__ if type(a.value).__name__ in ("int", "float", "bool", "str") else None
+    return None
+
+
+def _classes(ev: Any, node: ast.AST, state: State) -> Optional[List[Any]]:
+    """The classes a class argument names (a tuple of them too): qualified names, or
+    :class:`Class` atoms of the project; ``None`` where one is not known."""
+    parts = list(node.elts) if isinstance(node, ast.Tuple) else [node]
+    out: List[Any] = []
+    for part in parts:
+        if isinstance(part, ast.Constant) and part.value is None:
+            out.append("builtins.NoneType")
+            continue
+        probe = state.fork()
+        probe.vars[PENDING] = EMPTY
+        value = ev.eval(part, probe)
+        if not value or not value.all(lambda a: isinstance(a, (Ref, Class))):
+            return None
+        out.extend(a.name if isinstance(a, Ref) else a for a in value)
+    return out
+
+
+def _instance(a: Any, cls: Any, exact: bool) -> Optional[bool]:
+    """Whether atom ``a`` is an instance of ``cls`` (exactly: ``type(a) is cls``); ``None``: not known."""
+    kind = _kind(a)
+    if kind is None:
+        return None
+    if isinstance(cls, str) and cls in CLASS_KINDS:
+        named = CLASS_KINDS[cls]
+        return named == kind or (not exact and named == "int" and kind == "bool")
+    if kind == "tensor":
+        if isinstance(cls, str) and cls in TENSOR_BASES:
+            return not exact
+        # A project class, or another torch class (a subclass: DTensor, Parameter): a
+        # tensor torch makes is exactly torch.Tensor.
+        return False if isinstance(cls, Class) or (isinstance(cls, str) and cls.startswith("torch.")) else None
+    if isinstance(cls, str) and cls == "builtins.object":
+        return not exact
+    return None
+
+
+def _class_test(ev: Any, subject: ast.AST, classes: ast.AST, holds: bool, exact: bool, state: State) -> Refinements:
+    found = _classes(ev, classes, state)
+    if found is None:
+        return NOTHING
+
+    def keep(a: Any) -> bool:
+        verdicts = [_instance(a, c, exact) for c in found]
+        if holds:
+            return any(v is not False for v in verdicts)
+        return not any(v is True for v in verdicts)
+
+    return _keep(ev, subject, state, keep)
+
+
+def _hasattr(ev: Any, subject: ast.AST, attr: ast.AST, truth: bool, state: State) -> Refinements:
+    if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+        return NOTHING
+    name = attr.value
+    tensor_has = name in TENSOR_METHODS or name in TENSOR_ATTRIBUTES
+    if truth:
+        return _keep(ev, subject, state, lambda a: not isinstance(a, NoneValue) or name.startswith("__"))
+    return _keep(ev, subject, state, lambda a: not (isinstance(a, Tensor) and tensor_has))
+
+
+def _is_none(a: Any) -> bool:
+    return _kind(a) in (None, "none")
+
+
+def _not_none(a: Any) -> bool:
+    return not isinstance(a, NoneValue)
+
+
+def _keep(ev: Any, subject: ast.AST, state: State, keep: Any) -> Refinements:
+    """The subject narrowed to the atoms ``keep`` allows (none left: no path of ours)."""
+    name, value = _current(ev, subject, state)
+    if name is None or not value:
+        return NOTHING
+    kept = tuple(a for a in value if keep(a))
+    if len(kept) == len(value):
+        return NOTHING
+    if not kept:
+        return IMPOSSIBLE
+    return Refinements({name: Value(kept)})
+
+
+# --- subjects ----------------------------------------------------------------------------------------
+
+
+def _subject(ev: Any, node: ast.AST) -> Optional[str]:
+    """The name (a local, or a comprehension's own variable) or access path a test narrows."""
+    if isinstance(node, ast.Name):
+        return node.id
+    path: Optional[str] = ev.path_of(node)
+    return path
+
+
+def _current(ev: Any, subject: ast.AST, state: State) -> Tuple[Optional[str], Optional[Value]]:
+    name = _subject(ev, subject)
+    if name is None:
+        return None, None
+    value = state.get(name)
+    if "." not in name:
+        if name not in ev.func.locals and value is None:
+            return None, None  # a global or a closure's name: not this function's to narrow
+        return name, value
+    if not value:
+        probe = state.fork()
+        probe.vars[PENDING] = EMPTY
+        value = ev.eval(subject, probe)
+    return name, value
+
+
+def remember_path(path: str, state: State) -> None:
+    """Keep ``path`` among the access paths the state knows (so a rebinding of its root forgets it)."""
+    paths = state.get(PATHS)
+    if not paths or path not in {a.value for a in paths.only(Const)}:
+        state.set(PATHS, join(paths, Value((Const(path),))))
+
+
+# --- preconditions --------------------------------------------------------------------------------------
+
+
+def preconditions(body: Sequence[ast.stmt], params: Set[str]) -> List[ast.Assert]:
+    """The ``assert`` statements of a function's body that hold from its start:
+    top-level ones, before any statement that can return (or yield), testing only
+    parameters that nothing before them rebinds. A call that gets past such an
+    assert was made with arguments that pass it, so what it tests of a parameter
+    holds from the first statement on (``device = t.device`` above
+    ``assert t.device.type == "cpu"`` is a CPU device)."""
+    if not any(isinstance(stmt, ast.Assert) for stmt in body):
+        return []  # most functions: one look at their top-level statements
+    found: List[ast.Assert] = []
+    rebound: Set[str] = set()
+    for stmt in body:
+        if isinstance(stmt, ast.Assert):
+            subjects = [fact[0] for fact in map(memory_test, _and_parts(stmt.test)) if fact is not None]
+            if subjects and all(isinstance(s, ast.Name) and s.id in params and s.id not in rebound for s in subjects):
+                found.append(stmt)
+            continue
+        if _may_leave(stmt):
+            break
+        rebound |= {p for node in iter_nodes(stmt) for p in params if binds(node, p)}
+    return found
+
+
+def _unnegated(test: ast.AST) -> ast.AST:
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return test
+
+
+def _and_parts(test: ast.AST) -> List[ast.AST]:
+    """The memory tests of an ``and`` (or one test), unnegated."""
+    test = _unnegated(test)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [_unnegated(v) for v in test.values]
+    return [test]
+
+
+def _may_leave(stmt: ast.stmt) -> bool:
+    """Whether a statement can end its function's call normally (or hand a value out) before the next one runs."""
+    if isinstance(stmt, (*FUNCTION_NODES, ast.ClassDef)):
+        return False  # a definition runs nothing of its body
+    return any(isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) for node in iter_nodes(stmt))
+
+
+_DUMPS: Dict[str, str] = {}
+
+
+def _dump_expression(text: str) -> str:
+    found = _DUMPS.get(text)
+    if found is None:
+        try:
+            found = ast.dump(ast.parse(text, mode="eval").body)
+        except SyntaxError:
+            found = ""
+        _DUMPS[text] = found
+    return found
+
+
+__all__ = [
+    "BY_TEST",
+    "ACCEL_TYPES",
+    "Arm",
+    "Refinements",
+    "apply",
+    "truth_of",
+    "availability_parameter",
+    "ended",
+    "memory_test",
+    "narrow",
+    "preconditions",
+    "refinements",
+    "rejoin",
+    "remember_path",
+    "tested_cpu",
+]
+
