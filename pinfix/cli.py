@@ -200,6 +200,26 @@ def _cache_dir(args: argparse.Namespace, base: Config) -> Path:
 # --- Commands ------------------------------------------------------------------------
 
 
+def _rule_text(code: str) -> str:
+    if code == NOQA_CODE:
+        from .suppression import NOQA_RULE_DOC
+
+        return NOQA_RULE_DOC
+    from .rules import RULES_BY_CODE
+
+    return RULES_BY_CODE[code].doc() + "\n"
+
+
+def rules_markdown() -> str:
+    """The README's table of rules: each one's code, name, whether it is on by
+    default, and the first line of its documentation."""
+    rows = ["| code | name | on by default | what |", "| --- | --- | --- | --- |"]
+    for code, name in RULES.items():
+        summary = _rule_text(code).split("\n", 1)[0].split(": ", 1)[1].replace("``", "`")
+        rows.append(f"| `{code}` | {name} | {'yes' if code in DEFAULT_RULES else 'no'} | {summary} |")
+    return "\n".join(rows) + "\n"
+
+
 def _rule_doc(code: Optional[str], out: TextIO, err: TextIO) -> int:
     if code is None:
         for c, name in RULES.items():
@@ -209,14 +229,7 @@ def _rule_doc(code: Optional[str], out: TextIO, err: TextIO) -> int:
     if code not in RULES:
         err.write(f"pinfix: unknown rule {code!r} (known: {', '.join(RULES)})\n")
         return EXIT_ERROR
-    if code == NOQA_CODE:
-        from .suppression import NOQA_RULE_DOC
-
-        out.write(NOQA_RULE_DOC)
-        return EXIT_CLEAN
-    from .rules import RULES_BY_CODE
-
-    out.write(RULES_BY_CODE[code].doc() + "\n")
+    out.write(_rule_text(code))
     return EXIT_CLEAN
 
 
