@@ -845,6 +845,7 @@ def _dependents(
         if new or report.error is not None:
             for d in new:
                 d.message += f" (`{report.path}` rechecked: its verdict depends on `{origin}`)"
+                d.summary += f" (depends on `{origin}`)"
             report.diagnostics = new
             report.source = data if new else None
             yield report

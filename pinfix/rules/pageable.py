@@ -175,8 +175,11 @@ class Judge:
             "a pageable temporary and blocks the host; copy a dense block (whole rows) and slice it on the "
             "device, or gather it into a contiguous pinned buffer first (no fix)"
         )
+        summary = f"`{view}`{held} is a gapped view, so {what} is staged through pageable memory"
         evidence = [*route.steps, Step("copied", copy.call, f"copied with {what}", self.src)]
-        return self.ctx.finding("PIN002", copy.source_node, message, f"{copy.method}/non-dense", None, "gapped view", evidence)
+        return self.ctx.finding(
+            "PIN002", copy.source_node, message, f"{copy.method}/non-dense", None, "gapped view", evidence, summary=summary
+        )
 
     # --- pageable memory ------------------------------------------------------------------------------
 
@@ -206,22 +209,28 @@ class Judge:
         # Origins of different kinds (`torch.from_numpy` on one path, `torch.cat` on another): each named.
         groups = [] if deep else _origin_groups([t for t in tensors if t.origin is not None and t.origin.src is self.src])
         several = len(groups) > 1
+        # `subject` is the whole account of where the memory comes from; `short` names only what is pageable.
         if several:
             listed = ", ".join(f"{_quoted(label)} (line {', '.join(map(str, at_lines))})" for label, at_lines, _ in groups)
             holder = f"`{bound}` holds" if bound else f"`{self.src.short(copy.source_node)}` holds"
             subject = f"{holder} pageable memory from {len(groups)} origins: {listed}"
+            short = f"{holder} pageable memory from {len(groups)} origins"
         elif deep:
             via = primary.via
             assert via is not None
             subject = f"`{self.src.short(copy.source_node)}` is pageable: {quoted} made at {at} reaches the copy through {via.message} ({self.ctx.where(via)})"
+            short = f"`{self.src.short(copy.source_node)}` is pageable ({quoted}, made in another function)"
         elif inline and not computed:
-            subject = f"{quoted} is pageable memory"
+            subject = short = f"{quoted} is pageable memory"
         elif inline:
             subject = f"{quoted}{at_text} is a fresh pageable CPU tensor"
+            short = f"{quoted} is a fresh pageable CPU tensor"
         elif computed:
             subject = f"`{bound}` holds {quoted}{at_text}, a fresh pageable CPU tensor"
+            short = f"`{bound}` holds {quoted}, a fresh pageable CPU tensor"
         else:
             subject = f"`{bound}` holds pageable {quoted}{at_text}"
+            short = f"`{bound}` holds pageable {quoted}"
         if primary.cond and not several and not copy.source.all(lambda a: isinstance(a, Tensor) and a.blocks):
             subject += f" when {primary.cond}"
         if code == "PIN001" and not primary.converted:
@@ -243,7 +252,9 @@ class Judge:
             message += f" (no fix: {note})"
         given = [copy.given_by] if copy.given_by is not None else []
         evidence = [*route.steps, *given, Step("copied", copy.call, f"copied with {what}", self.src)]
-        return self.ctx.finding(code, reported, message, pattern, fix, note, evidence)
+        summary = f"{short}, so {what} blocks the host"
+        title = remedy[:1].upper() + remedy[1:]
+        return self.ctx.finding(code, reported, message, pattern, fix, note, evidence, summary=summary, fix_title=title)
 
     def remedies(self, groups: List[Tuple[str, List[int], List[Tensor]]], shared: str) -> str:
         """The remedy of each origin, where they differ: ``for X (line a), ...; for Y (line b), ...``."""
