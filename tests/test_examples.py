@@ -20,6 +20,8 @@ SOURCES = sorted(
 def test_fixed_example_matches_pinfix_fix(tmp_path: Path, rel: Path) -> None:
     work = tmp_path / rel.name
     shutil.copy(REPO / "examples" / rel, work)
+    # Its project's metadata: the examples depend on vLLM, so the fix uses vLLM's helper.
+    shutil.copy(REPO / "examples" / rel.parent / "pyproject.toml", tmp_path / "pyproject.toml")
     main(["fix", str(work)])
     assert work.read_text() == (REPO / "examples" / "fixed" / rel).read_text()
 

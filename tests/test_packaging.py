@@ -32,7 +32,7 @@ def user_project(tmp_path: Path) -> Path:
         (project / own).mkdir(parents=True)
         (project / own / "__init__.py").write_text("MINE = True\n")
     (project / "pyproject.toml").write_text(
-        '[project]\nname = "userproj"\n\n[tool.fixit]\nenable = ["pinfix.lint_rules"]\ndisable = ["fixit.rules"]\n'
+        '[project]\nname = "userproj"\ndependencies = ["vllm"]\n\n[tool.fixit]\nenable = ["pinfix.lint_rules"]\ndisable = ["fixit.rules"]\n'
     )
     (project / "m.py").write_text(SOURCE)
     return project

@@ -95,7 +95,8 @@ def pre_commit(repo: Path, hook_repo: Dict[str, Path], *args: str) -> subprocess
 
 
 def test_readme_snippet_works_as_written(tmp_path: Path, hook_repo: Dict[str, Path]) -> None:
-    repo = user_repo(tmp_path / "user", hook_repo, {"model.py": BAD_SOURCE, "clean.py": "x = 1\n"})
+    # A project that depends on vLLM: the fix uses vLLM's helper.
+    repo = user_repo(tmp_path / "user", hook_repo, {"model.py": BAD_SOURCE, "clean.py": "x = 1\n", "requirements.txt": "vllm\n"})
     check = pre_commit(repo, hook_repo, "--all-files")
     assert check.returncode == 1, check.stdout + check.stderr
     assert "model.py:5:15: PIN001" in check.stdout
@@ -120,11 +121,18 @@ def test_two_pyproject_tree_uses_each_files_settings(tmp_path: Path, hook_repo: 
             "pkg/worker.py": BAD_SOURCE,
         },
     )
+    config = repo / ".pre-commit-config.yaml"
+    config.write_text(config.read_text().replace("# - id: pinfix-fix", "- id: pinfix-fix"))
     for order in (["examples/demo/run.py", "pkg/worker.py"], ["pkg/worker.py", "examples/demo/run.py"]):
         proc = pre_commit(repo, hook_repo, "pinfix", "--files", *order)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         found = [line for line in proc.stdout.splitlines() if ": PIN001 " in line]
-        assert len(found) == 2 and all("`pinned(...)`" in line for line in found), proc.stdout
+        assert len(found) == 2, proc.stdout
+        # Each file fixed with the helper its own settings name.
+        proc = pre_commit(repo, hook_repo, "pinfix-fix", "--files", *order)
+        for rel in order:
+            assert "pinned(a)" in (repo / rel).read_text(), proc.stdout + proc.stderr
+            (repo / rel).write_text(BAD_SOURCE)
     assert (repo / ".pinfix_cache" / "CACHEDIR.TAG").is_file()
     assert not (repo / "examples" / "demo" / ".pinfix_cache").exists()
 
