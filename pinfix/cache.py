@@ -137,6 +137,33 @@ def foreign_message(directory: Path) -> str:
     return f"{directory} exists and is not pinfix's cache (no CACHEDIR.TAG written by pinfix)"
 
 
+def git_blob(path: "str | Path") -> Optional[str]:
+    """git's object name of the file's bytes as they are now (``None``: unreadable)."""
+    from .regular import read_regular
+
+    try:
+        data = read_regular(Path(path), follow_symlinks=False)
+    except OSError:
+        return None
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def committed_blob(path: "str | Path") -> Optional[str]:
+    """git's object name of ``path`` in ``HEAD`` (``None``: not in a git
+    repository, not committed, or git is not at hand)."""
+    import subprocess
+
+    where = Path(path)
+    try:
+        proc = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", f"HEAD:./{where.name}"],
+            cwd=where.parent, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
 class ResultCache:
     def __init__(self, directory: Path, config: Config, scope: Optional[Path] = None):
         self.directory = directory
@@ -220,9 +247,10 @@ class ResultCache:
         except OSError:
             self.usable = False
 
-    def put(self, path: str, data: bytes, config: Optional[Config] = None, report=None, baseline=None) -> None:  # type: ignore[no-untyped-def]
+    def put(self, path: str, data: bytes, config: Optional[Config] = None, report=None, baseline=None, blamed=None) -> None:  # type: ignore[no-untyped-def]
         """Remember a clean check (no error, nothing changed) of these bytes
-        (``baseline``: a deep dependent's findings before what it read changed)."""
+        (``baseline``: a deep dependent's findings before what it read changed;
+        ``blamed``: the path of the file whose change it was rechecked for)."""
         from .writing import atomic_write
 
         if (
@@ -241,6 +269,9 @@ class ResultCache:
         }
         if baseline is not None:
             kept["baseline"] = [list(b) for b in baseline]
+            blob = git_blob(blamed) if blamed is not None else None
+            if blob is not None:
+                kept["blamed"] = {"path": str(Path(blamed).resolve()), "blob": blob}
         if (config or self.config).deep:
             kept["reads"] = report.reads
             kept["deep"] = self.verdicts(entry).record(path, report.reads)
@@ -327,12 +358,19 @@ class ResultCache:
     def previous(self, path: str, config: Optional[Config] = None) -> Optional[List[Tuple[str, int, int, str]]]:
         """The findings the cache last held for ``path`` (whatever its bytes were then;
         a dependent's baseline where it has one), as (code, line, column, message);
-        ``None``: none kept."""
+        ``None``: none kept.
+
+        A dependent's baseline holds until the dependent is checked itself, so
+        checking the changed file again (retrying a commit) still reports what
+        its change made new; but once git's ``HEAD`` holds the very bytes of the
+        file it was rechecked for, that change is committed and what the
+        dependent said then is what it said before the next change."""
         from .regular import read_regular
 
         try:
             raw = json.loads(read_regular(self._entry(path, b"", config), follow_symlinks=False, limit=MAX_ENTRY).decode("utf-8"))
-            if "baseline" in raw:
+            blamed = raw.get("blamed")
+            if "baseline" in raw and not (blamed and committed_blob(blamed["path"]) == blamed["blob"]):
                 return [(str(c), int(li), int(co), str(m)) for c, li, co, m in raw["baseline"]]
             return [(d["code"], d["line"], d["column"], d["message"]) for d in raw["diagnostics"]]
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):

@@ -64,6 +64,7 @@ OPTIONS: Tuple[Tuple[Tuple[str, ...], Dict[str, Any], Tuple[str, ...]], ...] = (
     (("--show-fixes",), dict(action="store_true", help="list the fixes applied (fix) or that `pinfix fix` would apply (check), per file and rule"), RUN),
     (("--stdin-filename",), dict(metavar="PATH", help="read the source from stdin; PATH names it and picks its settings"), RUN),
     (("--add-noqa",), dict(action="store_true", help="write `# noqa: PINxxx` on a line of each finding (a baseline), then exit 0"), ("check",)),
+    (("--fix",), dict(action="store_true", help="apply the fixes, as `pinfix fix` does (ruff's `check --fix`)"), ("check",)),
     (("--diff",), dict(action="store_true", help="print a unified diff, write nothing"), ("fix",)),
     (
         ("--follow-symlinks",),
@@ -115,12 +116,27 @@ def _add_setting_options(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(setting.option, dest=dest, default=None, metavar="VALUE", help=setting.help)
 
 
+class CommandParser(argparse.ArgumentParser):
+    """The top-level parser: arguments a command does not take are reported with
+    that command's usage (``pinfix check: error: ...``), not the top level's."""
+
+    commands: Dict[str, argparse.ArgumentParser]
+
+    def parse_args(self, args: Optional[Sequence[str]] = None, namespace: Optional[argparse.Namespace] = None) -> argparse.Namespace:  # type: ignore[override]
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self.commands.get(getattr(parsed, "command", None) or "", self).error("unrecognized arguments: " + " ".join(extra))
+        return parsed
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="pinfix", description=DESCRIPTION)
+    top = CommandParser(prog="pinfix", description=DESCRIPTION)
+    top.commands = {}
     top.add_argument("--version", action="version", version=f"pinfix {__version__}")
     sub = top.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
     for command, summary in COMMANDS.items():
         one = sub.add_parser(command, help=summary, description=summary[0].upper() + summary[1:] + ".")
+        top.commands[command] = one
         if command in ARGUMENTS:
             name, kwargs = ARGUMENTS[command]
             one.add_argument(name, **kwargs)
@@ -223,6 +239,26 @@ def _cache_dir(args: argparse.Namespace, base: Config, err: Optional[TextIO] = N
 # --- Commands ------------------------------------------------------------------------
 
 
+def _rule_text(code: str) -> str:
+    if code == NOQA_CODE:
+        from .suppression import NOQA_RULE_DOC
+
+        return NOQA_RULE_DOC
+    from .rules import RULES_BY_CODE
+
+    return RULES_BY_CODE[code].doc() + "\n"
+
+
+def rules_markdown() -> str:
+    """The README's table of rules: each one's code, name, whether it is on by
+    default, and the first line of its documentation."""
+    rows = ["| code | name | on by default | what |", "| --- | --- | --- | --- |"]
+    for code, name in RULES.items():
+        summary = _rule_text(code).split("\n", 1)[0].split(": ", 1)[1].replace("``", "`")
+        rows.append(f"| `{code}` | {name} | {'yes' if code in DEFAULT_RULES else 'no'} | {summary} |")
+    return "\n".join(rows) + "\n"
+
+
 def _rule_doc(code: Optional[str], out: TextIO, err: TextIO) -> int:
     if code is None:
         for c, name in RULES.items():
@@ -232,21 +268,46 @@ def _rule_doc(code: Optional[str], out: TextIO, err: TextIO) -> int:
     if code not in RULES:
         err.write(f"pinfix: unknown rule {code!r} (known: {', '.join(RULES)})\n")
         return EXIT_ERROR
-    if code == NOQA_CODE:
-        from .suppression import NOQA_RULE_DOC
-
-        out.write(NOQA_RULE_DOC)
-        return EXIT_CLEAN
-    from .rules import RULES_BY_CODE
-
-    out.write(RULES_BY_CODE[code].doc() + "\n")
+    out.write(_rule_text(code))
     return EXIT_CLEAN
 
 
+#: What the inspecting commands print: text (``full``, ``concise`` and ``text``
+#: all mean it) or ``json``.
+INSPECT_FORMATS = {"full": "text", "concise": "text", "text": "text", "json": "json"}
+
+
+def _inspect_format(args: argparse.Namespace) -> str:
+    """``--output-format`` for ``show-*``: honoured (text or json) or refused."""
+    chosen = getattr(args, "setting_output_format", None) or "text"
+    if chosen not in INSPECT_FORMATS:
+        raise ConfigError(f"{args.command}: --output-format {chosen} is not supported here (text, concise, full or json)")
+    return INSPECT_FORMATS[chosen]
+
+
+def _json_out(out: TextIO, payload: Dict[str, Any]) -> None:
+    import json
+
+    json.dump(payload, out, indent=2)
+    out.write("\n")
+
+
 def _show_settings(args: argparse.Namespace, out: TextIO) -> int:
+    fmt = _inspect_format(args)
     project = _project(args)
     path = args.path
     config = project.config_for(path)
+    if fmt == "json":
+        _json_out(out, {
+            "path": str(path),
+            "settings_file": str(config.source) if config.source else None,
+            "project_root": str(config.root),
+            "cache": str(_cache_dir(args, project.base)),
+            "rules": sorted(config.codes_for(path)),
+            "excluded": project.explicitly_excluded(path),
+            "settings": dict(describe(config)),
+        })
+        return EXIT_CLEAN
     out.write(f"Settings for {path}\n")
     out.write(f"  settings file: {config.source or '(none: the defaults)'}\n")
     out.write(f"  project root:  {config.root}\n")
@@ -271,9 +332,14 @@ def _files(args: argparse.Namespace, project, errors: List[Tuple[Path, str]]) ->
 
 
 def _show_files(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    fmt = _inspect_format(args)
     project = _project(args)
     errors: List[Tuple[Path, str]] = []
-    for path in sorted(str(p) for p in _files(args, project, errors)):
+    files = sorted(str(p) for p in _files(args, project, errors))
+    if fmt == "json":
+        _json_out(out, {"files": files, "errors": [{"path": str(p), "message": why} for p, why in errors]})
+        return EXIT_ERROR if errors else EXIT_CLEAN
+    for path in files:
         out.write(path + "\n")
     for path, why in errors:
         err.write(f"{path}: error: {why}\n")
@@ -289,6 +355,7 @@ def _show_producers(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .findings import display
     from .semantic.project import project_for
 
+    fmt = _inspect_format(args)
     project = _project(args)
     errors: List[Tuple[Path, str]] = []
     rows: List[Tuple[str, int, str]] = []
@@ -302,6 +369,10 @@ def _show_producers(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for func, _ in on_deep_stack(deep.pinned_producers, module):
             name = f"{module.name}.{func.qualname}" if module.name else func.qualname
             rows.append((display(str(path)), getattr(func.node, "lineno", 0), name))
+    if fmt == "json":
+        producers = [{"path": where, "line": line, "name": name} for where, line, name in sorted(rows)]
+        _json_out(out, {"producers": producers, "errors": [{"path": str(p), "message": why} for p, why in errors]})
+        return EXIT_ERROR if errors else EXIT_CLEAN
     for where, line, name in sorted(rows):
         out.write(f"{where}:{line}: {name}\n")
     for path, why in errors:
@@ -483,6 +554,11 @@ def main(
         args = parser().parse_args(argv)
     except SystemExit as e:  # argparse has printed the usage message
         return EXIT_CLEAN if e.code == 0 else EXIT_ERROR
+    if getattr(args, "fix", False):  # `check --fix` is `fix`
+        if args.add_noqa:
+            err.write("pinfix check: error: --fix and --add-noqa cannot be used together\n")
+            return EXIT_ERROR
+        args.command = "fix"
     with stops_as_interrupts():  # SIGTERM and SIGHUP end a run as Ctrl-C does
         return _command(args, out, err, stdin)
 

@@ -182,7 +182,13 @@ SETTINGS: Tuple[Setting, ...] = (
     Setting("deep", "bool", "`false`", "follow tensors across functions, attributes and files", "--deep"),
     Setting("pinned-producers", "members", "none", "functions (`package.module.name`) that return pinned CPU memory"),
     Setting("cpu-tensor-names", "names", "none", "name patterns (fnmatch) of variables and attributes that hold CPU tensors by the project's convention (vLLM: `*_cpu`)"),
-    Setting("helper", "member", f"`{DEFAULT_HELPER}`", "the pinned drop-in for `torch.from_numpy`, `package.module.name`", "--helper"),
+    Setting(
+        "helper",
+        "member",
+        f"`{DEFAULT_HELPER}` where the project is vLLM or depends on it; else none",
+        "the pinned drop-in for `torch.from_numpy`, `package.module.name`; none: the fix appends `.pin_memory()` (unsafe)",
+        "--helper",
+    ),
     Setting("h2d-helper", "member", "none (off)", "a `(data, device, dtype=None)` helper that pins and copies; `.to(dev, non_blocking=True)` sinks are rewritten to it", "--h2d-helper"),
     Setting("pin-memory-expr", "expression", "none (`True`, an unsafe fix)", "PIN002's fix: the value written as `pin_memory=<expr>`; its names must be builtins or `pin-memory-import`'s"),
     Setting("pin-memory-import", "member", "none", "where `pin-memory-expr`'s name comes from, `package.module.name`", shape="package.module.name"),
@@ -417,8 +423,10 @@ def check_consistent(values: Mapping[str, Any], origin: str) -> None:
 
 @dataclass(frozen=True)
 class Config:
-    #: ``module.path.name`` of the pinned drop-in for ``torch.from_numpy``.
-    helper: str = DEFAULT_HELPER
+    #: ``module.path.name`` of the pinned drop-in for ``torch.from_numpy``;
+    #: ``None``: none (the fix appends ``.pin_memory()``). Read from a settings
+    #: file, unset means vLLM's where the project is vLLM or depends on it.
+    helper: Optional[str] = DEFAULT_HELPER
     #: gitignore-style patterns, relative to ``root``, never walked into.
     exclude: Tuple[str, ...] = field(default=DEFAULT_EXCLUDE, metadata={"key": False})
     #: More patterns, on top of ``exclude``.
@@ -480,7 +488,7 @@ class Config:
 
     @property
     def pinned_producers(self) -> FrozenSet[str]:
-        return frozenset((self.helper, *self.extra_pinned_producers))
+        return frozenset((DEFAULT_HELPER, *((self.helper,) if self.helper else ()), *self.extra_pinned_producers))
 
     @property
     def all_excludes(self) -> Tuple[str, ...]:
@@ -704,6 +712,75 @@ def parse_override(text: str) -> Dict[str, Any]:
     return check_table(table, f"--config {text!r}")
 
 
+def _requirement_name(text: str) -> str:
+    """The normalised project name a requirement string names (``vllm>=0.9`` -> ``vllm``)."""
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", text)
+    return re.sub(r"[-_.]+", "-", match.group(1)).lower() if match else ""
+
+
+#: The files that say what a project is and needs.
+METADATA_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
+
+
+@lru_cache(maxsize=None)
+def uses_vllm(root: Path) -> bool:
+    """Whether the project at ``root`` is vLLM or depends on it, by the metadata
+    of ``root`` or, where it has none, of the nearest directory above that has
+    some (read as data, never run): a ``vllm`` package; the name or a
+    requirement in ``pyproject.toml`` (``[project]``, Poetry's dependencies),
+    ``setup.cfg``, ``setup.py`` (its string literals, parsed) or a
+    ``requirements*.txt``."""
+    for directory in (root, *root.parents):
+        if (directory / "vllm" / "__init__.py").is_file():
+            return True
+        if any((directory / name).is_file() for name in METADATA_FILES) or any(directory.glob("requirements*.txt")):
+            return _names_vllm(directory)
+    return False
+
+
+def _names_vllm(root: Path) -> bool:
+    """Whether the metadata files in ``root`` name vLLM as the project or a requirement."""
+    import ast
+    import configparser
+
+    named: List[str] = []
+    try:
+        data = read_toml(root / "pyproject.toml") if (root / "pyproject.toml").is_file() else {}
+    except ConfigError:
+        data = {}
+    project = data.get("project") if isinstance(data.get("project"), dict) else {}
+    named.append(str(project.get("name", "")))
+    named.extend(str(r) for r in project.get("dependencies", []) or [])
+    for extra in (project.get("optional-dependencies") or {}).values():
+        named.extend(str(r) for r in extra or [])
+    poetry = data.get("tool", {}).get("poetry", {}) if isinstance(data.get("tool"), dict) else {}
+    named.extend(str(k) for k in (poetry.get("dependencies") or {}) if isinstance(poetry, dict))
+    setup_cfg = root / "setup.cfg"
+    if setup_cfg.is_file():
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(setup_cfg, encoding="utf-8")
+            named.append(parser.get("metadata", "name", fallback=""))
+            named.extend(parser.get("options", "install_requires", fallback="").splitlines())
+            if parser.has_section("options.extras_require"):
+                named.extend(line for _, value in parser.items("options.extras_require") for line in value.splitlines())
+        except (configparser.Error, UnicodeDecodeError, OSError):
+            pass
+    setup_py = root / "setup.py"
+    if setup_py.is_file():
+        try:
+            tree = ast.parse(setup_py.read_bytes())
+            named.extend(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) < 200)
+        except (SyntaxError, ValueError, OSError, RecursionError):
+            pass
+    for requirements in [*root.glob("requirements*.txt"), *root.glob("requirements/*.txt")]:
+        try:
+            named.extend(requirements.read_text(encoding="utf-8", errors="replace").splitlines())
+        except OSError:
+            pass
+    return any(_requirement_name(text) == "vllm" for text in named)
+
+
 def build_config(
     files: Sequence[Mapping[str, Any]],
     root: Path,
@@ -732,6 +809,8 @@ def build_config(
             kwargs["cache_dir"] = root / kwargs["cache_dir"]
     if "line-length" not in merged and ruff_line_length is not None:
         kwargs["line_length"] = ruff_line_length
+    if "helper" not in merged:
+        kwargs["helper"] = DEFAULT_HELPER if uses_vllm(root) else None
     return Config(**kwargs, rules=rules, show_unknown=UNKNOWN_CODE in rules, root=root, source=source)
 
 

@@ -1,8 +1,9 @@
-"""Keep the README's tables of options and settings made from the code.
+"""Keep the documentation's tables of options, settings and rules made from the code.
 
-``python -m pinfix.docs README.md`` rewrites the text between each pair of
-markers; ``--check`` only says whether it is up to date (``tests/test_docs.py``
-fails when it is not).
+``python -m pinfix.docs`` rewrites the text between each pair of markers in
+README.md and docs/*.md (or the files named); ``--check`` only says whether
+they are up to date (``tests/test_docs.py`` fails when they are not). Each
+table lives between its markers in exactly one of the files.
 """
 
 from __future__ import annotations
@@ -11,12 +12,16 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
-from .cli import options_markdown
+from .cli import options_markdown, rules_markdown
 from .config import settings_markdown
 
-TABLES: Dict[str, Callable[[], str]] = {"options": options_markdown, "settings": settings_markdown}
+TABLES: Dict[str, Callable[[], str]] = {
+    "options": options_markdown,
+    "settings": settings_markdown,
+    "rules": rules_markdown,
+}
 
 
 def _markers(name: str) -> "re.Pattern[str]":
@@ -25,26 +30,45 @@ def _markers(name: str) -> "re.Pattern[str]":
     )
 
 
-def update(text: str) -> str:
-    """``text`` with every generated table made afresh."""
+def documents(root: Path) -> List[Path]:
+    """The documentation under ``root``: its README.md and docs/*.md."""
+    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+
+
+def update_all(texts: Dict[Path, str]) -> Dict[Path, str]:
+    """Each text with the generated tables it holds made afresh; every table
+    must be held by exactly one text."""
+    fresh = dict(texts)
     for name, make in TABLES.items():
         pattern = _markers(name)
-        if pattern.search(text) is None:
-            raise ValueError(f"no markers for the {name} table")
-        text = pattern.sub(lambda m, table=make(): m.group(1) + table + m.group(3), text)
-    return text
+        holders = [path for path, text in fresh.items() if pattern.search(text)]
+        if len(holders) != 1:
+            where = ", ".join(str(p) for p in holders) or "none of " + ", ".join(str(p) for p in texts)
+            raise ValueError(f"the {name} table must have its markers in exactly one file: {where}")
+        table = make()
+        (path,) = holders
+        fresh[path] = pattern.sub(lambda m: m.group(1) + table + m.group(3), fresh[path])
+    return fresh
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pinfix.docs", description=__doc__.splitlines()[0])
-    parser.add_argument("readme", type=Path, nargs="?", default=Path("README.md"))
-    parser.add_argument("--check", action="store_true", help="exit 1 if the tables are out of date; write nothing")
+    parser.add_argument("files", type=Path, nargs="*", help="default: README.md and docs/*.md here")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a table is out of date; write nothing")
     args = parser.parse_args(argv)
-    text = args.readme.read_text(encoding="utf-8")
-    fresh = update(text)
+    paths: Sequence[Path] = args.files or documents(Path("."))
+    texts = {path: path.read_text(encoding="utf-8") for path in paths}
+    try:
+        fresh = update_all(texts)
+    except ValueError as exc:
+        parser.exit(2, f"python -m pinfix.docs: error: {exc}\n")
+    stale = [path for path in paths if fresh[path] != texts[path]]
     if args.check:
-        return int(fresh != text)
-    args.readme.write_text(fresh, encoding="utf-8")
+        for path in stale:
+            sys.stderr.write(f"{path}: out of date (run `python -m pinfix.docs`)\n")
+        return int(bool(stale))
+    for path in stale:
+        path.write_text(fresh[path], encoding="utf-8")
     return 0
 
 

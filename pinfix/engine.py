@@ -930,11 +930,15 @@ def _dependents(
     for report in itertools.chain(answered, rechecked):
         data, file_config, origin, before = waiting[report.path]
         if report.path not in served:
-            cache.put(report.path, data, file_config, report=report, baseline=sorted(before))
-        new = [d for d in report.diagnostics if (d.code, d.line, d.column, d.message) not in before]
+            cache.put(report.path, data, file_config, report=report, baseline=sorted(before), blamed=origin)
+        # A finding is new where its rule and place are: not where only its words differ
+        # (a whole-project run and a recheck may word the same chain differently).
+        said = {(code, line, column) for code, line, column, _ in before}
+        new = [d for d in report.diagnostics if (d.code, d.line, d.column) not in said]
         if new or report.error is not None:
             for d in new:
                 d.message += f" (`{report.path}` rechecked: its verdict depends on `{origin}`)"
+                d.summary += f" (depends on `{origin}`)"
             report.diagnostics = new
             report.source = data if new else None
             yield report

@@ -64,8 +64,15 @@ class FindingFields:
     evidence: Tuple[Evidence, ...] = field(default=())
     #: ``"error"``, or ``"info"`` for notes that never fail a run (PIN004).
     severity: str = "error"
+    #: What and why in one short sentence (``concise`` prints it); ``message``
+    #: is the whole account (``full`` prints it under the source). Empty: the message.
+    summary: str = ""
+    #: What the fix does, when there is one (``Make the source pinned with ...``).
+    fix_title: Optional[str] = None
 
     def __post_init__(self) -> None:
+        if not self.summary:
+            self.summary = self.message
         # Read back from JSON (the check cache), the steps are plain mappings.
         self.evidence = tuple(e if isinstance(e, Evidence) else Evidence(**e) for e in self.evidence)
 

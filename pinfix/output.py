@@ -2,11 +2,11 @@
 ``sarif`` (2.1.0), ``github`` annotations, ``gitlab`` code quality and
 ``junit`` XML; plus ``--statistics`` and ``--show-fixes`` listings.
 
-``full`` (the default on a terminal) shows each finding's source line with a
-caret under it, the evidence chain, and the fix with its safety; ``concise``
-(the default elsewhere; ``text`` is its old name) is one line per finding:
-``path:line:col: CODE [*] message``, ``[*]`` marking what ``pinfix fix``
-fixes. Colour only on a terminal, never with ``NO_COLOR`` set, always with
+``full`` (the default on a terminal) shows each finding's summary, its source
+line with a caret under it, the whole message (why), the evidence chain, and the
+fix with its title and safety; ``concise`` (the default elsewhere; ``text`` is
+its old name) is one line per finding: ``path:line:col: CODE [*] summary``,
+``[*]`` marking what ``pinfix fix`` fixes. Colour only on a terminal, never with ``NO_COLOR`` set, always with
 ``FORCE_COLOR`` set.
 """
 
@@ -207,7 +207,7 @@ def _head(d: Diagnostic, style: Style, paint: _Paint) -> Tuple[str, int]:
 def _concise(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style) -> None:
     paint = _Paint(style.color)
     for d in _open(reports):
-        out.write(_head(d, style, paint)[0] + d.message + "\n")
+        out.write(_head(d, style, paint)[0] + d.summary + "\n")
     _error_lines(reports, err, paint)
 
 
@@ -227,7 +227,7 @@ def _full(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style)
 
 def _full_one(d: Diagnostic, lines: List[str], style: Style, paint: _Paint) -> str:
     head, width = _head(d, style, paint)
-    wrapped = textwrap.wrap(d.message, max(style.width, width + 20), initial_indent=" " * width, subsequent_indent="    ")
+    wrapped = textwrap.wrap(d.summary, max(style.width, width + 20), initial_indent=" " * width, subsequent_indent="    ")
     parts = [head + wrapped[0][width:] if wrapped else head.rstrip(), *wrapped[1:]]
     rows = [n for n in range(d.line, min(d.end_line, d.line + 2) + 1) if 0 < n <= len(lines)]
     gutter = len(str(rows[-1])) if rows else 1
@@ -242,14 +242,19 @@ def _full_one(d: Diagnostic, lines: List[str], style: Style, paint: _Paint) -> s
                 stop = len(text[: d.end_column - 1].expandtabs(4)) if d.end_line == d.line else len(text.expandtabs(4))
                 parts.append(bar + " " + " " * start + paint("^" * max(1, stop - start), "bold", "red"))
         parts.append(bar)
+    if d.message != d.summary:
+        parts.extend(
+            textwrap.wrap(f"= why: {d.message}", max(style.width, 40), initial_indent=" " * (gutter + 1), subsequent_indent=" " * (gutter + 3))
+        )
     if d.evidence:
         parts.append(" " * gutter + " = evidence:")
         for step in _chain(d):
             parts.append(" " * (gutter + 5) + paint(f"{shown(str(step['path']))}:{step['line']}:{step['column']}", "dim") + f" {step['message']}")
+    title = f"{d.fix_title}; " if d.fix_title else ""
     if d.fix_safety == "safe":
-        fix = "fix (safe): `pinfix fix` applies it"
+        fix = f"fix (safe): {title}`pinfix fix` applies it"
     elif d.fix_safety == "unsafe":
-        fix = "fix (unsafe): `pinfix fix --unsafe-fixes` applies it"
+        fix = f"fix (unsafe): {title}`pinfix fix --unsafe-fixes` applies it"
     else:
         fix = "no fix"
     note = f"; {d.fix_note}" if d.fix_note and d.fix_note not in d.message else ""
@@ -294,9 +299,10 @@ def _json(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style)
                 "end_line": d.end_line,
                 "end_column": d.end_column,
                 "message": d.message,
+                "summary": d.summary,
                 "pattern": d.pattern,
                 "severity": d.severity,
-                "fix": {"safety": d.fix_safety, "note": d.fix_note},
+                "fix": {"safety": d.fix_safety, "note": d.fix_note, "title": d.fix_title},
                 "evidence": _chain(d),
             }
             for d in _open(reports)

@@ -16,8 +16,9 @@ from .effects import DEFAULT_HELPER
 
 @dataclass(frozen=True)
 class Settings:
-    #: ``module.path.name`` of the pinned drop-in for ``torch.from_numpy``.
-    helper: str = DEFAULT_HELPER
+    #: ``module.path.name`` of the pinned drop-in for ``torch.from_numpy``;
+    #: ``None``: none, and the fix appends ``.pin_memory()`` instead.
+    helper: Optional[str] = DEFAULT_HELPER
     #: Functions (``module.path.name``) that return pinned CPU memory, beyond ``helper``.
     extra_pinned_producers: Tuple[str, ...] = ()
     #: fnmatch patterns of names that hold CPU tensors by the project's convention.
@@ -47,12 +48,14 @@ class Settings:
 
     @property
     def helper_module(self) -> str:
-        return self.helper.rpartition(".")[0]
+        return (self.helper or "").rpartition(".")[0]
 
     @property
     def helper_name(self) -> str:
-        return self.helper.rpartition(".")[2]
+        return (self.helper or "").rpartition(".")[2]
 
     @property
     def pinned_producers(self) -> FrozenSet[str]:
-        return frozenset((self.helper, *self.extra_pinned_producers))
+        """vLLM's helper always (what it returns is pinned, configured or not), the
+        configured helper and ``pinned-producers``."""
+        return frozenset((DEFAULT_HELPER, *((self.helper,) if self.helper else ()), *self.extra_pinned_producers))

@@ -7,6 +7,10 @@ finding (its logical line: every physical line from the statement's first
 token to its end, and for a compound statement only its header), or, for any
 kind, in the comment lines directly above that statement.
 
+A ``# pinfix: noqa`` (every rule) or ``# pinfix: noqa: PIN001`` comment on a
+line of its own suppresses those rules in the whole file, as ruff's
+``# ruff: noqa`` does.
+
 As in ruff, ``# noqa:`` must be followed by codes (letters then digits):
 ``# noqa: PIN`` names no code, is malformed and suppresses nothing. Codes are
 matched without regard to case.
@@ -71,6 +75,7 @@ reports make their codes unused in a run without it.
 """
 
 _NOQA = re.compile(r"#\s*noqa", re.IGNORECASE)
+_FILE_NOQA = re.compile(r"#\s*pinfix\s*:\s*noqa\b", re.IGNORECASE)
 _CODE = re.compile(r"[A-Za-z]+[0-9]+")
 _LINT = re.compile(r"#\s*lint-(?:ignore|fixme)\b(?:\s*:\s*(?P<names>[\w\s,]+))?")
 #: Text that may hold a directive, for a cheap test before tokenizing.
@@ -86,7 +91,7 @@ class Directive:
     #: directive text within it (in characters).
     line: int
     column: int
-    #: ``noqa`` or ``lint``.
+    #: ``noqa``, ``lint``, or ``file`` (``# pinfix: noqa``: the whole file).
     kind: str
     #: The codes (``PIN001``) or rule names it lists; ``None``: every rule.
     codes: Optional[Tuple[str, ...]]
@@ -114,7 +119,13 @@ def _rule_name(listed: str) -> str:
 
 def parse_comment(comment: str, line: int, column: int) -> Optional[Directive]:
     """The directive in one comment (``comment`` starts with ``#``), if any:
-    the first valid ``noqa``, else a malformed one, else a Fixit directive."""
+    a file-wide ``# pinfix: noqa``, else the first valid ``noqa``, else a
+    malformed one, else a Fixit directive."""
+    file_wide = _FILE_NOQA.match(comment)
+    if file_wide is not None:
+        directive = _noqa(comment, file_wide.start(), file_wide.end(), line, column)
+        directive.kind = "file"
+        return directive
     malformed: Optional[Directive] = None
     for match in _NOQA.finditer(comment):
         directive = _noqa(comment, match.start(), match.end(), line, column)
@@ -174,6 +185,8 @@ class SourceDirectives:
         self.lines = _lines_of(text)
         #: physical line -> the directive on it
         self.by_line: Dict[int, Directive] = {}
+        #: ``# pinfix: noqa`` directives, each on a line of its own: the whole file
+        self.file_wide: List[Directive] = []
         #: physical line -> (first, last) line of its logical line
         self._logical: Dict[int, Tuple[int, int]] = {}
         #: lines a comment may be appended to (not inside a string, no ``\\`` continuation)
@@ -198,7 +211,10 @@ class SourceDirectives:
             kind, row = tok.type, tok.start[0]
             if kind == tokenize.COMMENT:
                 directive = parse_comment(tok.string, row, tok.start[1])
-                if directive is not None:
+                if directive is not None and directive.kind == "file":
+                    if start is None:  # on a line of its own, as ruff requires
+                        self.file_wide.append(directive)
+                elif directive is not None:
                     self.by_line.setdefault(row, directive)
                 if start is None:
                     self._comment_only.add(row)
@@ -222,7 +238,10 @@ class SourceDirectives:
             at = line.find("#")
             if at >= 0:
                 directive = parse_comment(line[at:], row, at)
-                if directive is not None:
+                if directive is not None and directive.kind == "file":
+                    if not line[:at].strip():
+                        self.file_wide.append(directive)
+                elif directive is not None:
                     self.by_line[row] = directive
                 if not line[:at].strip():
                     self._comment_only.add(row)
@@ -264,8 +283,8 @@ class SourceDirectives:
             around = self.statement(*statement)
             first, last = min(first, statement[0], around[0]), max(last, statement[1], around[1])
         first, last = min(first, line), max(last, end_line)
-        for row in (*range(first, last + 1), *self._above(first)):
-            directive = self.by_line.get(row)
+        rows = (*range(first, last + 1), *self._above(first))
+        for directive in (*(self.by_line.get(row) for row in rows), *self.file_wide):
             if directive is not None and directive.covers(code):
                 directive.used.add(code.upper() if directive.codes is not None else "*")
                 return directive
@@ -277,8 +296,9 @@ class SourceDirectives:
         ``noqa`` directives that mention ``PIN``. Other tools' codes and blanket
         directives are never reported."""
         out: List[FindingFields] = []
-        for row in sorted(self.by_line):
-            d = self.by_line[row]
+        every = sorted([*self.by_line.values(), *self.file_wide], key=lambda d: d.line)
+        for d in every:
+            row = d.line
             text = self.lines[row - 1]
             if d.problem is not None:
                 if "PIN" in text[d.column :].upper():
@@ -296,7 +316,8 @@ class SourceDirectives:
                     continue
                 if code in enabled and code in d.used:
                     continue
-                why = "is not enabled here" if code not in enabled else "suppresses no finding on this statement"
+                where = "in this file" if d.kind == "file" else "on this statement"
+                why = "is not enabled here" if code not in enabled else f"suppresses no finding {where}"
                 out.append(_unused(row, start, end, f"unused suppression: `{listed}` {why}", "unused"))
         return out
 

@@ -14,6 +14,15 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _a_project_that_depends_on_vllm(tmp_path: Path) -> None:
+    """The suite's trees are vLLM-shaped (the seed is vLLM's): each test's
+    ``tmp_path`` holds a ``requirements.txt`` naming vLLM, so a tree there without
+    metadata of its own gets vLLM's helper by default. The default elsewhere is
+    tested in a tree of its own below it (``tests/test_default_helper.py``)."""
+    (tmp_path / "requirements.txt").write_text("vllm\n")
+
+
+@pytest.fixture(autouse=True)
 def _cache_outside_the_worktree(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """`check` caches at the working directory's project root (here: this
     repository); tests cache in a temporary directory instead, unless they

@@ -4,7 +4,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import List
+from typing import Dict, List
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -87,3 +87,10 @@ def sigint_as_default() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def fix_titles(proc: "subprocess.CompletedProcess[str]") -> Dict[str, str]:
+    """Each finding's path -> its fix title, from ``--output-format json``."""
+    import json
+
+    return {f["path"]: f["fix"]["title"] for f in json.loads(proc.stdout)["findings"]}

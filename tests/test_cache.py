@@ -35,10 +35,10 @@ def test_changed_bytes_settings_or_code_miss(project: Path, monkeypatch) -> None
     assert check(str(project))[:2] == (0, "")
     bad.write_text(BAD)
     (project / "pyproject.toml").write_text('[tool.pinfix]\nhelper = "mylib.pin.pinned"\n')
-    code, out, _ = check(str(project))
-    assert code == 1 and "pinned(...)" in out
+    code, out, _ = check("--output-format", "json", str(project))
+    assert code == 1 and "pinned(...)" in out  # the fix title names the new helper
     monkeypatch.setattr(cache_module, "__version__", "99")
-    code, out, _ = check(str(project))
+    code, out, _ = check("--output-format", "json", str(project))
     assert code == 1 and "pinned(...)" in out
 
 

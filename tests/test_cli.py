@@ -94,8 +94,10 @@ def test_unsafe_findings_are_left_with_reason(tree: Path) -> None:
         "import torch\n\n\ndef f(dst, a):\n    s = torch.from_numpy(a)\n    dst.copy_(s, non_blocking=True)\n    return s\n"
     )
     code, out, err = run(["fix", str(unsafe)])
+    assert code == 1 and "[*]" not in out
+    code, out, err = run(["fix", "--output-format", "full", str(unsafe)])
     assert code == 1
-    assert "unsafe fix: `s` is also used at line 7" in out
+    assert "unsafe fix: `s` is also used at line 7" in " ".join(out.split())
     assert "1 finding left: 1 unsafe fix (use --unsafe-fixes)" in err
     code, _, _ = run(["fix", "--unsafe-fixes", str(unsafe)])
     assert code == 0 and "np_to_pinned_tensor(a)" in unsafe.read_text()

@@ -320,3 +320,45 @@ def test_a_fifo_named_like_a_module_is_no_text_and_not_waited_on(tmp_path: Path)
     os.mkfifo(root / "pkg" / "z.py")
     proc = check(root, "pkg/b.py")  # `check` gives up after 300 s; this takes about one
     assert proc.returncode in (0, 1), proc.stderr
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True, capture_output=True)
+
+
+def test_a_dependents_finding_blocks_only_the_commit_that_made_it_new(tmp_path: Path) -> None:
+    """Issue 29: the deep hook refused a comment-only commit over a finding a
+    file the commit did not touch already had. The change that made it is
+    refused until it is committed (retried or edited, it still fails); once
+    ``HEAD`` holds it, a later change to the same module passes."""
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": COPIER, ".gitignore": ".pinfix_cache\n"})
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "pinned")
+    assert check(root, "pkg").returncode == 0
+    (root / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", ""))
+    assert found(check(root, "pkg/a.py")) == [("pkg/b.py", 5, "PIN002")]
+    assert found(check(root, "pkg/a.py")) == [("pkg/b.py", 5, "PIN002")]  # the commit retried
+    (root / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", "") + "# edited, not committed\n")
+    assert found(check(root, "pkg/a.py")) == [("pkg/b.py", 5, "PIN002")]
+    _git(root, "commit", "-qam", "pageable, committed past the hook")
+    (root / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", "") + "# a comment-only commit\n")
+    proc = check(root, "pkg/a.py")
+    assert (proc.returncode, found(proc)) == (0, []), proc.stdout
+    # A change that makes the dependent's copy blocking in a new place is new again.
+    (root / "pkg/b.py").write_text(COPIER + "\n\ndef again(dev):\n    return make().to(dev, non_blocking=True)\n")
+    assert found(check(root, "pkg/b.py")) == [("pkg/b.py", 5, "PIN002"), ("pkg/b.py", 9, "PIN002")]
+
+
+def test_a_dependents_finding_reworded_is_not_new(tmp_path: Path) -> None:
+    """What a dependent said before is matched by rule and place: a whole-tree
+    run and a recheck may word the same chain differently."""
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER.replace(", pin_memory=True", ""), "pkg/b.py": COPIER})
+    assert found(check(root, "pkg")) == [("pkg/b.py", 5, "PIN002")]
+    for name, raw in entries(root).items():
+        if raw.get("diagnostics") and raw["diagnostics"][0]["path"].endswith("b.py"):
+            raw["diagnostics"][0]["message"] = "worded otherwise"
+            next(p for p in (root / ".pinfix_cache").rglob(name)).write_text(json.dumps(raw))
+    (root / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", "") + "# a comment\n")
+    proc = check(root, "pkg/a.py")
+    assert (proc.returncode, found(proc)) == (0, []), proc.stdout

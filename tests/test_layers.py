@@ -3,7 +3,10 @@
 data -> engine -> rules -> fixes -> shell -> front ends. A module may import
 pinfix modules of its own layer or below, never above (type-checking imports
 included: they are dependencies too); nothing imports ``_private`` names from
-another pinfix module.
+another pinfix module. Every module is listed by name (``pkg.*`` lists a
+package and everything in it), every listed name exists, the engine's own
+modules have an order of their own, and no modules import each other in a
+cycle (today's two are listed, to be removed).
 """
 
 import ast
@@ -13,15 +16,14 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from tests.support import REPO
 
 LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
-    ("data", ("pinfix", "pinfix.effects", "pinfix.settings", "pinfix.edits", "pinfix.findings", "pinfix.regular")),
-    ("engine", ("pinfix.semantic", "pinfix.prefilter")),
-    ("rules", ("pinfix.rules",)),
-    ("fixes", ("pinfix.fixes", "pinfix.imports", "pinfix.layout", "pinfix.style")),
+    ("data", ("pinfix", "pinfix.effects", "pinfix.settings", "pinfix.edits", "pinfix.findings", "pinfix.regular", "pinfix.diffs")),
+    ("engine", ("pinfix.semantic.*", "pinfix.prefilter")),
+    ("rules", ("pinfix.rules.*",)),
+    ("fixes", ("pinfix.fixes.*", "pinfix.imports", "pinfix.layout", "pinfix.style")),
     (
         "shell",
         (
             "pinfix.engine",
-            "pinfix.pipeline",
             "pinfix.project",
             "pinfix.suppression",
             "pinfix.files",
@@ -31,21 +33,48 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
             "pinfix.config",
             "pinfix.output",
             "pinfix.api",
-            "pinfix.settings_table",
         ),
     ),
-    ("front ends", ("pinfix.cli", "pinfix.__main__", "pinfix.docs", "lint_rules", "codemods", "pinfix.runtime", "pinfix.lint_rules", "pinfix.codemods")),
+    ("front ends", ("pinfix.cli", "pinfix.__main__", "pinfix.docs", "lint_rules.*", "codemods.*", "pinfix.runtime.*")),
 ]
+
+#: The engine's modules, lowest first: each imports only modules before it.
+SEMANTIC_ORDER = (
+    "pinfix.semantic",
+    "pinfix.semantic.values",
+    "pinfix.semantic.source",
+    "pinfix.semantic.modules",
+    "pinfix.semantic.scope",
+    "pinfix.semantic.slices",
+    "pinfix.semantic.state",
+    "pinfix.semantic.facts",
+    "pinfix.semantic.expressions",
+    "pinfix.semantic.calls",
+    "pinfix.semantic.flow",
+    "pinfix.semantic.evaluator",
+    "pinfix.semantic.module",
+    "pinfix.semantic.project",
+)
+
+#: Cycles there are today (each to be removed; none may be added): the engine's
+#: evaluator names ModuleContext for the type checker, and the cache reads the
+#: engine's Diagnostic and FileReport (moving them to findings.py removes it).
+KNOWN_CYCLES = (
+    frozenset({"pinfix.semantic.evaluator", "pinfix.semantic.module"}),
+    frozenset({"pinfix.cache", "pinfix.engine"}),
+)
+
+
+def _listed(module: str, entry: str) -> bool:
+    if entry.endswith(".*"):
+        return module == entry[:-2] or module.startswith(entry[:-1])
+    return module == entry
 
 
 def layer_of(module: str) -> Optional[int]:
-    best: Optional[Tuple[int, int]] = None
-    for rank, (_, prefixes) in enumerate(LAYERS):
-        for prefix in prefixes:
-            if module == prefix or module.startswith(prefix + "."):
-                if best is None or len(prefix) > best[1]:
-                    best = (rank, len(prefix))
-    return best[0] if best is not None else None
+    found = [rank for rank, (_, entries) in enumerate(LAYERS) for entry in entries if _listed(module, entry)]
+    assert len(found) <= 1, (module, found)
+    return found[0] if found else None
 
 
 def modules() -> Iterator[Tuple[str, Path]]:
@@ -80,6 +109,94 @@ def imports(name: str, path: Path) -> Iterator[Tuple[str, List[str], int]]:
 
 def test_every_module_has_a_layer() -> None:
     assert [m for m, _ in modules() if layer_of(m) is None] == []
+    # Listed by name: a new module of pinfix is in no layer until someone puts it in one.
+    assert layer_of("pinfix.newly_added") is None and layer_of("pinfix") == 0
+
+
+def test_every_listed_module_exists() -> None:
+    own = {m for m, _ in modules()}
+    entries = [entry for _, listed in LAYERS for entry in listed] + list(SEMANTIC_ORDER)
+    assert [entry for entry in entries if not any(_listed(m, entry) for m in own)] == []
+
+
+def dependencies() -> Dict[str, set]:
+    """Each module -> the modules of this repository it imports (``from pkg import
+    sub`` is an import of ``pkg.sub``, not of ``pkg``'s ``__init__``)."""
+    own = dict(modules())
+    graph: Dict[str, set] = {}
+    for name, path in own.items():
+        graph[name] = set()
+        for target, names, _ in imports(name, path):
+            subs = [f"{target}.{n}" for n in names if f"{target}.{n}" in own]
+            if target in own and target != name and len(subs) < len(names):
+                graph[name].add(target)
+            graph[name].update(s for s in subs if s != name)
+            if target in own and target != name and not names:
+                graph[name].add(target)
+    return graph
+
+
+def cycles(graph: Dict[str, set]) -> List[frozenset]:
+    """The strongly connected groups of more than one module (iterative Tarjan)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    on_stack: set = set()
+    stack: List[str] = []
+    found: List[frozenset] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.add(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(frozenset(group))
+    return found
+
+
+def test_no_modules_import_each_other_in_a_cycle() -> None:
+    assert sorted(map(sorted, cycles(dependencies()))) == sorted(map(sorted, KNOWN_CYCLES))
+    # The check finds a cycle inside a layer, and one of three.
+    assert cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [frozenset({"a", "b"})]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [frozenset({"a", "b", "c"})]
+
+
+def test_the_engine_modules_import_in_their_own_order() -> None:
+    rank = {name: i for i, name in enumerate(SEMANTIC_ORDER)}
+    assert sorted(m for m, _ in modules() if m.startswith("pinfix.semantic")) == sorted(SEMANTIC_ORDER)
+    known = {tuple(sorted(c)) for c in KNOWN_CYCLES}
+    bad = [
+        f"{name} imports {dep}"
+        for name, deps in dependencies().items()
+        if name in rank
+        for dep in deps
+        if dep in rank and rank[dep] > rank[name] and tuple(sorted((name, dep))) not in known
+    ]
+    assert bad == []
 
 
 def test_layers_import_downward_only() -> None:

@@ -7,6 +7,7 @@ import json
 import os
 import pty
 import re
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import BAD_SOURCE, pinfix
+from tests.support import BAD_SOURCE, REPO, pinfix
 
 UNSAFE = "import torch\n\n\ndef g(dst, a):\n    s = torch.from_numpy(a)\n    dst.copy_(s, non_blocking=True)\n    return s\n"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -49,7 +50,38 @@ def test_full_shows_the_line_a_caret_the_evidence_and_the_fix(tree: Path) -> Non
     assert lines[at + 1] == "  |               ^"
     assert "  = evidence:" in lines
     assert any(line.strip().startswith("pkg/unsafe.py:5:") for line in lines)
-    assert any("fix (unsafe): `pinfix fix --unsafe-fixes` applies it" in line for line in lines)
+    text = " ".join(line.strip() for line in lines)
+    assert "= fix (unsafe): Make the source pinned with `np_to_pinned_tensor(...)`; `pinfix fix --unsafe-" in text
+    # The whole account is under the source: where `s` was made and why the fix is unsafe.
+    assert "= why: `s` holds pageable `torch.from_numpy(...)` (line 5)" in text
+    assert "(unsafe fix: `s` is also used at line 7;" in text
+
+
+CORPUS = REPO / "examples" / "patterns"
+
+
+def test_concise_is_a_short_message_and_full_has_the_rest(tmp_path: Path) -> None:
+    """ruff's shape: concise prints what and why in one sentence (about 100
+    characters); the whole message, the chain and the fix are full's."""
+    shutil.copytree(CORPUS, tmp_path / "patterns")
+    (tmp_path / "patterns" / "more.py").write_text(
+        "import torch\n\n\ndef f(t, dst, a, n):\n"
+        "    y = t.to('cpu', non_blocking=True)\n    print(y.tolist())\n"
+        "    dst.copy_(torch.zeros(n)[::2], non_blocking=True)\n"
+        "    dst.copy_(t, non_blocking=True)\n"
+        "    x = torch.arange(n) + 1\n    dst.copy_(x, non_blocking=True)\n"
+    )
+    concise = pinfix("check", "--no-cache", "--show-unknown", "--output-format", "concise", "patterns", cwd=tmp_path)
+    full = pinfix("check", "--no-cache", "--show-unknown", "--output-format", "full", "patterns", cwd=tmp_path)
+    lines = concise.stdout.splitlines()
+    assert {line.split()[1] for line in lines} == {"PIN001", "PIN002", "PIN003", "PIN004"}, concise.stdout
+    for line in lines:
+        message = line.split(" ", 2)[2].removeprefix("[*] ")
+        assert 40 <= len(message) <= 120, line
+        assert "blocks the host" in message or "waits" in message or "waited on" in message or "staged" in message, line
+    flat = " ".join(full.stdout.split())
+    assert flat.count("= why: ") >= len(lines) - 1
+    assert "while the driver stages the copy" in flat and "while the driver stages the copy" not in concise.stdout
 
 
 def run_on_a_terminal(args, cwd: Path, env: dict) -> str:  # type: ignore[no-untyped-def]

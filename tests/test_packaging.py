@@ -32,7 +32,7 @@ def user_project(tmp_path: Path) -> Path:
         (project / own).mkdir(parents=True)
         (project / own / "__init__.py").write_text("MINE = True\n")
     (project / "pyproject.toml").write_text(
-        '[project]\nname = "userproj"\n\n[tool.fixit]\nenable = ["pinfix.lint_rules"]\ndisable = ["fixit.rules"]\n'
+        '[project]\nname = "userproj"\ndependencies = ["vllm"]\n\n[tool.fixit]\nenable = ["pinfix.lint_rules"]\ndisable = ["fixit.rules"]\n'
     )
     (project / "m.py").write_text(SOURCE)
     return project
@@ -50,8 +50,8 @@ def test_readme_codemod_command_works_from_a_users_project(user_project: Path) -
     proc = subprocess.run(cmd, cwd=user_project, capture_output=True, text=True, env=_env(), timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert (user_project / "m.py").read_text() == FIXED
-    # The documented command is the one in the README.
-    readme = (REPO / "README.md").read_text()
+    # The documented command is the one in docs/usage.md.
+    readme = (REPO / "docs" / "usage.md").read_text()
     assert "python -m libcst.tool codemod --no-format -x pinfix.codemods.pin_pageable_sources.PinPageableSourcesCommand" in readme
 
 
@@ -62,7 +62,7 @@ def test_fixit_loads_our_rules_next_to_a_users_own_packages(user_project: Path) 
                           env=_env(), timeout=300)
     out = proc.stdout + proc.stderr
     assert "PageableNonBlockingCopy" in out and "PIN001" in out, out
-    # The README's [tool.fixit] switches Fixit's own rules off (NoInheritFromObject would report).
+    # docs/usage.md's [tool.fixit] switches Fixit's own rules off (NoInheritFromObject would report).
     assert "NoInheritFromObject" not in out and "1 file with errors" in out
 
 

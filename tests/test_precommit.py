@@ -1,7 +1,7 @@
 """The hooks, through the real pre-commit: the README's snippet as written
 (only its ``<this repository>`` placeholder replaced by a local clone of this
-tree, tagged as a release is), a two-pyproject tree, ``--force-exclude``, and
-one pinfix process per run (``require_serial``)."""
+tree, with no tags: tags do not travel with this repository), a two-pyproject
+tree, ``--force-exclude``, and one pinfix process per run (``require_serial``)."""
 
 import os
 import re
@@ -14,7 +14,6 @@ from typing import Dict, List
 import pytest
 import yaml
 
-from pinfix import __version__
 from tests.support import BAD_SOURCE, REPO
 
 PLACEHOLDER = "<this repository>"
@@ -39,11 +38,17 @@ def readme_snippet() -> str:
     return match.group(1)
 
 
-def test_readme_snippet_names_this_release_and_the_hooks_follow_ruff() -> None:
+def test_readme_snippet_names_a_rev_a_fresh_clone_has_and_the_hooks_follow_ruff(
+    hook_repo: Dict[str, Path], tmp_path: Path
+) -> None:
     config = yaml.safe_load(readme_snippet())
     (repo,) = config["repos"]
-    assert repo["repo"] == PLACEHOLDER and repo["rev"] == f"v{__version__}"
-    assert f'version = "{__version__}"' in (REPO / "pyproject.toml").read_text()
+    assert repo["repo"] == PLACEHOLDER
+    # A plain clone, as a user makes one: its rev must resolve there.
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(hook_repo["clone"]), str(clone)], check=True)
+    subprocess.run(["git", "rev-parse", "--verify", f"origin/{repo['rev']}"], cwd=clone, check=True,
+                   capture_output=True)
     for hook in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text()):
         assert hook["require_serial"] is True, hook["id"]
         assert hook["minimum_pre_commit_version"], hook["id"]
@@ -52,8 +57,8 @@ def test_readme_snippet_names_this_release_and_the_hooks_follow_ruff() -> None:
 
 @pytest.fixture(scope="module")
 def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
-    """A clone of this tree as it is now (tracked and new files), tagged
-    ``v<version>`` as a release is; and one pre-commit cache for all tests."""
+    """A clone of this tree as it is now (tracked and new files) on ``main``,
+    untagged; and one pre-commit cache for all tests."""
     base = tmp_path_factory.mktemp("hooks")
     clone = base / "pinfix"
     listed = _git(REPO, "ls-files", "-co", "--exclude-standard", "-z").split("\0")
@@ -63,9 +68,9 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
             (clone / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, clone / rel)
     _git(clone, "init", "-q")
+    _git(clone, "symbolic-ref", "HEAD", "refs/heads/main")
     _git(clone, "add", "-A")
     _git(clone, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "release")
-    _git(clone, "tag", f"v{__version__}")
     return {"clone": clone, "home": base / "pre-commit-home"}
 
 
@@ -90,7 +95,8 @@ def pre_commit(repo: Path, hook_repo: Dict[str, Path], *args: str) -> subprocess
 
 
 def test_readme_snippet_works_as_written(tmp_path: Path, hook_repo: Dict[str, Path]) -> None:
-    repo = user_repo(tmp_path / "user", hook_repo, {"model.py": BAD_SOURCE, "clean.py": "x = 1\n"})
+    # A project that depends on vLLM: the fix uses vLLM's helper.
+    repo = user_repo(tmp_path / "user", hook_repo, {"model.py": BAD_SOURCE, "clean.py": "x = 1\n", "requirements.txt": "vllm\n"})
     check = pre_commit(repo, hook_repo, "--all-files")
     assert check.returncode == 1, check.stdout + check.stderr
     assert "model.py:5:15: PIN001" in check.stdout
@@ -115,11 +121,18 @@ def test_two_pyproject_tree_uses_each_files_settings(tmp_path: Path, hook_repo: 
             "pkg/worker.py": BAD_SOURCE,
         },
     )
+    config = repo / ".pre-commit-config.yaml"
+    config.write_text(config.read_text().replace("# - id: pinfix-fix", "- id: pinfix-fix"))
     for order in (["examples/demo/run.py", "pkg/worker.py"], ["pkg/worker.py", "examples/demo/run.py"]):
         proc = pre_commit(repo, hook_repo, "pinfix", "--files", *order)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         found = [line for line in proc.stdout.splitlines() if ": PIN001 " in line]
-        assert len(found) == 2 and all("`pinned(...)`" in line for line in found), proc.stdout
+        assert len(found) == 2, proc.stdout
+        # Each file fixed with the helper its own settings name.
+        proc = pre_commit(repo, hook_repo, "pinfix-fix", "--files", *order)
+        for rel in order:
+            assert "pinned(a)" in (repo / rel).read_text(), proc.stdout + proc.stderr
+            (repo / rel).write_text(BAD_SOURCE)
     assert (repo / ".pinfix_cache" / "CACHEDIR.TAG").is_file()
     assert not (repo / "examples" / "demo" / ".pinfix_cache").exists()
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from pinfix.config import ConfigError, load_config
-from tests.support import BAD_SOURCE, pinfix
+from tests.support import BAD_SOURCE, fix_titles, pinfix
 from tests.support import write_text as write
 
 
@@ -24,10 +24,10 @@ def two_projects(tmp_path: Path) -> Path:
 
 def test_each_file_gets_its_nearest_settings_in_either_argument_order(two_projects: Path) -> None:
     for order in (["examples/demo/run.py", "pkg/worker.py"], ["pkg/worker.py", "examples/demo/run.py"]):
-        proc = pinfix("check", "--output-format", "concise", *order, cwd=two_projects, env={"PINFIX_CACHE_DIR": ""})
+        proc = pinfix("check", "--output-format", "json", *order, cwd=two_projects, env={"PINFIX_CACHE_DIR": ""})
         assert proc.returncode == 1, proc.stderr
-        lines = proc.stdout.splitlines()
-        assert len(lines) == 2 and all("with `pinned(...)`" in line for line in lines), proc.stdout
+        titles = fix_titles(proc)
+        assert len(titles) == 2 and all(t.endswith("with `pinned(...)`") for t in titles.values()), proc.stdout
     # The cache is at the project root, never in the example's folder.
     assert (two_projects / ".pinfix_cache" / "CACHEDIR.TAG").is_file()
     assert not (two_projects / "examples" / "demo" / ".pinfix_cache").exists()
@@ -35,11 +35,11 @@ def test_each_file_gets_its_nearest_settings_in_either_argument_order(two_projec
 
 def test_nested_settings_file_wins_below_it(two_projects: Path) -> None:
     write(two_projects / "examples" / "demo" / "pinfix.toml", 'helper = "demo.mem.pin_it"\n')
-    proc = pinfix("check", "--output-format", "concise", ".", cwd=two_projects)
+    proc = pinfix("check", "--output-format", "json", ".", cwd=two_projects)
     assert proc.returncode == 1
-    run_line, worker_line = sorted(proc.stdout.splitlines())
-    assert run_line.startswith("examples/demo/run.py") and "`pin_it(...)`" in run_line
-    assert worker_line.startswith("pkg/worker.py") and "`pinned(...)`" in worker_line
+    titles = fix_titles(proc)
+    assert titles["examples/demo/run.py"].endswith("`pin_it(...)`")
+    assert titles["pkg/worker.py"].endswith("`pinned(...)`")
 
 
 @pytest.mark.parametrize("name", [".pinfix.toml", "pinfix.toml"])
@@ -47,8 +47,8 @@ def test_pinfix_toml_has_top_level_keys_and_beats_pyproject(tmp_path: Path, name
     write(tmp_path / "pyproject.toml", '[tool.pinfix]\nhelper = "a.b.from_pyproject"\n')
     write(tmp_path / name, 'helper = "a.b.from_toml"\n')
     write(tmp_path / "m.py", BAD_SOURCE)
-    proc = pinfix("check", "--output-format", "concise", "m.py", cwd=tmp_path)
-    assert "`from_toml(...)`" in proc.stdout, proc.stdout + proc.stderr
+    proc = pinfix("check", "--output-format", "json", "m.py", cwd=tmp_path)
+    assert fix_titles(proc)["m.py"].endswith("`from_toml(...)`"), proc.stdout + proc.stderr
 
 
 def test_show_settings_names_the_file_root_and_values(two_projects: Path) -> None:
@@ -73,15 +73,15 @@ def test_show_files_lists_what_check_would_check(two_projects: Path) -> None:
 def test_config_file_with_top_level_keys_is_honoured(tmp_path: Path) -> None:
     write(tmp_path / "m.py", BAD_SOURCE)
     write(tmp_path / "elsewhere" / "settings.toml", 'helper = "x.y.from_config_file"\n')
-    proc = pinfix("check", "--config", "elsewhere/settings.toml", "--output-format", "concise", "m.py", cwd=tmp_path)
-    assert "`from_config_file(...)`" in proc.stdout, proc.stdout + proc.stderr
+    proc = pinfix("check", "--config", "elsewhere/settings.toml", "--output-format", "json", "m.py", cwd=tmp_path)
+    assert fix_titles(proc)["m.py"].endswith("`from_config_file(...)`"), proc.stdout + proc.stderr
 
 
 def test_config_key_value_overrides_and_option_beats_file(tmp_path: Path) -> None:
     write(tmp_path / "pyproject.toml", '[tool.pinfix]\nhelper = "a.b.from_file"\n')
     write(tmp_path / "m.py", BAD_SOURCE)
-    proc = pinfix("check", "--config", 'helper = "a.b.from_override"', "--output-format", "concise", "m.py", cwd=tmp_path)
-    assert "`from_override(...)`" in proc.stdout, proc.stderr
+    proc = pinfix("check", "--config", 'helper = "a.b.from_override"', "--output-format", "json", "m.py", cwd=tmp_path)
+    assert fix_titles(proc)["m.py"].endswith("`from_override(...)`"), proc.stderr
     proc = pinfix("check", "--config", "select = ['PIN002']", "m.py", cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout == ""
 

@@ -1,5 +1,6 @@
 """Issue 15: editors (stdin), cache hygiene, and which files are excluded."""
 
+import json
 import signal
 import subprocess
 import sys
@@ -23,11 +24,13 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_check_reads_stdin_with_the_settings_of_stdin_filename(project: Path) -> None:
-    proc = pinfix("check", "--output-format", "concise", "-", cwd=project, stdin=BAD_SOURCE.encode())
+    proc = pinfix("check", "--output-format", "json", "-", cwd=project, stdin=BAD_SOURCE.encode())
     assert proc.returncode == 1
-    assert proc.stdout.decode().startswith("-:5:15: PIN001") and b"`pinned(...)`" in proc.stdout
-    proc = pinfix("check", "--output-format", "concise", "--stdin-filename", "sub/x.py", cwd=project, stdin=BAD_SOURCE.encode())
-    assert proc.stdout.decode().startswith("sub/x.py:5:15: PIN001") and b"`pin_sub(...)`" in proc.stdout
+    ((path, finding),) = [(f["path"], f) for f in json.loads(proc.stdout)["findings"]]
+    assert (path, finding["line"], finding["column"]) == ("-", 5, 15) and finding["fix"]["title"].endswith("`pinned(...)`")
+    proc = pinfix("check", "--output-format", "json", "--stdin-filename", "sub/x.py", cwd=project, stdin=BAD_SOURCE.encode())
+    ((path, finding),) = [(f["path"], f) for f in json.loads(proc.stdout)["findings"]]
+    assert path == "sub/x.py" and finding["fix"]["title"].endswith("`pin_sub(...)`")
     assert not (project / "sub" / "x.py").exists()
 
 

@@ -1,38 +1,33 @@
 """The seed, on the real vLLM sources: 0.28.0 fixed by pinfix equals what vLLM 0.29.0 has.
 
-The sdists are downloaded from the package index by ``../shared/tools/fetch-sdist``
-(or taken from ``PINFIX_SDIST_DIR``); no third-party code lives in this repository.
+The sdists are downloaded once from pip's default index by ``tests/sdist.py``
+into ``PINFIX_SDIST_DIR`` (default ``/tmp/pinfix-sdists``), which is reused;
+no third-party code lives in this repository. Only an index that cannot be
+reached (offline) makes these tests skip, and they say so.
 """
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from pinfix.cli import main
-from tests.support import REPO, ruff_codes
+from tests.sdist import fetch
+from tests.support import ruff_codes
 
 SEED_FILES = (
     "vllm/v1/attention/backends/mla/xpu_mla_sparse.py",
     "vllm/v1/attention/backends/mla/rocm_aiter_mla_sparse.py",
 )
-FETCH = REPO.parent / "shared" / "tools" / "fetch-sdist"
 CACHE = Path(os.environ.get("PINFIX_SDIST_DIR", "/tmp/pinfix-sdists"))
 
 
 def _sdist(version: str) -> Path:
-    tree = CACHE / f"vllm-{version}"
-    if tree.is_dir():
-        return tree
-    if not FETCH.exists():
-        pytest.skip(f"needs the vLLM {version} sdist: no {FETCH} and nothing in {CACHE}")
-    proc = subprocess.run([sys.executable, str(FETCH), "vllm", version, str(CACHE)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"could not download the vLLM {version} sdist: {proc.stderr.strip()[-300:]}")
-    return Path(proc.stdout.strip().splitlines()[-1])
+    try:
+        return fetch("vllm", version, CACHE)
+    except OSError as exc:  # urllib's URLError included: no network
+        pytest.skip(f"could not download the vLLM {version} sdist into {CACHE}: {exc}")
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +81,65 @@ def test_fix_gives_exactly_the_upstream_lines(seed_trees) -> None:
     snapshot = {rel: (work / rel).read_bytes() for rel in SEED_FILES}
     assert main(["fix", str(work)], io.StringIO(), io.StringIO()) == 0
     assert {rel: (work / rel).read_bytes() for rel in SEED_FILES} == snapshot
+
+
+def _serve(root: Path):
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *args: None  # type: ignore[method-assign]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def _index_with(root: Path, name: str, version: str, sha: str) -> bytes:
+    import hashlib
+    import io
+    import tarfile
+
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w:gz") as tar:
+        body = b"print('made here')\n"
+        info = tarfile.TarInfo(f"{name}-{version}/m.py")
+        info.size = len(body)
+        tar.addfile(info, io.BytesIO(body))
+    archive = data.getvalue()
+    (root / "files").mkdir(parents=True)
+    (root / "files" / f"{name}-{version}.tar.gz").write_bytes(archive)
+    (root / "simple" / name).mkdir(parents=True)
+    digest = sha or hashlib.sha256(archive).hexdigest()
+    link = f'<a href="../../files/{name}-{version}.tar.gz#sha256={digest}">{name}-{version}.tar.gz</a>'
+    (root / "simple" / name / "index.html").write_text(f"<html><body>{link}</body></html>")
+    return archive
+
+
+def test_the_sdists_come_from_the_index_with_a_tool_in_this_repository(tmp_path: Path) -> None:
+    """What a newcomer's run does: the fetcher is in the repository, reads the
+    index pip would (here PIP_INDEX_URL, a local one), checks the digest,
+    unpacks, prints the tree; a digest that does not match leaves nothing."""
+    import subprocess
+    import sys
+
+    from tests.support import REPO
+
+    _index_with(tmp_path / "good", "pkg", "1.0", "")
+    _index_with(tmp_path / "bad", "pkg", "1.0", "0" * 64)
+    for which in ("good", "bad"):
+        server = _serve(tmp_path / which)
+        try:
+            env = {**os.environ, "PIP_INDEX_URL": f"http://127.0.0.1:{server.server_address[1]}/simple"}
+            dest = tmp_path / f"dest-{which}"
+            proc = subprocess.run([sys.executable, "-m", "tests.sdist", "pkg", "1.0", str(dest)], cwd=REPO, env=env,
+                                  capture_output=True, text=True, timeout=120)
+        finally:
+            server.shutdown()
+        if which == "good":
+            assert proc.returncode == 0, proc.stderr
+            assert Path(proc.stdout.strip()) == dest / "pkg-1.0"
+            assert (dest / "pkg-1.0" / "m.py").read_text() == "print('made here')\n"
+        else:
+            assert proc.returncode != 0 and "sha256" in proc.stderr
+            assert sorted(p.name for p in dest.iterdir()) == []

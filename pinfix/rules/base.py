@@ -69,7 +69,21 @@ class RuleContext:
             src.column(node.end_lineno, node.end_col_offset) + 1,
         )
 
-    def finding(self, code: str, node: Any, message: str, pattern: str, fix: Optional[Fix], note: Optional[str], evidence: Sequence[Step] = (), severity: str = "error") -> Finding:
+    def finding(
+        self,
+        code: str,
+        node: Any,
+        message: str,
+        pattern: str,
+        fix: Optional[Fix],
+        note: Optional[str],
+        evidence: Sequence[Step] = (),
+        severity: str = "error",
+        summary: str = "",
+        fix_title: Optional[str] = None,
+    ) -> Finding:
+        """A finding at ``node``: ``summary`` says what and why in one short
+        sentence, ``message`` the whole account, ``fix_title`` what ``fix`` does."""
         line, column, end_line, end_column = self.position(node)
         return Finding(
             code=code,
@@ -83,6 +97,8 @@ class RuleContext:
             fix_note=fix.reason if fix is not None and fix.reason else note,
             evidence=tuple(self.evidence(s) for s in evidence),
             severity=severity,
+            summary=summary,
+            fix_title=fix_title if fix is not None else None,
             fix=fix,
             node=node,
             statement=self.statements.lines(node),

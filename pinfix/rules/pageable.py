@@ -195,8 +195,11 @@ class Judge:
             "a pageable temporary and blocks the host; copy a dense block (whole rows) and slice it on the "
             "device, or gather it into a contiguous pinned buffer first (no fix)"
         )
+        summary = f"`{view}`{held} is a gapped view, so {what} is staged through pageable memory"
         evidence = [*route.steps, Step("copied", copy.call, f"copied with {what}", self.src)]
-        return self.ctx.finding("PIN002", copy.source_node, message, f"{copy.method}/non-dense", None, "gapped view", evidence)
+        return self.ctx.finding(
+            "PIN002", copy.source_node, message, f"{copy.method}/non-dense", None, "gapped view", evidence, summary=summary
+        )
 
     # --- pageable memory ------------------------------------------------------------------------------
 
@@ -226,22 +229,28 @@ class Judge:
         # Origins of different kinds (`torch.from_numpy` on one path, `torch.cat` on another): each named.
         groups = [] if deep else _origin_groups([t for t in tensors if t.origin is not None and same_source(t.origin.src, self.src)])
         several = len(groups) > 1
+        # `subject` is the whole account of where the memory comes from; `short` names only what is pageable.
         if several:
             listed = ", ".join(f"{_quoted(label)} (line {', '.join(map(str, at_lines))})" for label, at_lines, _ in groups)
             holder = f"`{bound}` holds" if bound else f"`{self.src.short(copy.source_node)}` holds"
             subject = f"{holder} pageable memory from {len(groups)} origins: {listed}"
+            short = f"{holder} pageable memory from {len(groups)} origins"
         elif deep:
             via = primary.via
             assert via is not None
             subject = f"`{self.src.short(copy.source_node)}` is pageable: {quoted} made at {at} reaches the copy through {via.message} ({self.ctx.where(via)})"
+            short = f"`{self.src.short(copy.source_node)}` is pageable ({quoted}, made in another function)"
         elif inline and not computed:
-            subject = f"{quoted} is pageable memory"
+            subject = short = f"{quoted} is pageable memory"
         elif inline:
             subject = f"{quoted}{at_text} is a fresh pageable CPU tensor"
+            short = f"{quoted} is a fresh pageable CPU tensor"
         elif computed:
             subject = f"`{bound}` holds {quoted}{at_text}, a fresh pageable CPU tensor"
+            short = f"`{bound}` holds {quoted}, a fresh pageable CPU tensor"
         else:
             subject = f"`{bound}` holds pageable {quoted}{at_text}"
+            short = f"`{bound}` holds pageable {quoted}"
         if primary.cond and not several and not copy.source.all(lambda a: isinstance(a, Tensor) and a.blocks):
             subject += f" when {primary.cond}"
         if code == "PIN001" and not primary.converted:
@@ -263,7 +272,9 @@ class Judge:
             message += f" (no fix: {note})"
         given = [copy.given_by] if copy.given_by is not None else []
         evidence = [*route.steps, *given, Step("copied", copy.call, f"copied with {what}", self.src)]
-        return self.ctx.finding(code, reported, message, pattern, fix, note, evidence)
+        summary = f"{short}, so {what} blocks the host"
+        title = remedy[:1].upper() + remedy[1:]
+        return self.ctx.finding(code, reported, message, pattern, fix, note, evidence, summary=summary, fix_title=title)
 
     def remedies(self, groups: List[Tuple[str, List[int], List[Tensor]]], shared: str) -> str:
         """The remedy of each origin, where they differ: ``for X (line a), ...; for Y (line b), ...``."""
@@ -325,10 +336,12 @@ class Judge:
                     return remedy, fix, None
             return remedy, None, "the source is made in another function; fix it there"
         if isinstance(effect, Makes) and effect.helper_fix:
-            local = helper_local_name(self.module, settings.helper) or settings.helper_name
-            remedy = f"make the source pinned with `{local}(...)`"
+            local = (helper_local_name(self.module, settings.helper) or settings.helper_name) if settings.helper else None
+            remedy = f"make the source pinned with `{local}(...)`" if local else "pin the source with `.pin_memory()`"
             if others or any(not (isinstance(t.origin.effect, Makes) and t.origin.effect.helper_fix) for t in tensors if t.origin):
                 return remedy, None, "the copy is fed pageable memory made in several ways"
+            if local is None:
+                return remedy, *self.pin_method_fix(tensors, route, inline)
             return remedy, *self.helper_fix(tensors, route, inline, local)
         if isinstance(effect, Makes) and effect.factory:
             expr = settings.pin_memory_expr or "True"
@@ -381,17 +394,32 @@ class Judge:
         line = binding_line(self.module, self.func, local, settings.helper)
         if line is not None:
             return None, f"`{local}` is already bound to something else here (line {line}); import `{settings.helper}` under another name by hand"
-        reason = None if inline else self.bound_hazard(tensors, route, calls)
+        reason = None if inline else self.bound_hazard(tensors, route, calls, f"`{settings.helper_name}`")
         edits = tuple(Edit(*self.src.span(c.func), local) for c in calls)
         imports = () if helper_local_name(self.module, settings.helper) else ((settings.helper_module, settings.helper_name),)
         drops = tuple(_unique([_root(c.func) for c in calls if _root(c.func)]))
         return Fix(UNSAFE if reason else SAFE, reason, edits, imports, drops), None
 
-    def bound_hazard(self, tensors: List[Tensor], route: Route, calls: Sequence[ast.Call]) -> Optional[str]:
+    def pin_method_fix(self, tensors: List[Tensor], route: Route, inline: bool) -> Tuple[Optional[Fix], Optional[str]]:
+        """No helper configured: ``torch.from_numpy(a)`` -> ``torch.from_numpy(a).pin_memory()``,
+        which needs no import. The same values, dtype and shape in pinned memory, a copy
+        as a helper's is; but ``.pin_memory()`` raises where no accelerator is available,
+        where vLLM's helper gives the plain tensor: always unsafe."""
+        calls = _unique([t.origin.node for t in tensors if t.origin is not None])
+        if any(t.origin is not None and t.origin.src is not self.src for t in tensors):
+            return None, "the source is made in another file; fix it there"
+        hazard = None if inline else self.bound_hazard(tensors, route, calls, "`.pin_memory()`")
+        reason = hazard or (
+            "`.pin_memory()` raises where no accelerator is available; set `helper` to a function that pins "
+            "only where it can (vLLM: `vllm.utils.torch_utils.np_to_pinned_tensor`) to make this fix safe"
+        )
+        edits = tuple(Edit(self.src.span(c)[1], self.src.span(c)[1], ".pin_memory()") for c in calls)
+        return Fix(UNSAFE, reason, edits), None
+
+    def bound_hazard(self, tensors: List[Tensor], route: Route, calls: Sequence[ast.Call], helper: str) -> Optional[str]:
         """Why swapping the bound ``from_numpy`` for a pinned copy could change behaviour:
-        ``from_numpy`` shares the array's memory, the helper copies it."""
+        ``from_numpy`` shares the array's memory, ``helper`` (as a message names it) copies it."""
         names = route.names
-        helper = self.settings.helper_name
         copy = self.copy
         if len(names) > 1:
             return "the tensor reaches the copy through several names (" + ", ".join(f"`{n}`" for n in names) + ")"
@@ -406,7 +434,7 @@ class Judge:
         if others:
             return (
                 f"`{name}` is also used at line {others[0].lineno}; "
-                f"`{helper}` returns a copy, so that use would no longer share memory with the array"
+                f"{helper} returns a copy, so that use would no longer share memory with the array"
             )
         sink_loops = set(map(id, self.ctx.facts.loops(self.func, copy.call)))
         if sink_loops - set(map(id, self.ctx.facts.loops(self.func, binding))):
@@ -424,7 +452,7 @@ class Judge:
                     if end < at < start:
                         return (
                             f"`{root}` is used at line {use.lineno}, between the binding and the copy; "
-                            f"`{helper}` would snapshot the array at the binding"
+                            f"{helper} would snapshot the array at the binding"
                         )
         return None
 

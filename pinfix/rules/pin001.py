@@ -50,8 +50,11 @@ class PageableNonBlockingCopy(Rule):
 
     ## Fix safety
     The fix replaces ``torch.from_numpy(a)`` by the configured helper
-    (``[tool.pinfix] helper``, default ``vllm.utils.torch_utils.np_to_pinned_tensor``)
-    and imports it in isort order, merged into an existing ``from`` import of that module.
+    (``[tool.pinfix] helper``; unset, ``vllm.utils.torch_utils.np_to_pinned_tensor`` in a
+    project that is vLLM or depends on it) and imports it in isort order, merged into an
+    existing ``from`` import of that module. In any other project with no helper set, the
+    fix appends ``.pin_memory()`` instead (no import), and is always unsafe: it raises where
+    no accelerator is available, where vLLM's helper returns the plain tensor.
     The helper copies ``a`` into pinned memory, where ``from_numpy`` shares it. When the
     call is the copy's argument the copy reads the same values either way: the fix is
     safe. When the tensor is bound to a name first, it is safe only if nothing else uses

@@ -158,21 +158,24 @@ class UnsynchronizedHostRead(Rule):
                     "data that has not arrived yet; copy into a pinned buffer and wait on an event before reading, or drop "
                     "`non_blocking=True`"
                 )
+                summary = f"`{root}` is read on the host before its non_blocking copy from the device (line {line}) is waited on"
                 pattern = "copy_/d2h"
             else:
                 device = _device_text(copy, src)
                 what = f"the result of `.to({device}, non_blocking=True)` (line {line})"
                 if read.direct:
                     message = f"{what} is read on the host right away by `{read_text}`; {WHY}"
+                    summary = f"{what} is read on the host before anything waits for it"
                     pattern = "to-cpu/inline"
                 else:
                     held = _held_name(read.node)
                     subject = f"`{held.id}` holds {what}" if held is not None else what.capitalize()
                     message = f"{subject} and is read by `{read_text}` with no synchronize or event wait in between; {WHY}"
+                    summary = f"{subject} and is read before anything waits for it"
                     pattern = "to-cpu/bound"
                     if held is not None:
                         node = held  # the name read, not the call or comparison around it
-            out.append(ctx.finding(self.code, node, message, pattern, None, "report only"))
+            out.append(ctx.finding(self.code, node, message, pattern, None, "report only", summary=summary))
         return out
 
 

@@ -66,9 +66,15 @@ class UnknownPinnedness(Rule):
                 f"cannot tell whether `{ctx.src.short(copy.source_node)}` is pinned or pageable ({why}); if it is a "
                 f"pageable CPU tensor, {what} blocks the host (informational)"
             )
+            summary = f"cannot tell whether `{ctx.src.short(copy.source_node)}` is pinned; if pageable, {what} blocks the host"
             step = Step("copied", copy.call, f"copied with {what}", ctx.src)
             evidence = [*_unknown_steps(ctx, source.unknown), step]
-            out.append(ctx.finding(self.code, copy.source_node, message, f"{copy.method}/unknown", None, None, evidence, severity="info"))
+            out.append(
+                ctx.finding(
+                    self.code, copy.source_node, message, f"{copy.method}/unknown", None, None, evidence,
+                    severity="info", summary=summary,
+                )
+            )
         return out
 
 

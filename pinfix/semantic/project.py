@@ -197,7 +197,8 @@ class Project:
         found = []
         self.begin(module.tree)
         budget = self.work_left
-        for func in module.functions.values():
+        # A snapshot: evaluating a function registers the lambdas in it as it meets them.
+        for func in list(module.functions.values()):
             if isinstance(func.node, ast.Lambda) or func.is_generator or func.is_class_body:
                 continue
             self.work_left = budget  # each function's question, a budget of its own

@@ -1,1 +1,1 @@
-"""The hardware job (marker ``hardware``); see the README, "Hardware job"."""
+"""The hardware job (marker ``hardware``); see docs/hardware.md."""
