@@ -48,6 +48,7 @@ SEMANTIC_ORDER = (
     "pinfix.semantic.slices",
     "pinfix.semantic.state",
     "pinfix.semantic.facts",
+    "pinfix.semantic.narrowing",
     "pinfix.semantic.expressions",
     "pinfix.semantic.calls",
     "pinfix.semantic.flow",
