@@ -340,7 +340,8 @@ class Judge:
         copy = self.copy
         if len(names) > 1:
             return "the tensor reaches the copy through several names (" + ", ".join(f"`{n}`" for n in names) + ")"
-        if not (isinstance(copy.source_node, ast.Name) and names and copy.source_node.id == names[0]):
+        carrier = copy.source_node.target if isinstance(copy.source_node, ast.NamedExpr) else copy.source_node
+        if not (isinstance(carrier, ast.Name) and names and carrier.id == names[0]):
             if names:
                 return f"`{names[0]}` reaches the copy through a view; check that nothing else uses it"
         name = names[0] if names else None
@@ -359,18 +360,11 @@ class Judge:
                 f"the copy runs in a loop but `{name}` is bound once before it (line {binding.lineno}); "
                 "a pinned copy would not follow later writes to the array"
             )
-        start = position(copy.call)
         for call in calls:
             roots = sorted({n.id for a in call.args for n in ast.walk(a) if isinstance(n, ast.Name)})
-            end = (call.end_lineno, call.end_col_offset)
-            for root in roots:
-                for use in self.ctx.facts.uses(self.func, root):
-                    at = position(use)
-                    if end < at < start:
-                        return (
-                            f"`{root}` is used at line {use.lineno}, between the binding and the copy; "
-                            f"`{helper}` would snapshot the array at the binding"
-                        )
+            hazard = self.ctx.facts.may_change(self.func, roots, call, copy.call)
+            if hazard is not None:
+                return f"{hazard.reason}, between the binding and the copy; `{helper}` would snapshot the array at the binding"
         return None
 
     def pin_memory_fix(self, tensors: List[Tensor], route: Route, kept: bool) -> Any:

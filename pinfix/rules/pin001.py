@@ -54,9 +54,15 @@ class PageableNonBlockingCopy(Rule):
     and imports it in isort order, merged into an existing ``from`` import of that module.
     The helper copies ``a`` into pinned memory, where ``from_numpy`` shares it. When the
     call is the copy's argument the copy reads the same values either way: the fix is
-    safe. When the tensor is bound to a name first, it is safe only if nothing else uses
-    that name and nothing touches the array between the binding and the copy; otherwise
-    it is unsafe (applied with ``--unsafe-fixes``) and the message says why. No fix is
+    safe. When the tensor is bound to a name first (``src = ...`` or ``(src := ...)``), it
+    is safe only if nothing else uses that name and nothing may write the array between the
+    binding and the copy: not the array's name, nor another reference to its memory (an
+    alias ``b = a``, a view ``a[1:]`` / ``a.T`` / ``np.asarray(a)``, a container holding it,
+    a second tensor on it, a nested function that sees it), nor a call that receives any of
+    them, nor, for an array the caller or another object may hold (a parameter, a global, an
+    array passed or stored elsewhere), any call pinfix cannot see into, nor a ``yield``,
+    ``await`` or ``exec``. Otherwise it is unsafe (applied with ``--unsafe-fixes``) and the
+    message says why. No fix is
     offered where the helper's name is already bound to something else, or in the module
     that defines the helper.
 

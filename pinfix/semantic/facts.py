@@ -15,6 +15,7 @@ import ast
 import copy
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
+from .aliasing import Hazard, MemoryWrites
 from .scope import FunctionInfo, ModuleInfo, enclosing_loops, iter_nodes
 from .source import SourceText
 from .values import CPU, Pending, Step, Tensor, Value, join
@@ -155,6 +156,7 @@ class ModuleFacts:
         self._loops: Dict[int, Dict[int, Tuple[ast.AST, ...]]] = {}
         self._names: Dict[int, Dict[str, List[ast.Name]]] = {}
         self._own: Dict[int, Set[int]] = {}
+        self._writes: Dict[int, MemoryWrites] = {}
 
     @property
     def src(self) -> SourceText:
@@ -195,6 +197,16 @@ class ModuleFacts:
                 nodes.sort(key=position)
             self._names[id(func.node)] = table
         return table.get(name, [])
+
+    def may_change(self, func: FunctionInfo, roots: Sequence[str], after: ast.AST, before: ast.AST) -> Optional[Hazard]:
+        """Where the memory the names ``roots`` hold may change, through them or any
+        other reference (an alias, a view, a container, a second tensor on it, a call
+        that receives any of them or can see them, ``yield``/``await``), after the
+        end of ``after`` and before ``before`` starts (:mod:`.aliasing`)."""
+        writes = self._writes.get(id(func.node))
+        if writes is None:
+            writes = self._writes[id(func.node)] = MemoryWrites(self.module, func)
+        return writes.hazard(roots, end_position(after), position(before))
 
     def reached_uses(self, func: FunctionInfo, binding: ast.AST, name: str) -> List[ast.Name]:
         """The uses of ``name`` in ``func`` that the binding at ``binding`` (a

@@ -1,0 +1,135 @@
+"""Fixes called safe must not change behaviour (issue 25, items 4-9): each case is a
+program whose meaning a "safe" fix would change; the fix must be unsafe (with the
+reason) or absent, and the cases next to them that are plainly the same stay safe."""
+
+from pathlib import Path
+
+import pytest
+
+from pinfix.api import check_text, fix_text
+from pinfix.config import Config
+
+H = "import numpy as np\nimport torch\n\n\n"
+
+
+def _config(**overrides: object) -> Config:
+    return Config(root=Path.cwd()).with_overrides(**overrides)
+
+
+def _only(source: str, **overrides: object):  # type: ignore[no-untyped-def]
+    (finding,) = [f for f in check_text(source, config=_config(**overrides)) if f.code in ("PIN001", "PIN002")]
+    return finding
+
+
+# --- item 4: the array may change through another reference between the binding and the copy ----
+
+CHANGED_ELSEWHERE = {
+    # An alias made before the binding, written after it.
+    "alias": ("def f(dst, a):\n    b = a\n    src = torch.from_numpy(a)\n    b[0] = 1\n    dst.copy_(src, non_blocking=True)\n", "`b` is used at line 8"),
+    "alias_augmented": ("def f(dst, a):\n    b = a\n    src = torch.from_numpy(a)\n    b += 1\n    dst.copy_(src, non_blocking=True)\n", "`b += ...` at line 8"),
+    "slice_view": ("def f(dst, a):\n    v = a[1:]\n    src = torch.from_numpy(a)\n    v[0] = 1\n    dst.copy_(src, non_blocking=True)\n", "`v` is used at line 8"),
+    "method_view": ("def f(dst, a):\n    v = a.view()\n    src = torch.from_numpy(a)\n    v.fill(0)\n    dst.copy_(src, non_blocking=True)\n", "`v` is used at line 8"),
+    "transpose": ("def f(dst, a):\n    v = a.T\n    src = torch.from_numpy(a)\n    v[0] = 1\n    dst.copy_(src, non_blocking=True)\n", "`v` is used at line 8"),
+    "np_asarray": ("def f(dst, a):\n    v = np.asarray(a)\n    src = torch.from_numpy(a)\n    v[0] = 1\n    dst.copy_(src, non_blocking=True)\n", "`v` is used at line 8"),
+    "list_holding_it": ("def f(dst, a):\n    lst = [a]\n    src = torch.from_numpy(a)\n    lst[0][0] = 1\n    dst.copy_(src, non_blocking=True)\n", "`lst` is used at line 8"),
+    "appended_to_a_list": (
+        "def f(dst, a):\n    lst = []\n    lst.append(a)\n    src = torch.from_numpy(a)\n    lst[0][0] = 1\n    dst.copy_(src, non_blocking=True)\n",
+        "`lst` is used at line 9",
+    ),
+    "second_tensor": ("def f(dst, a):\n    t = torch.as_tensor(a)\n    src = torch.from_numpy(a)\n    t.add_(1)\n    dst.copy_(src, non_blocking=True)\n", "`t` is used at line 8"),
+    "second_from_numpy": ("def f(dst, a):\n    t = torch.from_numpy(a)\n    src = torch.from_numpy(a)\n    t.zero_()\n    dst.copy_(src, non_blocking=True)\n", "`t` is used at line 8"),
+    "closure": ("def f(dst, a):\n    def g():\n        a[0] = 1\n    src = torch.from_numpy(a)\n    g()\n    dst.copy_(src, non_blocking=True)\n", "the call of `g` at line 9"),
+    "lambda": ("def f(dst, a):\n    g = lambda: a.fill(0)\n    src = torch.from_numpy(a)\n    g()\n    dst.copy_(src, non_blocking=True)\n", "the call of `g` at line 8"),
+    "call_receiving_an_alias": ("def f(dst, a, g):\n    b = a\n    src = torch.from_numpy(a)\n    g(b)\n    dst.copy_(src, non_blocking=True)\n", "line 8"),
+    "call_receiving_a_container": ("def f(dst, a, g):\n    box = {'x': a}\n    src = torch.from_numpy(a)\n    g(box)\n    dst.copy_(src, non_blocking=True)\n", "line 8"),
+    # A parameter: the caller holds it, so any call pinfix cannot see into may write it.
+    "opaque_call_on_a_parameter": ("def f(dst, a, g):\n    src = torch.from_numpy(a)\n    g()\n    dst.copy_(src, non_blocking=True)\n", "the call at line 7"),
+    "stored_on_self_then_method": (
+        "class C:\n    def f(self, dst):\n        a = np.zeros(3)\n        self.a = a\n        src = torch.from_numpy(a)\n        self.g()\n        dst.copy_(src, non_blocking=True)\n",
+        "line 10",
+    ),
+    "yield": ("def f(dst, a):\n    src = torch.from_numpy(a)\n    yield\n    dst.copy_(src, non_blocking=True)\n", "the `yield` at line 7"),
+    "await": ("async def f(dst, a, g):\n    src = torch.from_numpy(a)\n    await g\n    dst.copy_(src, non_blocking=True)\n", "the `await` at line 7"),
+    "exec": ("def f(dst):\n    a = np.zeros(3)\n    src = torch.from_numpy(a)\n    exec('a[0] = 1')\n    dst.copy_(src, non_blocking=True)\n", "`exec(...)` at line 8"),
+    "for_loop_variable": (
+        "def f(dst, arrays):\n    a = arrays[0]\n    src = torch.from_numpy(a)\n    for x in arrays:\n        x += 1\n    dst.copy_(src, non_blocking=True)\n",
+        "line 8",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHANGED_ELSEWHERE))
+def test_a_write_through_another_reference_makes_the_bound_fix_unsafe(name: str) -> None:
+    body, why = CHANGED_ELSEWHERE[name]
+    finding = _only(H + body)
+    assert finding.fix_safety == "unsafe", finding.fix_note
+    assert why in (finding.fix_note or ""), finding.fix_note
+    assert "np_to_pinned_tensor" not in fix_text(H + body, config=_config())
+
+
+SAME_EITHER_WAY = {
+    "nothing_between": "def f(dst, a):\n    src = torch.from_numpy(a)\n    dst.copy_(src, non_blocking=True)\n",
+    # A local array nothing else can see: a call that does not receive it cannot write it.
+    "local_array_and_an_unrelated_call": (
+        "def f(dst, g):\n    a = np.zeros(3)\n    src = torch.from_numpy(a)\n    g()\n    dst.copy_(src, non_blocking=True)\n"
+    ),
+    # Metadata and fresh data read from the array change nothing.
+    "metadata_reads": (
+        "def f(dst, a):\n    src = torch.from_numpy(a)\n    n = a.shape[0] + len(a)\n    dst[:n].copy_(src, non_blocking=True)\n"
+    ),
+    # Dropping a name leaves the memory as it is.
+    "del": "def f(dst):\n    a = np.zeros(3)\n    src = torch.from_numpy(a)\n    del a\n    dst.copy_(src, non_blocking=True)\n",
+    "library_calls_between": (
+        "def f(dst, a, b):\n    src = torch.from_numpy(a)\n    n = torch.cat([b, b]).sum()\n    dst[:n].copy_(src, non_blocking=True)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAME_EITHER_WAY))
+def test_the_bound_fix_stays_safe_when_nothing_can_write_the_array(name: str) -> None:
+    finding = _only(H + SAME_EITHER_WAY[name])
+    assert finding.fix_safety == "safe", finding.fix_note
+
+
+def test_many_copies_in_one_function_ask_one_walk() -> None:
+    """The may-alias question walks a function once, whatever is asked of it."""
+    from pinfix.semantic import aliasing
+
+    walks = []
+    real = aliasing.MemoryWrites.walk
+
+    def counted(self):  # type: ignore[no-untyped-def]
+        walks.append(self.func)
+        return real(self)
+
+    body = "".join(f"    s{i} = torch.from_numpy(a{i})\n    d.copy_(s{i}, non_blocking=True)\n" for i in range(30))
+    source = H + "def f(d, " + ", ".join(f"a{i}" for i in range(30)) + "):\n" + body
+    aliasing.MemoryWrites.walk = counted  # type: ignore[method-assign]
+    try:
+        found = check_text(source, config=_config())
+    finally:
+        aliasing.MemoryWrites.walk = real  # type: ignore[method-assign]
+    assert len(found) == 30
+    assert len(walks) == 1
+
+
+# --- item 5: a walrus-bound source whose name is used later ---------------------------------------------
+
+
+def test_a_walrus_bound_source_used_later_is_not_fixed_safely() -> None:
+    source = H + "def f(dst, a):\n    dst.copy_((t := torch.from_numpy(a)), non_blocking=True)\n    a[0] = 1\n    return t.sum()\n"
+    finding = _only(source)
+    assert finding.fix_safety == "unsafe"
+    assert "`t` is also used at line 8" in (finding.fix_note or "")
+    assert fix_text(source, config=_config()) == source
+
+
+@pytest.mark.parametrize(
+    "tail",
+    ["", "    t = None\n    return t\n"],
+    ids=["never-used", "rebound-before-use"],
+)
+def test_a_walrus_bound_source_not_used_later_keeps_its_safe_fix(tail: str) -> None:
+    source = H + "def f(dst, a):\n    dst.copy_((t := torch.from_numpy(a)), non_blocking=True)\n" + tail
+    assert _only(source).fix_safety == "safe"
+    assert "(t := np_to_pinned_tensor(a))" in fix_text(source, config=_config())
