@@ -133,3 +133,42 @@ def test_a_walrus_bound_source_not_used_later_keeps_its_safe_fix(tail: str) -> N
     source = H + "def f(dst, a):\n    dst.copy_((t := torch.from_numpy(a)), non_blocking=True)\n" + tail
     assert _only(source).fix_safety == "safe"
     assert "(t := np_to_pinned_tensor(a))" in fix_text(source, config=_config())
+
+
+# --- item 6: `.to(dev)` returns its receiver itself when `dev` is the CPU --------------------------------
+
+H2D = {"h2d_helper": "vllm.utils.torch_utils.async_tensor_h2d"}
+
+
+@pytest.mark.parametrize("settings", [{}, H2D], ids=["helper", "h2d-helper"])
+@pytest.mark.parametrize(
+    "sink",
+    ["torch.from_numpy(a).to(dev, non_blocking=True)", "torch.from_numpy(a).to(device=dev, dtype=torch.int64, non_blocking=True)"],
+)
+def test_to_a_device_that_may_be_the_cpu_is_an_unsafe_fix(sink: str, settings: dict) -> None:
+    source = H + f"def f(a, dev):\n    return {sink}\n"
+    finding = _only(source, **settings)
+    assert finding.fix_safety == "unsafe", finding.fix_note
+    assert "`dev` may be the CPU" in (finding.fix_note or "")
+    assert fix_text(source, config=_config(**settings)) == source
+
+
+def test_bound_then_to_a_device_that_may_be_the_cpu_is_unsafe() -> None:
+    source = H + "def f(a, dev):\n    src = torch.from_numpy(a)\n    return src.to(dev, non_blocking=True)\n"
+    assert "may be the CPU" in (_only(source).fix_note or "")
+
+
+@pytest.mark.parametrize(
+    "sink",
+    [
+        "torch.from_numpy(a).to('cuda', non_blocking=True)",
+        "torch.from_numpy(a).to(torch.device('cuda', 0), non_blocking=True)",
+        "torch.from_numpy(a).to(0, non_blocking=True)",
+        "torch.from_numpy(a).cuda(non_blocking=True)",
+        "torch.from_numpy(a).to(dev, copy=True, non_blocking=True)",
+    ],
+)
+def test_a_device_the_engine_knows_is_an_accelerator_keeps_the_safe_fix(sink: str) -> None:
+    source = H + f"def f(a, dev):\n    return {sink}\n"
+    assert _only(source).fix_safety == "safe"
+    assert "np_to_pinned_tensor(a)" in fix_text(source, config=_config())

@@ -18,7 +18,7 @@ from ..edits import SAFE, UNSAFE, Edit, Fix
 from ..effects import Makes
 from ..semantic.facts import Copy, on_cpu, position
 from ..semantic.scope import FunctionInfo, ModuleInfo, iter_nodes, last_name
-from ..semantic.values import PAGEABLE, PINNED, Step, Tensor, steps
+from ..semantic.values import ACCEL, PAGEABLE, PINNED, Step, Tensor, steps
 from .base import Finding, RuleContext
 
 __all__ = ["pageable_findings", "Judge", "STAGING", "helper_local_name", "h2d_local", "what_copies"]
@@ -326,11 +326,26 @@ class Judge:
         line = binding_line(self.module, self.func, local, settings.helper)
         if line is not None:
             return None, f"`{local}` is already bound to something else here (line {line}); import `{settings.helper}` under another name by hand"
-        reason = None if inline else self.bound_hazard(tensors, route, calls)
+        reason = self.to_itself() or (None if inline else self.bound_hazard(tensors, route, calls))
         edits = tuple(Edit(*self.src.span(c.func), local) for c in calls)
         imports = () if helper_local_name(self.module, settings.helper) else ((settings.helper_module, settings.helper_name),)
         drops = tuple(_unique([_root(c.func) for c in calls if _root(c.func)]))
         return Fix(UNSAFE if reason else SAFE, reason, edits, imports, drops), None
+
+    def to_itself(self) -> Optional[str]:
+        """``.to(dev)`` returns its receiver itself when ``dev`` is the CPU: a tensor on the
+        array's memory, where the pinned helper's result is a copy (only an accelerator
+        target, as far as the engine can tell, makes both a fresh device tensor)."""
+        copy = self.copy
+        if copy.method != "to" or copy.target == ACCEL:
+            return None
+        if any(k.arg == "copy" and _bool(k.value) is True for k in copy.call.keywords):
+            return None  # `.to(..., copy=True)` copies on the CPU too
+        device = self.src.short(copy.device_node) if copy.device_node is not None else "the device"
+        return (
+            f"`{device}` may be the CPU, where `.to` returns the tensor itself (sharing the array's memory) "
+            "and the fixed code a copy"
+        )
 
     def bound_hazard(self, tensors: List[Tensor], route: Route, calls: Sequence[ast.Call]) -> Optional[str]:
         """Why swapping the bound ``from_numpy`` for a pinned copy could change behaviour:
@@ -502,7 +517,9 @@ class Judge:
         if binding_line(self.module, self.func, local, qualified) is not None:
             return None
         reason = None
-        if not direct and not self.plainly_accelerator(device):
+        if direct and origin is not None and isinstance(origin.effect, Makes) and origin.effect.shares_argument:
+            reason = self.to_itself()
+        elif not direct and copy.target != ACCEL:
             reason = self.other_use(route)
         seg = self.src.segment
         args = [seg(data), (f"device={seg(device)}" if keyword else seg(device))]
@@ -550,13 +567,6 @@ class Judge:
         if isinstance(node, ast.Name):
             return "device" in node.id or node.id in ("dev", "target_dev")
         return False
-
-    def plainly_accelerator(self, node: ast.AST) -> bool:
-        text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-        if text is None and isinstance(node, ast.Call) and last_name(node.func) == "device" and node.args:
-            first = node.args[0]
-            text = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
-        return text is not None and text.split(":", 1)[0].strip() not in ("cpu", "meta")
 
     def tensor_data(self, source: ast.Call, to_dtype: Optional[ast.AST]) -> Optional[Tuple[ast.AST, Optional[ast.AST]]]:
         """``torch.tensor(DATA[, dtype=T])`` the helper would make the same way."""

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 from .aliasing import Hazard, MemoryWrites
 from .scope import FunctionInfo, ModuleInfo, enclosing_loops, iter_nodes
 from .source import SourceText
-from .values import CPU, Pending, Step, Tensor, Value, join
+from .values import ANY_DEVICE, CPU, Pending, Step, Tensor, Value, join
 
 
 class Copy:
@@ -37,6 +37,7 @@ class Copy:
         "device_node",
         "function",
         "given_by",
+        "target",
     )
 
     def __init__(
@@ -72,6 +73,10 @@ class Copy:
         self.function = function
         #: Where a call of the function passes ``True`` to the parameter that is ``non_blocking`` here (deep mode).
         self.given_by: Optional[Step] = None
+        #: Where the copy goes: ``accelerator`` when every path names one (``.cuda()``,
+        #: ``.to("cuda")``, a ``copy_`` into a device tensor), else ``unknown``: a
+        #: ``.to(dev)`` to a CPU ``dev`` returns its receiver itself, not a copy.
+        self.target = ANY_DEVICE
 
     def given(self, where: Step) -> "Copy":
         """This copy as one call of its function makes it: ``where`` gives its ``non_blocking``."""
