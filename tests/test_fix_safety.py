@@ -172,3 +172,40 @@ def test_a_device_the_engine_knows_is_an_accelerator_keeps_the_safe_fix(sink: st
     source = H + f"def f(a, dev):\n    return {sink}\n"
     assert _only(source).fix_safety == "safe"
     assert "np_to_pinned_tensor(a)" in fix_text(source, config=_config())
+
+
+# --- item 8: the inserted name rebound by `global` in another function -----------------------------------
+
+REBINDS = "\n\ndef elsewhere():\n    global {name}\n    {name} = print\n"
+
+
+@pytest.mark.parametrize(
+    "body, name, settings",
+    [
+        ("def f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n", "np_to_pinned_tensor", {}),
+        (
+            "def f(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n",
+            "async_tensor_h2d",
+            {**H2D, "helper": "m.np_to_pinned_tensor"},
+        ),
+        (
+            "def f(n, dev):\n    return torch.zeros(n).to(dev, non_blocking=True)\n",
+            "is_pin_memory_available",
+            {"pin_memory_expr": "is_pin_memory_available()", "pin_memory_import": "vllm.utils.platform_utils.is_pin_memory_available"},
+        ),
+    ],
+    ids=["helper", "h2d-helper", "pin-memory-import"],
+)
+def test_a_name_another_function_rebinds_globally_is_not_inserted(body: str, name: str, settings: dict) -> None:
+    source = H + body + REBINDS.format(name=name)
+    finding = _only(source, **settings)
+    if name != "async_tensor_h2d":  # (that one falls back to the np_to_pinned_tensor fix)
+        assert finding.fix_safety is None
+        assert f"`{name}` is already bound to something else here (line 11)" in (finding.fix_note or "")
+    fixed = fix_text(source, config=_config(**settings), unsafe_fixes=True)
+    assert f"{name}(" not in fixed and f"import {name}" not in fixed
+
+
+def test_a_global_declaration_that_only_reads_the_name_keeps_the_fix() -> None:
+    source = H + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n\n\ndef g():\n    global np_to_pinned_tensor\n    return np_to_pinned_tensor\n"
+    assert _only(source).fix_safety == "safe"

@@ -12,7 +12,7 @@ import ast
 import io
 import tokenize
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 from ..edits import SAFE, UNSAFE, Edit, Fix
 from ..effects import Makes
@@ -55,8 +55,9 @@ def helper_local_name(module: ModuleInfo, qualified: str) -> Optional[str]:
 
 def binding_line(module: ModuleInfo, func: Optional[FunctionInfo], name: str, qualified: str) -> Optional[int]:
     """Where ``name`` is bound to something other than an import of ``qualified``,
-    in ``func`` or the functions around it or the module; ``None``: it is free."""
-    mod, _, member = qualified.rpartition(".")
+    in ``func`` or the functions around it or the module, or in any function of the
+    module that declares it ``global`` (the name a fix inserts resolves to the module's
+    binding, which such a function may replace); ``None``: it is free."""
     scopes: List[FunctionInfo] = []
     f = func
     while f is not None:
@@ -68,28 +69,43 @@ def binding_line(module: ModuleInfo, func: Optional[FunctionInfo], name: str, qu
     for scope in scopes:
         if name not in scope.locals and not (scope is module.body and name in scope.locals):
             continue
-        for node in scope.own_nodes() if not scope.is_module else _module_level(module):
-            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
-                return node.lineno
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-                return node.lineno
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
-                    bound = alias.asname or alias.name.split(".", 1)[0]
-                    if bound == name:
-                        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == mod and alias.name == member:
-                            continue
-                        return node.lineno
-            if type(node).__name__ in ("MatchAs", "MatchStar") and getattr(node, "name", None) == name:
-                return node.lineno  # type: ignore[attr-defined,no-any-return]
-            if isinstance(node, ast.ExceptHandler) and node.name == name:
-                return node.lineno
-            if isinstance(node, ast.arg) and node.arg == name:
-                return node.lineno
+        line = _binds_other(scope.own_nodes() if not scope.is_module else _module_level(module), name, qualified)
+        if line is not None:
+            return line
         if scope is not module.body and name in scope.locals:
             for p in scope.params:
                 if p.name == name:
                     return p.node.lineno  # type: ignore[no-any-return]
+    if name in module.rebound_globals and not any(name in s.locals for s in scopes if not s.is_module):
+        for other in module.functions.values():
+            if name in other.declared_global:
+                line = _binds_other(other.own_nodes(), name, qualified)
+                if line is not None:
+                    return line
+    return None
+
+
+def _binds_other(nodes: Iterable[ast.AST], name: str, qualified: str) -> Optional[int]:
+    """The line of the first of ``nodes`` that binds ``name`` to anything but an import of ``qualified``."""
+    mod, _, member = qualified.rpartition(".")
+    for node in nodes:
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
+            return node.lineno
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return node.lineno
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".", 1)[0]
+                if bound == name:
+                    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == mod and alias.name == member:
+                        continue
+                    return node.lineno
+        if type(node).__name__ in ("MatchAs", "MatchStar") and getattr(node, "name", None) == name:
+            return node.lineno  # type: ignore[attr-defined,no-any-return]
+        if isinstance(node, ast.ExceptHandler) and node.name == name:
+            return node.lineno
+        if isinstance(node, ast.arg) and node.arg == name:
+            return node.lineno
     return None
 
 

@@ -63,7 +63,8 @@ class PageableNonBlockingCopy(Rule):
     array passed or stored elsewhere), any call pinfix cannot see into, nor a ``yield``,
     ``await`` or ``exec``. Otherwise it is unsafe (applied with ``--unsafe-fixes``) and the
     message says why. No fix is
-    offered where the helper's name is already bound to something else, or in the module
+    offered where the helper's name is already bound to something else (in the function, the
+    module, or by a ``global`` statement in another function of the module), or in the module
     that defines the helper.
 
     With ``[tool.pinfix] h2d-helper`` set (vLLM: ``vllm.utils.torch_utils.async_tensor_h2d``),
