@@ -209,3 +209,61 @@ def test_a_name_another_function_rebinds_globally_is_not_inserted(body: str, nam
 def test_a_global_declaration_that_only_reads_the_name_keeps_the_fix() -> None:
     source = H + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n\n\ndef g():\n    global np_to_pinned_tensor\n    return np_to_pinned_tensor\n"
     assert _only(source).fix_safety == "safe"
+
+
+# --- item 7: pin_memory= on a factory torch cannot pin ------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", ["torch.sparse_coo", "torch.sparse_csr", "lay"])
+@pytest.mark.parametrize("factory", ["torch.zeros(3, layout={})", "torch.empty(3, 4, layout={})", "torch.zeros_like(t, layout={})"])
+def test_a_layout_that_may_be_sparse_gets_no_pin_memory_fix(factory: str, layout: str) -> None:
+    source = H + f"def f(dev, lay):\n    t = torch.zeros(3)\n    x = {factory.format(layout)}\n    return x.to(dev, non_blocking=True)\n"
+    finding = _only(source, pin_memory_expr="True")
+    assert finding.fix_safety is None
+    assert f"`layout={layout}` may not be dense" in (finding.fix_note or "")
+    assert "pin_memory" not in fix_text(source, config=_config(pin_memory_expr="True"), unsafe_fixes=True)
+
+
+def test_a_strided_layout_keeps_the_pin_memory_fix() -> None:
+    source = H + "def f(dev):\n    x = torch.zeros(3, layout=torch.strided)\n    return x.to(dev, non_blocking=True)\n"
+    fixed = fix_text(source, config=_config(pin_memory_expr="True"))
+    assert "torch.zeros(3, layout=torch.strided, pin_memory=True)" in fixed
+
+
+def _factory_call(torch, name: str, **kw):  # type: ignore[no-untyped-def]
+    fn = eval(name, {"torch": torch})  # a qualified name from the effects table
+    base = torch.zeros(2)
+    short = name.rpartition(".")[2]
+    if short.endswith("_like"):
+        return fn(base, **({"fill_value": 1.0} if short == "full_like" else {}), **kw)
+    if short == "full":
+        return fn((2,), 1.0, **kw)
+    if short == "randint":
+        return fn(0, 5, (2,), **kw)
+    if short == "linspace":
+        return fn(0, 1, 2, **kw)
+    if short == "tensor":
+        return fn([1, 2], **kw)
+    return fn(2, **kw)
+
+
+def test_the_effects_table_factories_are_what_real_torch_can_pin() -> None:
+    """Every entry the table calls a factory takes ``pin_memory=``; torch refuses to pin any
+    layout outside PINNABLE_LAYOUTS, and accepts (or lacks only an accelerator for) the others."""
+    torch = pytest.importorskip("torch")
+    from pinfix.effects import FUNCTIONS, PINNABLE_LAYOUTS, Makes
+
+    factories = sorted(q for q, e in FUNCTIONS.items() if isinstance(e, Makes) and e.factory)
+    assert "torch.zeros" in factories and "torch.tensor" in factories
+    for name in factories:
+        assert _factory_call(torch, name, pin_memory=False).device.type == "cpu", name
+    assert "strided" in PINNABLE_LAYOUTS
+    for short in ("strided", "sparse_coo", "sparse_csr", "sparse_csc"):
+        try:
+            torch.empty(2, 2, layout=getattr(torch, short), pin_memory=True)
+            refused = False
+        except RuntimeError as e:  # without an accelerator every layout is refused, but not for being sparse
+            refused = "Only dense CPU tensors can be pinned" in str(e)
+        # Whatever the table keeps, torch pins; sparse COO, torch refuses (and the table leaves it out).
+        assert not (refused and short in PINNABLE_LAYOUTS), short
+        assert refused or short != "sparse_coo"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 from ..edits import SAFE, UNSAFE, Edit, Fix
-from ..effects import Makes
+from ..effects import PINNABLE_LAYOUTS, Makes
 from ..semantic.facts import Copy, on_cpu, position
 from ..semantic.scope import FunctionInfo, ModuleInfo, iter_nodes, last_name
 from ..semantic.values import ACCEL, PAGEABLE, PINNED, Step, Tensor, steps
@@ -303,6 +303,9 @@ class Judge:
             at = self.ctx.where(made) if made is not None else f"line {origin.line}"
             if not (isinstance(effect, Makes) and effect.factory):
                 return STAGING, None, "the source is made in another function; fix it there"
+            sparse = self.unpinnable(tensors)
+            if sparse is not None:
+                return STAGING, None, sparse
             remedy = f"allocate it pinned at its origin ({at}) with `pin_memory={expr}`"
             if origin.src is self.src and len(tensors) == 1 and not others:
                 fix = self.pin_memory_fix(tensors, route, kept=True)
@@ -322,6 +325,9 @@ class Judge:
                 return remedy, None, "the copy is fed pageable memory made in several ways"
             if any(t.explicit for t in tensors):
                 return remedy, None, "`pin_memory=False` is written out; change it by hand if pageable memory was not intended"
+            sparse = self.unpinnable(tensors)
+            if sparse is not None:
+                return STAGING, None, sparse
             fix = self.pin_memory_fix(tensors, route, kept=False)
             if isinstance(fix, str):
                 return remedy, None, fix
@@ -433,6 +439,19 @@ class Judge:
                 "(vLLM: `is_pin_memory_available()`) to make this fix safe"
             )
         return Fix(UNSAFE if reason else SAFE, reason, edits, imports)
+
+    def unpinnable(self, tensors: List[Tensor]) -> Optional[str]:
+        """Why the factories that made ``tensors`` cannot allocate pinned memory: torch pins
+        only dense tensors (:data:`pinfix.effects.PINNABLE_LAYOUTS`)."""
+        for t in tensors:
+            call = t.origin.node if t.origin is not None else None
+            layout = next((k.value for k in call.keywords if k.arg == "layout"), None) if isinstance(call, ast.Call) else None
+            if layout is not None and last_name(layout) not in PINNABLE_LAYOUTS:
+                return (
+                    f"`layout={t.origin.src.short(layout)}` may not be dense: torch refuses to pin a sparse "  # type: ignore[union-attr]
+                    "tensor (`pin_memory=True` raises \"Only dense CPU tensors can be pinned\")"
+                )
+        return None
 
     def race(self, route: Route) -> Optional[str]:
         """Once pinned, the copy no longer waits for the host: a later host write would race."""
