@@ -267,3 +267,97 @@ def test_the_effects_table_factories_are_what_real_torch_can_pin() -> None:
         # Whatever the table keeps, torch pins; sparse COO, torch refuses (and the table leaves it out).
         assert not (refused and short in PINNABLE_LAYOUTS), short
         assert refused or short != "sparse_coo"
+
+
+# --- item 9: the import clean-up keeps exports and leaves no import unused --------------------------------
+
+FORMS = {
+    # form: (import statement, the call's callee, a use of the other name it binds or None)
+    "import": ("import torch", "torch.from_numpy", None),
+    "from": ("from torch import from_numpy", "from_numpy", None),
+    "alias": ("import torch as th", "th.from_numpy", None),
+    "from_two": ("from torch import from_numpy, int32", "from_numpy", "print(int32)"),
+    "two_modules": ("import os, torch", "torch.from_numpy", "print(os.sep)"),
+    "from_two_parenthesized": ("from torch import (\n    from_numpy,\n    int32,\n)", "from_numpy", "print(int32)"),
+}
+
+
+def _program(placement: str, form: str) -> str:
+    statement, callee, other = FORMS[form]
+    use = f"    dst.copy_({callee}(a), non_blocking=True)\n"
+    keep = f"    {other}\n" if other else ""
+    if placement == "top":
+        return f"{statement}\n\n\ndef f(dst, a):\n{keep}{use}"
+    if placement == "function":
+        return f"def f(dst, a):\n    {statement}\n\n{keep}{use}"
+    if placement == "method":
+        indented = "".join("    " + line for line in (keep + use).splitlines(keepends=True))
+        return f"class C:\n    def f(self, dst, a):\n        {statement}\n{indented}"
+    if placement == "if_block":
+        return f"import sys\n\nif sys.version_info >= (3, 8):\n    {statement}\n\n\ndef f(dst, a):\n{keep}{use}"
+    if placement == "type_checking":
+        # typing-only at the top (read by an annotation), imported again at run time in the function
+        return (
+            f"from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    {statement}\n\n\n"
+            f"def f(dst: \"{callee.split('.')[0]}\", a):\n    {statement}\n\n{keep}{use}"
+        )
+    if placement == "semicolon":
+        return f"def f(dst, a):\n    {statement}; print(dst)\n{keep}{use}"
+    if placement == "exported":
+        return f"{statement}\n\n__all__ = ['f']\n__all__ += ['{callee.split('.')[0]}']\n\n\ndef f(dst, a):\n{keep}{use}"
+    raise AssertionError(placement)
+
+
+PLACEMENTS = ("top", "function", "method", "if_block", "type_checking", "semicolon", "exported")
+
+
+@pytest.mark.parametrize("select", ["F401,F811,F841,I", "F401,F811,F841"])
+def test_a_file_ruff_passes_before_a_fix_passes_after_it(tmp_path: Path, select: str) -> None:
+    """For every placement and form of the import the fix leaves unused: if the project's ruff
+    (F401, F811, F841, with or without isort's I: `;`-joined imports pass only without it) passes
+    the file before the fix, it passes it after, and the fix was made."""
+    from tests.support import ruff_codes
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    clean_before = []
+    problems = []
+    for placement in PLACEMENTS:
+        for form in FORMS:
+            source = _program(placement, form)
+            path = tmp_path / f"{placement}_{form}.py"
+            path.write_text(source)
+            if ruff_codes(path, tmp_path, select=select):
+                continue
+            clean_before.append((placement, form))
+            after = fix_text(source, path=str(path), config=Config(root=tmp_path))
+            path.write_text(after)
+            left = ruff_codes(path, tmp_path, select=select)
+            if left or "np_to_pinned_tensor(a)" not in after:
+                problems.append((placement, form, left, after))
+    # Not vacuous: every placement is among the cases ruff passed before.
+    assert {p for p, _ in clean_before} >= (set(PLACEMENTS) - ({"semicolon"} if "I" in select.split(",") else set()))
+    assert problems == []
+
+
+def test_an_import_exported_with_augmented_all_stays() -> None:
+    source = _program("exported", "from")
+    after = fix_text(source, config=_config())
+    assert "np_to_pinned_tensor(a)" in after
+    assert "from torch import from_numpy\n" in after
+
+
+@pytest.mark.parametrize("how", ["__all__.append('from_numpy')", "__all__.extend(['from_numpy'])"])
+def test_an_import_exported_by_a_call_ruff_cannot_read_makes_the_fix_unsafe(how: str) -> None:
+    """The import must stay for the export, and ruff would then call it unused: not safe."""
+    source = f"from torch import from_numpy\n\n__all__ = ['f']\n{how}\n\n\ndef f(dst, a):\n    dst.copy_(from_numpy(a), non_blocking=True)\n"
+    finding = _only(source)
+    assert finding.fix_safety == "unsafe"
+    assert "exported with `__all__.append`/`.extend`" in (finding.fix_note or "")
+    after = fix_text(source, config=_config(), unsafe_fixes=True)
+    assert "from torch import from_numpy\n" in after and "np_to_pinned_tensor(a)" in after
+
+
+def test_an_optional_import_in_a_try_is_left_alone() -> None:
+    source = "try:\n    import torch\nexcept ImportError:\n    torch = None\n\n\ndef f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n"
+    after = fix_text(source, config=_config())
+    assert "try:\n    import torch\nexcept ImportError:\n    torch = None\n" in after

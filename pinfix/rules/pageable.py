@@ -348,11 +348,22 @@ class Judge:
         line = binding_line(self.module, self.func, local, settings.helper)
         if line is not None:
             return None, f"`{local}` is already bound to something else here (line {line}); import `{settings.helper}` under another name by hand"
-        reason = self.to_itself() or (None if inline else self.bound_hazard(tensors, route, calls))
+        drops = tuple(_unique([_root(c.func) for c in calls if _root(c.func)]))
+        reason = self.to_itself() or self.exported_by_call(drops) or (None if inline else self.bound_hazard(tensors, route, calls))
         edits = tuple(Edit(*self.src.span(c.func), local) for c in calls)
         imports = () if helper_local_name(self.module, settings.helper) else ((settings.helper_module, settings.helper_name),)
-        drops = tuple(_unique([_root(c.func) for c in calls if _root(c.func)]))
         return Fix(UNSAFE if reason else SAFE, reason, edits, imports, drops), None
+
+    def exported_by_call(self, drops: Sequence[str]) -> Optional[str]:
+        """A name the fix may leave unused that the module exports with ``__all__.append``
+        / ``.extend``: its import stays (the export needs it), but ruff reports it unused."""
+        exported = [d for d in drops if d in self.module.exported_by_calls]
+        if not exported:
+            return None
+        return (
+            f"`{exported[0]}` is exported with `__all__.append`/`.extend`, which ruff does not count as a use: "
+            "its import must stay, and ruff would call it unused"
+        )
 
     def to_itself(self) -> Optional[str]:
         """``.to(dev)`` returns its receiver itself when ``dev`` is the CPU: a tensor on the
