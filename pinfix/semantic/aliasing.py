@@ -41,7 +41,7 @@ from ..effects import (
     Metadata,
     ReadsOnHost,
 )
-from .scope import SCOPE_NODES, FunctionInfo, ModuleInfo, target_names
+from .scope import SCOPE_NODES, FunctionInfo, ModuleInfo, iter_nodes, target_names
 
 __all__ = ["Hazard", "MemoryWrites", "RUNS_ANY_CODE"]
 
@@ -86,9 +86,12 @@ Event = Tuple[Tuple[int, int], ast.AST, str]
 class MemoryWrites:
     """One function's alias classes and the points where memory may be written."""
 
-    def __init__(self, module: ModuleInfo, func: FunctionInfo):
+    def __init__(self, module: ModuleInfo, func: FunctionInfo, seen: Optional[Dict[int, FrozenSet[str]]] = None):
         self.module = module
         self.func = func
+        #: The names each nested scope's body reads or binds (shared by a module's functions).
+        self.seen: Dict[int, FrozenSet[str]] = seen if seen is not None else {}
+        self.params = frozenset(p.name for p in func.params)
         self.parent: Dict[str, str] = {}
         self.escapes: Set[str] = set()
         #: A name used other than in a plain read: (position, node, what) by name.
@@ -106,7 +109,7 @@ class MemoryWrites:
         self.starts: Dict[int, List[Tuple[int, int]]] = {id(e): [at for at, _, _ in e] for e in (self.anything, self.opaque, *self.by_class.values())}
         self.escaped = {self.find(n) for n in self.escapes}
         for n in list(self.parent):
-            if self.foreign(n):
+            if not n.startswith("#") and self.foreign(n):
                 self.escaped.add(self.find(n))
 
     # --- the question -----------------------------------------------------------------------------
@@ -154,7 +157,7 @@ class MemoryWrites:
     def foreign(self, name: str) -> bool:
         """Held where other code can reach it: a parameter, a global, a free name."""
         func = self.func
-        return name not in func.locals or any(p.name == name for p in func.params) or func.is_module
+        return name not in func.locals or name in self.params or func.is_module
 
     def imported(self, name: str) -> bool:
         """A module-level import (``torch``, ``np``): a namespace, not memory."""
@@ -189,24 +192,28 @@ class MemoryWrites:
             return qualified in FUNCTIONS and qualified.rpartition(".")[2] not in RUNS_ANY_CODE
         return isinstance(call.func, ast.Attribute) and (call.func.attr in TENSOR_METHODS or call.func.attr in ARRAY_METHODS)
 
-    def sharing(self, expr: Optional[ast.AST]) -> Set[str]:
-        """The names whose memory ``expr``'s value may hold, view or contain."""
-        out: Set[str] = set()
-        stack: List[ast.AST] = [expr] if expr is not None else []
-        while stack:
-            node = stack.pop()
-            if isinstance(node, ast.Name):
-                if not self.imported(node.id):
-                    out.add(node.id)
-                continue
-            if isinstance(node, (ast.Constant, ast.Compare)):
-                continue
-            if isinstance(node, ast.Attribute) and node.attr in _METADATA_ATTRIBUTES:
-                continue
-            if isinstance(node, ast.Call) and self.fresh_call(node):
-                continue
-            stack.extend(ast.iter_child_nodes(node))
-        return out
+    def shares(self, parent: ast.AST, child: ast.AST) -> bool:
+        """Whether ``parent``'s value may hold, view or contain ``child``'s memory."""
+        if not isinstance(child, ast.expr) or isinstance(parent, (ast.Constant, ast.Compare, ast.JoinedStr, ast.FormattedValue)):
+            return False
+        if isinstance(parent, ast.Attribute):
+            return parent.attr not in _METADATA_ATTRIBUTES
+        if isinstance(parent, ast.Call):
+            if child is parent.func:
+                return not isinstance(child, ast.Name) and not self.fresh_call(parent)  # the callee object, not what it returns
+            if isinstance(parent.func, ast.Attribute) and self.qualified(parent.func) is None and self.library_call(parent):
+                return False  # a tensor / array method's arguments (`dst.copy_(src)` returns `dst`)
+            return not self.fresh_call(parent)
+        return isinstance(parent, ast.expr)
+
+    def key(self, node: Optional[ast.AST]) -> List[str]:
+        """The alias-class element of an expression (its value's memory): names are
+        joined to it as the walk meets them (:meth:`shares`)."""
+        if node is None or isinstance(node, ast.Constant):
+            return []
+        if isinstance(node, ast.Name):
+            return [] if self.imported(node.id) else [node.id]
+        return [f"#{id(node)}"]
 
     # --- the walk ----------------------------------------------------------------------------------
 
@@ -221,18 +228,46 @@ class MemoryWrites:
             if isinstance(node, SCOPE_NODES):
                 self.nested(node)
                 continue
+            for child in ast.iter_child_nodes(node):
+                if self.shares(node, child):
+                    self.union([*self.key(node), *self.key(child)])
             stack.extend((child, node) for child in reversed(list(ast.iter_child_nodes(node))))
 
     def nested(self, node: ast.AST) -> None:
         """A nested function or class: its name stands for every name its body sees;
         its decorators and defaults run here."""
-        seen = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not self.imported(n.id)}
+        seen = {n for n in self.names_seen(node) if not self.imported(n)}
         name = getattr(node, "name", None)
         if name is not None:
             seen.add(name)
-        if isinstance(node, ast.Lambda):
-            return  # what holds the lambda joins what it sees (sharing() enters it)
-        self.union(seen)
+        self.union([*self.key(node), *seen] if isinstance(node, ast.Lambda) else seen)
+
+    def names_seen(self, scope: ast.AST) -> FrozenSet[str]:
+        """Every name spelt in ``scope`` and the scopes inside it; each scope read once
+        for the module (its own nodes, then its nested scopes' answers), without recursion."""
+        seen = self.seen
+        # Post-order over the nested scopes: (scope, its own names, its inner scopes) once read.
+        pending: List[Tuple[ast.AST, Optional[Tuple[Set[str], List[ast.AST]]]]] = [(scope, None)]
+        while pending:
+            node, read = pending.pop()
+            if id(node) in seen:
+                continue
+            if read is None:
+                own: Set[str] = set()
+                inner: List[ast.AST] = []
+                for sub in iter_nodes(node):
+                    if sub is not node and isinstance(sub, SCOPE_NODES):
+                        inner.append(sub)
+                    elif isinstance(sub, ast.Name):
+                        own.add(sub.id)
+                pending.append((node, (own, inner)))
+                pending.extend((sub, None) for sub in inner if id(sub) not in seen)
+                continue
+            own, inner = read
+            for sub in inner:
+                own |= seen[id(sub)]
+            seen[id(node)] = frozenset(own)
+        return seen[id(scope)]
 
     def visit(self, node: ast.AST, parent: Optional[ast.AST]) -> None:
         where = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
@@ -262,18 +297,17 @@ class MemoryWrites:
                 # `lst.append(a)`, `self.keep(a)`: the receiver may hold the arguments now.
                 receiver = _root(node.func.value)
                 if receiver is not None and not self.imported(receiver):
-                    args = set().union(*(self.sharing(a) for a in [*node.args, *(k.value for k in node.keywords)])) if (node.args or node.keywords) else set()
-                    self.union({receiver} | args)
+                    self.union([receiver, *(k for a in [*node.args, *(kw.value for kw in node.keywords)] for k in self.key(a))])
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 # `b += x` may work in place (an array, a tensor, a list).
                 self.uses.setdefault(node.target.id, []).append((where, node, f"`{node.target.id} {_OPERATORS.get(type(node.op), '?')}= ...` at line {node.lineno} may change the array in place"))
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            self.union(_bound(targets) | self.sharing(node.value))
+            self.union([*_bound(targets), *self.key(node.value)])
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            self.union(_bound([node.target]) | self.sharing(node.iter))
+            self.union([*_bound([node.target]), *self.key(node.iter)])
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-            self.union(_bound([node.optional_vars]) | self.sharing(node.context_expr))
+            self.union([*_bound([node.optional_vars]), *self.key(node.context_expr)])
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             self.escapes.update(node.names)
 

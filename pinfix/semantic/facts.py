@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from .aliasing import Hazard, MemoryWrites
 from .scope import FunctionInfo, ModuleInfo, enclosing_loops, iter_nodes
@@ -162,6 +162,7 @@ class ModuleFacts:
         self._names: Dict[int, Dict[str, List[ast.Name]]] = {}
         self._own: Dict[int, Set[int]] = {}
         self._writes: Dict[int, MemoryWrites] = {}
+        self._seen: Dict[int, FrozenSet[str]] = {}
 
     @property
     def src(self) -> SourceText:
@@ -210,7 +211,7 @@ class ModuleFacts:
         end of ``after`` and before ``before`` starts (:mod:`.aliasing`)."""
         writes = self._writes.get(id(func.node))
         if writes is None:
-            writes = self._writes[id(func.node)] = MemoryWrites(self.module, func)
+            writes = self._writes[id(func.node)] = MemoryWrites(self.module, func, self._seen)
         return writes.hazard(roots, end_position(after), position(before))
 
     def reached_uses(self, func: FunctionInfo, binding: ast.AST, name: str) -> List[ast.Name]:
