@@ -71,6 +71,13 @@ class Makes(Effect):
     shares_argument: bool = False
 
 
+#: The ``layout=`` values a ``pin_memory=`` fix may keep, by last name: the default dense
+#: (strided) layout. torch refuses to pin others (``torch.zeros(n, layout=torch.sparse_coo,
+#: pin_memory=True)`` raises "Only dense CPU tensors can be pinned"); the sparse compressed
+#: ones pass that check on a CPU-only build but pinfix does not rely on them.
+PINNABLE_LAYOUTS: FrozenSet[str] = frozenset({"strided"})
+
+
 #: Functions that register existing host memory with the accelerator's driver (page-lock
 #: it), by the called name (``cudart().cudaHostRegister(ptr, n, 0)``, ``hipHostRegister``,
 #: CuPy's ``cuda.runtime.hostRegister``): in a module that calls one, a tensor viewing a host

@@ -30,6 +30,7 @@ from typing import Callable, Collection, FrozenSet, Iterator, List, Optional, Se
 
 import libcst as cst
 
+from .semantic.scope import export_value
 from .style import DEFAULT_SECTIONS, IsortSettings
 
 
@@ -415,7 +416,12 @@ def _insert_statement(module: cst.Module, new: cst.SimpleStatementLine, sections
 def used_names(code: str) -> Set[str]:
     """Names the module reads outside its import statements (also inside string
     annotations and ``__all__``, as pyflakes counts them)."""
-    tree = ast.parse(code)
+    return names_read(ast.parse(code))
+
+
+def names_read(tree: ast.AST) -> Set[str]:
+    """Names read within ``tree`` (also inside string annotations and what is
+    added to ``__all__``)."""
     used: Set[str] = set()
 
     def strings(node: Optional[ast.AST]) -> None:
@@ -439,9 +445,118 @@ def used_names(code: str) -> Set[str]:
             strings(node.returns)
         elif isinstance(node, ast.AnnAssign):
             strings(node.annotation)
-        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
-            strings(node.value)
+        exported = export_value(node)
+        if exported is not None:
+            strings(exported)
     return used
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def unused_scoped_imports(text: str, names: Collection[str]) -> List[Tuple[int, int, str]]:
+    """Edits ``(start, end, new)`` (offsets into ``text``) that remove the imports of
+    ``names`` that are not top-level statements of the module (in a function, a class,
+    an ``if`` or ``TYPE_CHECKING`` block, joined by ``;`` under one) where their own
+    scope no longer reads the name, as pyflakes would report them. Imports in a
+    ``try`` (an optional dependency) and statements with a comment stay. A block left
+    empty gets ``pass``."""
+    wanted = set(names)
+    if not wanted:
+        return []
+    tree = ast.parse(text)
+    line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+
+    def offset(line: int, col: int) -> int:
+        # ast columns are UTF-8 byte offsets
+        start = line_starts[line - 1]
+        end = line_starts[line] if line < len(line_starts) else len(text)
+        return start + len(text[start:end].encode("utf-8")[:col].decode("utf-8", "replace"))
+
+    reads: dict = {}
+
+    def read_in(scope: ast.AST) -> Set[str]:
+        got = reads.get(id(scope))
+        if got is None:
+            if isinstance(scope, ast.Module):
+                got = used_names(text)
+            else:  # its body: a function's signature and decorators are read in the scope around it
+                body = scope.body if isinstance(scope.body, list) else [scope.body]  # type: ignore[attr-defined]
+                got = set().union(*(names_read(stmt) for stmt in body))
+            reads[id(scope)] = got
+        return got
+
+    edits: List[Tuple[int, int, str]] = []
+    # (statement list, its owner, the scope it runs in, inside a try)
+    stack: List[Tuple[Sequence[ast.stmt], ast.AST, ast.AST, bool]] = [(tree.body, tree, tree, False)]
+    while stack:
+        block, owner, scope, guarded = stack.pop()
+        for index, stmt in enumerate(block):
+            inner_scope = stmt if isinstance(stmt, _SCOPES) else scope
+            inner_guard = guarded or isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar"
+            for field in ("body", "orelse", "finalbody"):
+                sub = getattr(stmt, field, None)
+                if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                    stack.append((sub, stmt, inner_scope, inner_guard))
+            for part in [*getattr(stmt, "handlers", []), *getattr(stmt, "cases", [])]:
+                stack.append((part.body, part, inner_scope, inner_guard))
+            if owner is tree or guarded or not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                continue  # top-level imports: the head's own clean-up
+            bound = [a.asname or (a.name if isinstance(stmt, ast.ImportFrom) else a.name.split(".", 1)[0]) for a in stmt.names]
+            gone = {b for b in bound if b in wanted and b not in read_in(scope)}
+            if not gone or "*" in bound:
+                continue
+            edit = _removal(text, block, index, gone, offset)
+            if edit is not None:
+                edits.append(edit)
+    return sorted(edits)
+
+
+def _removal(text: str, block: Sequence[ast.stmt], index: int, gone: Set[str], offset: Callable[[int, int], int]) -> Optional[Tuple[int, int, str]]:
+    """The edit that drops the aliases binding ``gone`` from ``block[index]``."""
+    stmt = block[index]
+    start = offset(stmt.lineno, stmt.col_offset)
+    end = offset(stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = len(text)
+    for m in re.finditer(r"\r\n|\r|\n", text[end:]):
+        line_end = end + m.end()
+        break
+    rest_of_line = text[end:line_end]
+    if "#" in text[line_start:line_end] or "#" in text[start:end]:
+        return None  # a comment (`# noqa: F401`, `# keep`): the statement stays whole
+    try:
+        small = cst.parse_statement(text[start:end] + "\n")
+    except Exception:
+        return None
+    if not isinstance(small, cst.SimpleStatementLine) or len(small.body) != 1:
+        return None
+    kept = _RemoveImports(gone)._keep(small.body[0])
+    if kept is not None:
+        return (start, end, cst.Module(body=[]).code_for_node(kept.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)))
+    before = text[line_start:start]
+    after = rest_of_line.strip()
+    if after.startswith(";"):
+        # `import torch; x = 1`: up to the next statement on the line
+        nxt = block[index + 1] if index + 1 < len(block) else None
+        if nxt is None:
+            return (start, end + (len(rest_of_line) - len(rest_of_line.lstrip())) + 1, "")
+        return (start, offset(nxt.lineno, nxt.col_offset), "")
+    if before.strip():
+        # `x = 1; import torch`: from the end of the one before
+        prev = block[index - 1]
+        return (offset(prev.end_lineno or prev.lineno, prev.end_col_offset or 0), end, "")
+    if len(block) == 1:
+        return (start, end, "pass")
+    stop = line_end
+    if index == 0:
+        # the first statement of its block: the blank lines after it go too
+        while True:
+            m = re.match(r"[ \t]*(\r\n|\r|\n)", text[stop:])
+            if m is None or stop >= len(text):
+                break
+            stop += m.end()
+    return (line_start, stop, "")
 
 
 def _binding(alias: cst.ImportAlias, is_from: bool) -> str:

@@ -311,7 +311,7 @@ def f(dst: torch.Tensor, a, dev) -> torch.Tensor:
         non_blocking=True,  # overlap with compute
     )
     return torch.from_numpy(a).to(
-        dev,
+        "cuda",
         non_blocking=True,
     )
 ''',
@@ -330,7 +330,7 @@ def f(dst: torch.Tensor, a, dev) -> torch.Tensor:
         non_blocking=True,  # overlap with compute
     )
     return np_to_pinned_tensor(a).to(
-        dev,
+        "cuda",
         non_blocking=True,
     )
 ''',

@@ -316,12 +316,12 @@ OTHER_FIX = {
     "memory_format_keyword": (
         "import torch\n\n\ndef f(a, dev):\n"
         "    return torch.from_numpy(a).to(dev, memory_format=torch.contiguous_format, non_blocking=True)\n",
-        "np_to_pinned_tensor(a).to(dev", "safe", None,
+        "np_to_pinned_tensor(a).to(dev", "unsafe", "may be the CPU",
     ),
     # `.to(other)` takes the other tensor's dtype too: only a plain device is rewritten.
     "to_other_tensor": (
         "import torch\n\n\ndef f(a, other):\n    return torch.from_numpy(a).to(other, non_blocking=True)\n",
-        "np_to_pinned_tensor(a).to(other, non_blocking=True)", "safe", None,
+        "np_to_pinned_tensor(a).to(other, non_blocking=True)", "unsafe", "may be the CPU",
     ),
     # `torch.tensor(d).to(T)` rounds through the inferred dtype: not the same as dtype=T.
     "tensor_with_to_dtype": (
@@ -341,14 +341,27 @@ OTHER_FIX = {
     "comment_inside": (
         "import torch\n\n\ndef f(a, dev):\n    return torch.from_numpy(a).to(\n        dev,  # the GPU\n"
         "        non_blocking=True,\n    )\n",
-        "np_to_pinned_tensor(a).to(", "safe", None,
+        "np_to_pinned_tensor(a).to(", "unsafe", "may be the CPU",
     ),
     # The helper's name is bound to something else here.
     "name_taken": (
         "import torch\n\n\ndef async_tensor_h2d(x):\n    return x\n\n\n"
         "def f(a, dev):\n    return torch.from_numpy(a).to(dev, non_blocking=True)\n",
-        "np_to_pinned_tensor(a).to(dev, non_blocking=True)", "safe", None,
+        "np_to_pinned_tensor(a).to(dev, non_blocking=True)", "unsafe", "may be the CPU",
     ),
+}
+
+# `torch.from_numpy(a).to(device)` with a device that may be the CPU: there `.to` returns the
+# tensor on `a`'s memory itself, the helper a copy, so the rewrite is unsafe (applied with
+# `--unsafe-fixes`, as these cases are).
+MAY_BE_THE_CPU = {
+    "from_numpy_merged_import",
+    "keyword_form_dtype_unused_import_removed",
+    "positional_dtype",
+    "import_torch_removed",
+    "already_imported_alias",
+    "both_helpers_one_import",
+    "parenthesized_call",
 }
 
 # The source is used again: unsafe (on a CPU device `.to` returns the tensor itself).
@@ -367,11 +380,15 @@ def h2d_project(project: Path) -> Path:
 def test_h2d_fix(h2d_project: Path, name: str) -> None:
     before, expected = CASES[name]
     findings = check_text(before, path=str(_path(h2d_project, name)), config=load_config(h2d_project))
-    assert findings and all(f.fix_safety == "safe" for f in findings)
+    unsafe = name in MAY_BE_THE_CPU
+    assert findings and all(f.fix_safety == "safe" or (unsafe and "may be the CPU" in (f.fix_note or "")) for f in findings)
+    if unsafe:
+        assert any(f.fix_safety == "unsafe" for f in findings)
+        assert _fix(h2d_project, name, before) != expected
     assert any("async_tensor_h2d" in f.message or "h2d(" in f.message for f in findings)
-    after = _fix(h2d_project, name, before)
+    after = _fix(h2d_project, name, before, unsafe_fixes=unsafe)
     assert after == expected
-    assert _fix(h2d_project, name, after) == after  # idempotent
+    assert _fix(h2d_project, name, after, unsafe_fixes=unsafe) == after  # idempotent
     assert check_text(after, path=str(_path(h2d_project, name)), config=load_config(h2d_project)) == []
     assert ruff_clean_before_and_after(_path(h2d_project, name), h2d_project, before, after)
 
@@ -431,7 +448,7 @@ def test_helper_module_itself_is_not_rewritten(h2d_project: Path) -> None:
 
 def test_unset_keeps_todays_fix(project: Path) -> None:
     before = CASES["import_torch_removed"][0]
-    assert "np_to_pinned_tensor(a).to(device, non_blocking=True)" in _fix(project, "unset", before)
+    assert "np_to_pinned_tensor(a).to(device, non_blocking=True)" in _fix(project, "unset", before, unsafe_fixes=True)
 
 
 def test_config_validates_h2d_helper(project: Path) -> None:
@@ -486,7 +503,8 @@ def test_rewrite_computes_the_same_tensors(h2d_project: Path, monkeypatch: pytes
     import sys
     import types
 
-    after = _fix(h2d_project, "runtime", RUNTIME)
+    # (`x` and `y` are unsafe rewrites: on a CPU device `.to` returns `a`'s memory itself.)
+    after = _fix(h2d_project, "runtime", RUNTIME, unsafe_fixes=True)
     assert after.count("async_tensor_h2d(") == 6 + 0 and "non_blocking" not in after
     shim = types.ModuleType("vllm.utils.torch_utils")
     shim.async_tensor_h2d = _stand_in(torch)  # type: ignore[attr-defined]

@@ -47,6 +47,7 @@ SEMANTIC_ORDER = (
     "pinfix.semantic.scope",
     "pinfix.semantic.slices",
     "pinfix.semantic.state",
+    "pinfix.semantic.aliasing",
     "pinfix.semantic.facts",
     "pinfix.semantic.narrowing",
     "pinfix.semantic.expressions",

@@ -3,6 +3,7 @@ errors, closed streams, bounded reads, linear fixes and well-formed output."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -139,7 +140,7 @@ def test_output_to_a_closed_pipe_ends_quietly(tmp_path: Path, argv: list) -> Non
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141, err
     assert err == ""
-    assert [p.read_bytes() for p in tmp_path.iterdir()] == [SIMPLE] * 40  # `fix --diff` writes nothing
+    assert [p.read_bytes() for p in sorted(tmp_path.glob("*.py"))] == [SIMPLE] * 40  # `fix --diff` writes nothing
 
 
 # --- 16. Every settings read is bounded -------------------------------------------------------------
@@ -527,9 +528,11 @@ def test_deep_searches_read_callers_as_python_reads_them(tmp_path: Path) -> None
     write(tmp_path / "pyproject.toml", b"[tool.pinfix]\n")
     write(tmp_path / "a.py", b"def load(dst, t):\n    dst.copy_(t, non_blocking=True)\n")
     write(tmp_path / "b.py", "import torch\n\nfrom a import load\n\n\ndef run(buf, arr):\n    \uff4coad(buf, torch.from_numpy(arr))\n".encode())
-    proc = cli_subprocess("check", "--no-cache", "--deep", "a.py", "b.py", cwd=tmp_path)
+    proc = cli_subprocess("check", "--no-cache", "--deep", "--output-format", "json", "a.py", "b.py", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
-    assert proc.stdout.startswith("a.py:2:15: PIN001 ") and "made at b.py:7" in proc.stdout
+    (finding,) = json.loads(proc.stdout)["findings"]
+    assert (finding["path"], finding["line"], finding["column"], finding["code"]) == ("a.py", 2, 15, "PIN001")
+    assert "made at b.py:7" in finding["message"]
 
 
 def test_a_cached_deep_verdict_sees_a_new_caller_spelt_as_python_folds_it(tmp_path: Path) -> None:

@@ -163,6 +163,7 @@ def _imports(text: str, needed: Sequence[Tuple[str, str]], drops: Sequence[str],
         first_party_detector,
         imported_local_name,
         remove_unused_imports,
+        unused_scoped_imports,
         used_names,
     )
     from ..style import project_style
@@ -210,7 +211,12 @@ def _imports(text: str, needed: Sequence[Tuple[str, str]], drops: Sequence[str],
     new = module.code
     if tail and not new.endswith(("\n", "\r")):
         new += module.default_newline
-    return _import_hunks_only(text, new + tail), note
+    text = _import_hunks_only(text, new + tail)
+    if drops:
+        # Imports of the dropped names below the top level (in a function, an `if`,
+        # a `TYPE_CHECKING` block): removed where their own scope no longer reads them.
+        text = splice(text, [Edit(start, end, new) for start, end, new in unused_scoped_imports(text, drops)])
+    return text, note
 
 
 def _laid_out(old: str, new: str, settings: Settings) -> str:

@@ -12,16 +12,16 @@ import ast
 import io
 import tokenize
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 from ..edits import SAFE, UNSAFE, Edit, Fix
-from ..effects import COPY_SINKS, Loads, Makes, ReadsFile
+from ..effects import COPY_SINKS, PINNABLE_LAYOUTS, Loads, Makes, ReadsFile
 from ..findings import display, same_file
 from ..semantic.facts import Copy, on_cpu, position
 from ..semantic.modules import is_demo_of
 from ..semantic.scope import FunctionInfo, ModuleInfo, iter_nodes, last_name
 from ..semantic.source import same_source
-from ..semantic.values import PAGEABLE, PINNED, Step, Tensor, steps
+from ..semantic.values import ACCEL, PAGEABLE, PINNED, Step, Tensor, steps
 from .base import Finding, RuleContext
 
 __all__ = ["pageable_findings", "Judge", "STAGING", "helper_local_name", "h2d_local", "what_copies"]
@@ -74,8 +74,9 @@ def helper_local_name(module: ModuleInfo, qualified: str) -> Optional[str]:
 
 def binding_line(module: ModuleInfo, func: Optional[FunctionInfo], name: str, qualified: str) -> Optional[int]:
     """Where ``name`` is bound to something other than an import of ``qualified``,
-    in ``func`` or the functions around it or the module; ``None``: it is free."""
-    mod, _, member = qualified.rpartition(".")
+    in ``func`` or the functions around it or the module, or in any function of the
+    module that declares it ``global`` (the name a fix inserts resolves to the module's
+    binding, which such a function may replace); ``None``: it is free."""
     scopes: List[FunctionInfo] = []
     f = func
     while f is not None:
@@ -87,28 +88,43 @@ def binding_line(module: ModuleInfo, func: Optional[FunctionInfo], name: str, qu
     for scope in scopes:
         if name not in scope.locals and not (scope is module.body and name in scope.locals):
             continue
-        for node in scope.own_nodes() if not scope.is_module else _module_level(module):
-            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
-                return node.lineno
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-                return node.lineno
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
-                    bound = alias.asname or alias.name.split(".", 1)[0]
-                    if bound == name:
-                        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == mod and alias.name == member:
-                            continue
-                        return node.lineno
-            if type(node).__name__ in ("MatchAs", "MatchStar") and getattr(node, "name", None) == name:
-                return node.lineno  # type: ignore[attr-defined,no-any-return]
-            if isinstance(node, ast.ExceptHandler) and node.name == name:
-                return node.lineno
-            if isinstance(node, ast.arg) and node.arg == name:
-                return node.lineno
+        line = _binds_other(scope.own_nodes() if not scope.is_module else _module_level(module), name, qualified)
+        if line is not None:
+            return line
         if scope is not module.body and name in scope.locals:
             for p in scope.params:
                 if p.name == name:
                     return p.node.lineno  # type: ignore[no-any-return]
+    if name in module.rebound_globals and not any(name in s.locals for s in scopes if not s.is_module):
+        for other in module.functions.values():
+            if name in other.declared_global:
+                line = _binds_other(other.own_nodes(), name, qualified)
+                if line is not None:
+                    return line
+    return None
+
+
+def _binds_other(nodes: Iterable[ast.AST], name: str, qualified: str) -> Optional[int]:
+    """The line of the first of ``nodes`` that binds ``name`` to anything but an import of ``qualified``."""
+    mod, _, member = qualified.rpartition(".")
+    for node in nodes:
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
+            return node.lineno
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return node.lineno
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".", 1)[0]
+                if bound == name:
+                    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == mod and alias.name == member:
+                        continue
+                    return node.lineno
+        if type(node).__name__ in ("MatchAs", "MatchStar") and getattr(node, "name", None) == name:
+            return node.lineno  # type: ignore[attr-defined,no-any-return]
+        if isinstance(node, ast.ExceptHandler) and node.name == name:
+            return node.lineno
+        if isinstance(node, ast.arg) and node.arg == name:
+            return node.lineno
     return None
 
 
@@ -329,6 +345,9 @@ class Judge:
             at = self.ctx.where(made) if made is not None else f"line {origin.line}"
             if not (isinstance(effect, Makes) and effect.factory):
                 return STAGING, None, "the source is made in another function; fix it there"
+            sparse = self.unpinnable(tensors)
+            if sparse is not None:
+                return STAGING, None, sparse
             remedy = f"allocate it pinned at its origin ({at}) with `pin_memory={expr}`"
             if same_source(origin.src, self.src) and len(tensors) == 1 and not others:
                 fix = self.pin_memory_fix(tensors, route, kept=True)
@@ -351,6 +370,9 @@ class Judge:
             if any(t.explicit for t in tensors):
                 written = "`pin_memory=False`" if any(_literal_false(t.origin.node) for t in tensors if t.origin) else "`pin_memory=`"
                 return remedy, None, f"{written} is written out; change it by hand if pageable memory was not intended"
+            sparse = self.unpinnable(tensors)
+            if sparse is not None:
+                return STAGING, None, sparse
             fix = self.pin_memory_fix(tensors, route, kept=False)
             if isinstance(fix, str):
                 return remedy, None, fix
@@ -394,10 +416,14 @@ class Judge:
         line = binding_line(self.module, self.func, local, settings.helper)
         if line is not None:
             return None, f"`{local}` is already bound to something else here (line {line}); import `{settings.helper}` under another name by hand"
-        reason = None if inline else self.bound_hazard(tensors, route, calls, f"`{settings.helper_name}`")
+        drops = tuple(_unique([_root(c.func) for c in calls if _root(c.func)]))
+        reason = (
+            self.to_itself()
+            or self.exported_by_call(drops)
+            or (None if inline else self.bound_hazard(tensors, route, calls, f"`{settings.helper_name}`"))
+        )
         edits = tuple(Edit(*self.src.span(c.func), local) for c in calls)
         imports = () if helper_local_name(self.module, settings.helper) else ((settings.helper_module, settings.helper_name),)
-        drops = tuple(_unique([_root(c.func) for c in calls if _root(c.func)]))
         return Fix(UNSAFE if reason else SAFE, reason, edits, imports, drops), None
 
     def pin_method_fix(self, tensors: List[Tensor], route: Route, inline: bool) -> Tuple[Optional[Fix], Optional[str]]:
@@ -416,6 +442,32 @@ class Judge:
         edits = tuple(Edit(self.src.span(c)[1], self.src.span(c)[1], ".pin_memory()") for c in calls)
         return Fix(UNSAFE, reason, edits), None
 
+    def exported_by_call(self, drops: Sequence[str]) -> Optional[str]:
+        """A name the fix may leave unused that the module exports with ``__all__.append``
+        / ``.extend``: its import stays (the export needs it), but ruff reports it unused."""
+        exported = [d for d in drops if d in self.module.exported_by_calls]
+        if not exported:
+            return None
+        return (
+            f"`{exported[0]}` is exported with `__all__.append`/`.extend`, which ruff does not count as a use: "
+            "its import must stay, and ruff would call it unused"
+        )
+
+    def to_itself(self) -> Optional[str]:
+        """``.to(dev)`` returns its receiver itself when ``dev`` is the CPU: a tensor on the
+        array's memory, where the pinned helper's result is a copy (only an accelerator
+        target, as far as the engine can tell, makes both a fresh device tensor)."""
+        copy = self.copy
+        if copy.method != "to" or copy.target == ACCEL:
+            return None
+        if any(k.arg == "copy" and _bool(k.value) is True for k in copy.call.keywords):
+            return None  # `.to(..., copy=True)` copies on the CPU too
+        device = self.src.short(copy.device_node) if copy.device_node is not None else "the device"
+        return (
+            f"`{device}` may be the CPU, where `.to` returns the tensor itself (sharing the array's memory) "
+            "and the fixed code a copy"
+        )
+
     def bound_hazard(self, tensors: List[Tensor], route: Route, calls: Sequence[ast.Call], helper: str) -> Optional[str]:
         """Why swapping the bound ``from_numpy`` for a pinned copy could change behaviour:
         ``from_numpy`` shares the array's memory, ``helper`` (as a message names it) copies it."""
@@ -423,7 +475,8 @@ class Judge:
         copy = self.copy
         if len(names) > 1:
             return "the tensor reaches the copy through several names (" + ", ".join(f"`{n}`" for n in names) + ")"
-        if not (isinstance(copy.source_node, ast.Name) and names and copy.source_node.id == names[0]):
+        carrier = copy.source_node.target if isinstance(copy.source_node, ast.NamedExpr) else copy.source_node
+        if not (isinstance(carrier, ast.Name) and names and carrier.id == names[0]):
             if names:
                 return f"`{names[0]}` reaches the copy through a view; check that nothing else uses it"
         name = names[0] if names else None
@@ -442,18 +495,11 @@ class Judge:
                 f"the copy runs in a loop but `{name}` is bound once before it (line {binding.lineno}); "
                 "a pinned copy would not follow later writes to the array"
             )
-        start = position(copy.call)
         for call in calls:
             roots = sorted({n.id for a in call.args for n in ast.walk(a) if isinstance(n, ast.Name)})
-            end = (call.end_lineno, call.end_col_offset)
-            for root in roots:
-                for use in self.ctx.facts.uses(self.func, root):
-                    at = position(use)
-                    if end < at < start:
-                        return (
-                            f"`{root}` is used at line {use.lineno}, between the binding and the copy; "
-                            f"{helper} would snapshot the array at the binding"
-                        )
+            hazard = self.ctx.facts.may_change(self.func, roots, call, copy.call)
+            if hazard is not None:
+                return f"{hazard.reason}, between the binding and the copy; {helper} would snapshot the array at the binding"
         return None
 
     def pin_memory_fix(self, tensors: List[Tensor], route: Route, kept: bool) -> Any:
@@ -491,6 +537,19 @@ class Judge:
                 "(vLLM: `is_pin_memory_available()`) to make this fix safe"
             )
         return Fix(UNSAFE if reason else SAFE, reason, edits, imports)
+
+    def unpinnable(self, tensors: List[Tensor]) -> Optional[str]:
+        """Why the factories that made ``tensors`` cannot allocate pinned memory: torch pins
+        only dense tensors (:data:`pinfix.effects.PINNABLE_LAYOUTS`)."""
+        for t in tensors:
+            call = t.origin.node if t.origin is not None else None
+            layout = next((k.value for k in call.keywords if k.arg == "layout"), None) if isinstance(call, ast.Call) else None
+            if layout is not None and last_name(layout) not in PINNABLE_LAYOUTS:
+                return (
+                    f"`layout={t.origin.src.short(layout)}` may not be dense: torch refuses to pin a sparse "  # type: ignore[union-attr]
+                    "tensor (`pin_memory=True` raises \"Only dense CPU tensors can be pinned\")"
+                )
+        return None
 
     def race(self, route: Route) -> Optional[str]:
         """Once pinned, the copy no longer waits for the host: a later host write would race."""
@@ -591,7 +650,9 @@ class Judge:
         if binding_line(self.module, self.func, local, qualified) is not None:
             return None
         reason = None
-        if not direct and not self.plainly_accelerator(device):
+        if direct and origin is not None and isinstance(origin.effect, Makes) and origin.effect.shares_argument:
+            reason = self.to_itself()
+        elif not direct and copy.target != ACCEL:
             reason = self.other_use(route)
         seg = self.src.segment
         args = [seg(data), (f"device={seg(device)}" if keyword else seg(device))]
@@ -639,13 +700,6 @@ class Judge:
         if isinstance(node, ast.Name):
             return "device" in node.id or node.id in ("dev", "target_dev")
         return False
-
-    def plainly_accelerator(self, node: ast.AST) -> bool:
-        text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-        if text is None and isinstance(node, ast.Call) and last_name(node.func) == "device" and node.args:
-            first = node.args[0]
-            text = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
-        return text is not None and text.split(":", 1)[0].strip() not in ("cpu", "meta")
 
     def tensor_data(self, source: ast.Call, to_dtype: Optional[ast.AST]) -> Optional[Tuple[ast.AST, Optional[ast.AST]]]:
         """``torch.tensor(DATA[, dtype=T])`` the helper would make the same way."""

@@ -57,10 +57,17 @@ class PageableNonBlockingCopy(Rule):
     no accelerator is available, where vLLM's helper returns the plain tensor.
     The helper copies ``a`` into pinned memory, where ``from_numpy`` shares it. When the
     call is the copy's argument the copy reads the same values either way: the fix is
-    safe. When the tensor is bound to a name first, it is safe only if nothing else uses
-    that name and nothing touches the array between the binding and the copy; otherwise
-    it is unsafe (applied with ``--unsafe-fixes``) and the message says why. No fix is
-    offered where the helper's name is already bound to something else, or in the module
+    safe. When the tensor is bound to a name first (``src = ...`` or ``(src := ...)``), it
+    is safe only if nothing else uses that name and nothing may write the array between the
+    binding and the copy: not the array's name, nor another reference to its memory (an
+    alias ``b = a``, a view ``a[1:]`` / ``a.T`` / ``np.asarray(a)``, a container holding it,
+    a second tensor on it, a nested function that sees it), nor a call that receives any of
+    them, nor, for an array the caller or another object may hold (a parameter, a global, an
+    array passed or stored elsewhere), any call pinfix cannot see into, nor a ``yield``,
+    ``await`` or ``exec``. Otherwise it is unsafe (applied with ``--unsafe-fixes``) and the
+    message says why. No fix is
+    offered where the helper's name is already bound to something else (in the function, the
+    module, or by a ``global`` statement in another function of the module), or in the module
     that defines the helper.
 
     With ``[tool.pinfix] h2d-helper`` set (vLLM: ``vllm.utils.torch_utils.async_tensor_h2d``),
@@ -69,8 +76,11 @@ class PageableNonBlockingCopy(Rule):
     ``async_tensor_h2d(a, device=dev)`` (``.to``'s dtype kept as ``dtype=``); a local pageable
     tensor ``x.to(dev, non_blocking=True)`` becomes ``async_tensor_h2d(x, dev)``. The helper
     pins what it is given when it is called, where ``.to`` reads it: the result's device,
-    dtype and values are the same, so the fix is safe; for a name used elsewhere it is unsafe
-    (on a CPU device ``.to`` returns the tensor itself, the helper a pinned copy). Sinks with
+    dtype and values are the same. But on a CPU device ``.to`` returns the tensor itself, the
+    helper a pinned copy: for ``torch.from_numpy(a).to(dev, ...)`` (which shares ``a``'s memory)
+    or a name used elsewhere, the fix is safe only where the device is known to be an
+    accelerator (``"cuda"``, ``torch.device("cuda", 0)``, an index), and unsafe otherwise; so is
+    the ``np_to_pinned_tensor`` fix of ``torch.from_numpy(a).to(dev, ...)`` (unless ``copy=True``). Sinks with
     ``copy=`` / ``memory_format=``, a ``.to(other_tensor)``, comments in the call, the helper's
     name taken or its own module keep the fix above.
 
@@ -159,10 +169,12 @@ class PageableNonBlockingCopy(Rule):
             fixed=_FIXED_HEADER + "def f(dst, a):\n    dst.copy_(np_to_pinned_tensor(a), True)\n",
         ),
         Case(
-            _HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(dev, non_blocking=True)\n",
+            _HEADER + "def f(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n",
             fixed=_FIXED_HEADER
-            + "def f(a, dev):\n    return np_to_pinned_tensor(a).to(dev, non_blocking=True)\n",
+            + "def f(a):\n    return np_to_pinned_tensor(a).to('cuda', non_blocking=True)\n",
         ),
+        # Unsafe fix: `dev` may be the CPU, where `.to` returns the tensor on the array's memory itself.
+        Case(_HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(dev, non_blocking=True)\n"),
         Case(
             _HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(device=dev, dtype=torch.int64, non_blocking=True)\n",
         ),
@@ -212,15 +224,17 @@ class PageableNonBlockingCopy(Rule):
     ]
     H2D_INVALID = [
         Case(
-            _HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(dev, non_blocking=True)\n",
+            _HEADER + "def f(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n",
             fixed="import numpy as np\nimport torch\nfrom vllm.utils.torch_utils import async_tensor_h2d\n\n"
-            "INDEX = torch.int32\n\n\ndef f(a, dev):\n    return async_tensor_h2d(a, device=dev)\n",
+            "INDEX = torch.int32\n\n\ndef f(a):\n    return async_tensor_h2d(a, device='cuda')\n",
         ),
         Case(
-            _HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(device=dev, dtype=INDEX, non_blocking=True)\n",
+            _HEADER + "def f(a):\n    return torch.from_numpy(a).to(device=torch.device('cuda', 0), dtype=INDEX, non_blocking=True)\n",
             fixed="import numpy as np\nimport torch\nfrom vllm.utils.torch_utils import async_tensor_h2d\n\n"
-            "INDEX = torch.int32\n\n\ndef f(a, dev):\n    return async_tensor_h2d(a, device=dev, dtype=INDEX)\n",
+            "INDEX = torch.int32\n\n\ndef f(a):\n    return async_tensor_h2d(a, device=torch.device('cuda', 0), dtype=INDEX)\n",
         ),
+        # Unsafe: on a CPU `dev`, `.to` returns the tensor on the array's memory, the helper a copy.
+        Case(_HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(dev, non_blocking=True)\n"),
         # copy=: the np_to_pinned_tensor fix instead.
         Case(
             _HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(dev, copy=True, non_blocking=True)\n",

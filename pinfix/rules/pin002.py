@@ -126,7 +126,8 @@ class PageableCpuSource(Rule):
     It is also unsafe when the tensor is bound to a name that is used again after the copy, or
     the copy runs in a loop the binding is outside of: once pinned, the copy really is
     asynchronous, and a later host write to the tensor would race with it. No fix when
-    ``pin_memory=False`` (or a flag that is no availability flag, below) is written out, when a conversion (``.long()``) or gapped view sits
+    ``pin_memory=False`` (or a flag that is no availability flag, below) is written out, when a factory has a ``layout=`` other than
+    ``torch.strided`` (torch refuses to pin a sparse tensor), when a conversion (``.long()``) or gapped view sits
     between the source and the copy (pinning the source would not help), or for sources with no
     ``pin_memory=`` (``as_tensor``, ``asarray``, ``.cpu()``): the message suggests a persistent
     pinned staging buffer (allocated once with ``pin_memory=True``, as vLLM's ``CpuGpuBuffer``).
@@ -416,6 +417,8 @@ class PageableCpuSource(Rule):
             _H + "def f(n, d):\n    try:\n        buf = torch.empty(n, pin_memory=True)\n    except RuntimeError:\n"
             "        other = torch.empty(n)\n        return other.to(d, non_blocking=True)\n    return buf\n"
         ),
+        # A sparse layout: reported, but no `pin_memory=` fix (torch refuses to pin it).
+        Case(_H + "def f(n, dev):\n    x = torch.zeros(n, n, layout=torch.sparse_coo)\n    return x.to(dev, non_blocking=True)\n"),
         # A comprehension's own variable holds what its iterable holds.
         Case(
             _H + "def f(rows, dev):\n    hosts = [torch.tensor(r) for r in rows]\n"

@@ -823,6 +823,9 @@ class Calls(Expressions):
         if effect.method == "to" and direction == "none":
             return result
         copy = Copy(node, effect.method, function_form, source_node, source, destination, non_blocking, nb_node, direction, device_node, self.func)
+        landed = destination if effect.method == "copy_" else result
+        if landed is not None and landed.all(lambda a: isinstance(a, Tensor) and a.device == ACCEL):
+            copy.target = ACCEL
         self.facts.add_copy(copy)
         if direction == "d2h" and non_blocking is True:
             result = self.pending_copy(node, copy, source_node, destination, result, state)

@@ -599,7 +599,10 @@ class Expressions:
     def eval_namedexpr(self, node: ast.NamedExpr, state: State) -> Value:
         value = self.eval(node.value, state)
         self.bind_target(node.target, value, state, node)
-        return value
+        # The expression's value is what the name now holds: what reaches a copy
+        # through `(t := ...)` was bound to `t` on the way (a fix must see `t`).
+        held = state.get(node.target.id) if isinstance(node.target, ast.Name) else None
+        return held if held is not None else value
 
     def eval_lambda(self, node: ast.Lambda, state: State) -> Value:
         for d in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:

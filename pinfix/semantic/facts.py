@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
+from .aliasing import Hazard, MemoryWrites
 from .scope import FunctionInfo, ModuleInfo, enclosing_loops, iter_nodes
 from .source import SourceText
-from .values import CPU, Pending, Step, Tensor, Value, join
+from .values import ANY_DEVICE, CPU, Pending, Step, Tensor, Value, join
 
 
 class Copy:
@@ -36,6 +37,7 @@ class Copy:
         "device_node",
         "function",
         "given_by",
+        "target",
     )
 
     def __init__(
@@ -71,6 +73,10 @@ class Copy:
         self.function = function
         #: Where a call of the function passes ``True`` to the parameter that is ``non_blocking`` here (deep mode).
         self.given_by: Optional[Step] = None
+        #: Where the copy goes: ``accelerator`` when every path names one (``.cuda()``,
+        #: ``.to("cuda")``, a ``copy_`` into a device tensor), else ``unknown``: a
+        #: ``.to(dev)`` to a CPU ``dev`` returns its receiver itself, not a copy.
+        self.target = ANY_DEVICE
 
     def given(self, where: Step) -> "Copy":
         """This copy as one call of its function makes it: ``where`` gives its ``non_blocking``."""
@@ -158,6 +164,8 @@ class ModuleFacts:
         self._loops: Dict[int, Dict[int, Tuple[ast.AST, ...]]] = {}
         self._names: Dict[int, Dict[str, List[ast.Name]]] = {}
         self._own: Dict[int, Set[int]] = {}
+        self._writes: Dict[int, MemoryWrites] = {}
+        self._seen: Dict[int, FrozenSet[str]] = {}
 
     @property
     def src(self) -> SourceText:
@@ -198,6 +206,16 @@ class ModuleFacts:
                 nodes.sort(key=position)
             self._names[id(func.node)] = table
         return table.get(name, [])
+
+    def may_change(self, func: FunctionInfo, roots: Sequence[str], after: ast.AST, before: ast.AST) -> Optional[Hazard]:
+        """Where the memory the names ``roots`` hold may change, through them or any
+        other reference (an alias, a view, a container, a second tensor on it, a call
+        that receives any of them or can see them, ``yield``/``await``), after the
+        end of ``after`` and before ``before`` starts (:mod:`.aliasing`)."""
+        writes = self._writes.get(id(func.node))
+        if writes is None:
+            writes = self._writes[id(func.node)] = MemoryWrites(self.module, func, self._seen)
+        return writes.hazard(roots, end_position(after), position(before))
 
     def reached_uses(self, func: FunctionInfo, binding: ast.AST, name: str) -> List[ast.Name]:
         """The uses of ``name`` in ``func`` that the binding at ``binding`` (a

@@ -387,6 +387,7 @@ class ModuleInfo:
         #: Top-level definitions by name (the last one written wins, as at run time).
         self.top: Dict[str, Definition] = {}
         self._rebound: Optional[Set[str]] = None
+        self._call_exports: Optional[FrozenSet[str]] = None
         self._top_bindings: Optional[Dict[str, int]] = None
         self._from_imports: Optional[Dict[str, str]] = None
         self._registers: Optional[bool] = None
@@ -451,6 +452,19 @@ class ModuleInfo:
                     counts[name] = counts.get(name, 0) + 1
             self._top_bindings = counts
         return self._top_bindings
+
+    @property
+    def exported_by_calls(self) -> FrozenSet[str]:
+        """Names the module adds to ``__all__`` with ``__all__.append("x")`` /
+        ``.extend([...])`` at its top level: ruff does not count those as uses of an import."""
+        if self._call_exports is None:
+            found: Set[str] = set()
+            for stmt in self.tree.body:
+                value = export_value(stmt.value) if isinstance(stmt, ast.Expr) else None
+                if value is not None:
+                    found.update(n.value for n in ast.walk(value) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+            self._call_exports = frozenset(found)
+        return self._call_exports
 
     @property
     def rebound_globals(self) -> Set[str]:
@@ -551,6 +565,25 @@ class ModuleInfo:
                     continue
                 out.append((alias.asname or alias.name, f"{base}.{alias.name}" if base else alias.name, False))
         return out
+
+
+def export_value(node: ast.AST) -> Optional[ast.AST]:
+    """What a statement or call adds to ``__all__``: the value of ``__all__ = [...]``
+    (also annotated) and ``__all__ += [...]``, the arguments of ``__all__.append("x")``
+    / ``.extend([...])`` / ``.insert(i, "x")``; ``None`` for anything else."""
+    if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+        return node.value
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name) and node.target.id == "__all__":
+        return node.value
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "__all__"
+        and node.func.attr in ("append", "extend", "insert")
+    ):
+        return ast.Tuple(elts=list(node.args), ctx=ast.Load())
+    return None
 
 
 def binds(node: ast.AST, name: str) -> bool:
