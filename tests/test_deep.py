@@ -1066,3 +1066,36 @@ def test_a_module_that_sets_the_default_device_makes_no_host_memory(tmp_path):
     sends = "import torch\n\nfrom .alloc import make\n\n\ndef send(n, dev):\n    return make(n).to(dev, non_blocking=True)\n"
     pkg = project(tmp_path, {"alloc.py": alloc, "sends.py": sends})
     assert lines(deep([pkg / "sends.py"])) == []
+
+
+
+
+def test_a_none_test_of_a_field_known_only_by_its_default_leaves_the_path(tmp_path):
+    """A nested record whose constructor call leaves a field out: all pinfix knows of it is
+    its default ``None``. ``assert chunk.rows is not None`` says code pinfix does not see
+    stores there, not that the copy after it never runs (vLLM 0.34.0's ROCm MLA context
+    rows lost their finding this way when only the files that say ``non_blocking`` ran)."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "meta.py").write_text(
+        "from dataclasses import dataclass\n\nimport torch\n\n\n@dataclass\nclass Outer:\n"
+        "    @dataclass\n    class Chunk:\n        n: int\n        rows: list[int] | None = None\n\n"
+        "    chunk: 'Outer.Chunk'\n\n\ndef build(n, dev):\n    chunk = Outer.Chunk(n)\n"
+        "    return torch.zeros(n).to(dev, non_blocking=True), chunk\n"
+    )
+    (pkg / "user.py").write_text(
+        "import torch\n\nfrom pkg.meta import Outer\n\n\n"
+        "def gather(chunk: Outer.Chunk, n, dev):\n    assert chunk.rows is not None\n"
+        "    x = torch.arange(n)\n    return x.to(dev, non_blocking=True)\n"
+    )
+    env = {**os.environ, "PINFIX_NO_PREFILTER": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--deep", "--output-format", "json", "pkg/user.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert [(f["line"], f["code"]) for f in json.loads(proc.stdout)["findings"]] == [(9, "PIN002")]

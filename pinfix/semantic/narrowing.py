@@ -446,7 +446,10 @@ def _not_none(a: Any) -> bool:
 
 
 def _keep(ev: Any, subject: ast.AST, state: State, keep: Any) -> Refinements:
-    """The subject narrowed to the atoms ``keep`` allows (none left: no path of ours)."""
+    """The subject narrowed to the atoms ``keep`` allows (none left: no path of ours,
+    where the subject is a local name; an access path such as a record's field may hold
+    what code pinfix does not see stores there, so a test that rules out all it knows
+    says nothing of it)."""
     name, value = _current(ev, subject, state)
     if name is None or not value:
         return NOTHING
@@ -454,7 +457,7 @@ def _keep(ev: Any, subject: ast.AST, state: State, keep: Any) -> Refinements:
     if len(kept) == len(value):
         return NOTHING
     if not kept:
-        return IMPOSSIBLE
+        return NOTHING if "." in name else IMPOSSIBLE
     return Refinements({name: Value(kept)})
 
 
