@@ -353,6 +353,24 @@ VERDICTS_BASE.update(
                 "(pinfix does not read the assert)"
             ),
         ),
+        ("vllm/distributed/kv_transfer/kv_connector/v1/example_connector.py", 184): (
+            "true",
+            "a safetensors `load_file` result (pageable host memory) copied non_blocking to the device",
+        ),
+        ("vllm/v1/sample/logits_processor/builtin.py", 99): (
+            "false",
+            (
+                "`pin_memory=is_pin_memory` of a constructor parameter; the model runner passes `PIN_MEMORY` through "
+                "`build_logitsprocs` and a `ctor(...)` call pinfix does not follow"
+            ),
+        ),
+        **{
+            ("vllm/v1/sample/sampler.py", line): (
+                "false",
+                "`pin_memory=pin` with `pin = self.pin_memory`, set to `PIN_MEMORY` in `__init__`: plain mode does not read it",
+            )
+            for line in (201, 202)
+        },
         ("vllm/v1/utils.py", 661): (
             "true",
             (
@@ -421,6 +439,17 @@ VERDICTS: dict[tuple[str, object], tuple[str, str]] = {
 
 VERDICTS.update(
     {
+        ("vllm/distributed/kv_transfer/kv_connector/v1/example_connector.py", 193): (
+            "true",
+            "a safetensors `load_file` result (pageable host memory) copied non_blocking to the device",
+        ),
+        ("vllm/v1/worker/dp_utils.py", 74): (
+            "unclear",
+            (
+                "`pin_memory=PIN_MEMORY and torch.device(device).type == \"cuda\"`: pinned on CUDA, pageable (and "
+                "blocking) on other accelerators by design"
+            ),
+        ),
         **{
             (path, line): TEST_CALLER
             for path, line in (
