@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -385,44 +385,64 @@ def _variant(i: int, template: bytes = SAMPLE) -> bytes:
     return template.replace(b"def load(a)", f"def load_{i}(a)".encode()) + body.encode()
 
 
-def test_sigint_during_parallel_fix_leaves_every_file_old_or_new(tmp_path: Path) -> None:
-    from pinfix.api import fix_text
-
-    tree = tmp_path / "tree"
+def variant_tree(tree: Path, count: int = 300, mode: Optional[int] = None) -> Tuple[Dict[Path, bytes], Dict[Path, bytes]]:
+    """``count`` distinct files with a finding under ``tree``: their bytes now, and fixed."""
     originals, fixed = {}, {}
-    for i in range(300):
+    for i in range(count):
         path = write(tree / f"m{i:03d}.py", _variant(i))
-        path.chmod(0o640)
+        if mode is not None:
+            path.chmod(mode)
         originals[path] = path.read_bytes()
         fixed[path] = _variant(i, FIXED)
-    some = next(iter(originals))
-    assert fix_text(originals[some].decode(), path=str(some)).encode() == fixed[some]
+    return originals, fixed
 
+
+def fix_stopped(tree: Path, originals: Dict[Path, bytes], jobs: str, signum: int, preexec: Callable[[], None]) -> Tuple[int, str]:
+    """``pinfix fix`` over ``tree``, sent ``signum`` (to its whole process group, as a terminal
+    or a service manager does) as soon as the first file is rewritten: its status and stderr."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pinfix", "fix", "-j", "2", "--no-progress", str(tree)],
+        [sys.executable, "-m", "pinfix", "fix", "-j", jobs, "--no-progress", str(tree)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        preexec_fn=sigint_as_default,
+        preexec_fn=preexec,
     )
-    # Interrupt as soon as the first file is rewritten (as a terminal's Ctrl-C: the whole group).
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         if any(p.read_bytes() != originals[p] for p in originals):
             break
         time.sleep(0.02)
     if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+        os.killpg(proc.pid, signum)
+    _, err = proc.communicate(timeout=60)
+    return proc.returncode, err
 
+
+def old_or_new(originals: Dict[Path, bytes], fixed: Dict[Path, bytes]) -> Dict[str, int]:
+    """How many files are as they were and how many fully fixed; any other state fails."""
     states = {"old": 0, "new": 0}
     for path, before in originals.items():
         now = path.read_bytes()
         assert now in (before, fixed[path]), f"{path} is neither the original nor the fixed version"
         states["old" if now == before else "new"] += 1
+    return states
+
+
+def test_sigint_during_parallel_fix_leaves_every_file_old_or_new(tmp_path: Path) -> None:
+    from pinfix.api import fix_text
+
+    tree = tmp_path / "tree"
+    originals, fixed = variant_tree(tree, mode=0o640)
+    some = next(iter(originals))
+    assert fix_text(originals[some].decode(), path=str(some)).encode() == fixed[some]
+
+    returncode, err = fix_stopped(tree, originals, "2", signal.SIGINT, sigint_as_default)
+
+    states = old_or_new(originals, fixed)
+    for path in originals:
         assert stat.S_IMODE(path.stat().st_mode) == 0o640, path
     leftovers = [p.name for p in tree.iterdir() if p.name.endswith(".pinfix-tmp")]
     assert leftovers == []
     assert states["old"] > 0, "the run finished before the interrupt; make the files slower to process"
-    assert proc.returncode != 0
+    assert returncode != 0
     assert "interrupted" in err
     assert "Traceback" not in err, err
 

@@ -7,9 +7,6 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Dict
 
@@ -180,38 +177,15 @@ def _stop_signals_as_default() -> None:
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_sigterm_and_sighup_during_fix_leave_every_file_old_or_new(tmp_path: Path, signum: int, jobs: str) -> None:
-    from tests.test_bad_input import FIXED, _variant
+    from tests.test_bad_input import fix_stopped, old_or_new, variant_tree
 
     tree = tmp_path / "tree"
-    originals, fixed = {}, {}
-    for i in range(300):
-        path = tree / f"m{i:03d}.py"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(_variant(i))
-        originals[path] = path.read_bytes()
-        fixed[path] = _variant(i, FIXED)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pinfix", "fix", "-j", jobs, "--no-progress", str(tree)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        preexec_fn=_stop_signals_as_default,
-    )
-    # As a service manager or a closed terminal does: the whole group, once the first file is written.
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        if any(p.read_bytes() != originals[p] for p in originals):
-            break
-        time.sleep(0.02)
-    if proc.poll() is None:
-        os.killpg(proc.pid, signum)
-    out, err = proc.communicate(timeout=60)
-    states = {"old": 0, "new": 0}
-    for path, before in originals.items():
-        now = path.read_bytes()
-        assert now in (before, fixed[path]), f"{path} is neither the original nor the fixed version"
-        states["old" if now == before else "new"] += 1
+    originals, fixed = variant_tree(tree)
+    returncode, err = fix_stopped(tree, originals, jobs, signum, _stop_signals_as_default)
+    states = old_or_new(originals, fixed)
     assert [p.name for p in tree.iterdir() if not p.name.endswith(".py")] == []  # no .pinfix-tmp left
     assert states["old"] > 0, "the run finished before the signal; make the files slower to process"
-    assert proc.returncode == 128 + signum, err
+    assert returncode == 128 + signum, err
     assert f"interrupted ({signal.Signals(signum).name}); every file is either as it was or fully rewritten" in err
     assert "Traceback" not in err, err
 
