@@ -29,7 +29,7 @@ from typing import Callable, Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pinfix.rules import check_module  # noqa: E402
+from pinfix.fixes.plan import planned_findings  # noqa: E402
 from pinfix.semantic import SourceText, analyze_module  # noqa: E402
 from pinfix.settings import Settings  # noqa: E402
 
@@ -94,7 +94,7 @@ def measure(text: str, rounds: int) -> tuple:
         start = time.process_time()
         src = SourceText(text, "m.py")
         facts = analyze_module(src, src.parse(), settings)
-        findings = check_module(facts, settings)
+        findings = planned_findings(facts, settings)
         if i:
             times.append(time.process_time() - start)
         found = len(findings)

@@ -134,7 +134,7 @@ def stages(data: bytes) -> Dict[str, float]:
     from pinfix.engine import MAX_NESTING, deep_recursion, nested_deeper_than, on_deep_stack
     from pinfix.fixes import apply_fixes
     from pinfix.prefilter import gc_paused, may_contain_finding
-    from pinfix.rules import check_module
+    from pinfix.fixes.plan import planned_findings
     from pinfix.semantic import SourceError, SourceText, analyze_module
     from pinfix.writing import unintended_change
 
@@ -161,7 +161,7 @@ def stages(data: bytes) -> Dict[str, float]:
                 return
             with deep_recursion():
                 facts = timed("analyse", lambda: analyze_module(src, tree, settings, Path("m.py")))  # type: ignore[arg-type]
-                findings = timed("analyse", lambda: check_module(facts, settings, Path("m.py")))
+                findings = timed("analyse", lambda: planned_findings(facts, settings, Path("m.py")))
                 fixes = [f.fix for f in findings]  # type: ignore[attr-defined]
                 applied = timed("apply", lambda: apply_fixes(src, fixes, settings, Path("m.py")))  # type: ignore[arg-type]
             new_bytes = applied.data  # type: ignore[attr-defined]

@@ -248,7 +248,7 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: O
     CPython's parser rejects, or nesting deeper than :data:`MAX_NESTING`."""
     from .config import settings_of
     from .prefilter import PREFILTER_OFF
-    from .rules import check_module
+    from .fixes.plan import planned_findings
     from .semantic import SourceError, SourceText, analyze_module
     from .suppression import SourceDirectives, is_suppressed
 
@@ -278,7 +278,7 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: O
             report.reads = sorted(reads)
         else:
             facts = analyze_module(src, tree, settings, Path(path), project, everything=PREFILTER_OFF)
-        findings = [f for f in check_module(facts, settings, Path(path)) if codes is None or f.code in codes]
+        findings = [f for f in planned_findings(facts, settings, Path(path)) if codes is None or f.code in codes]
     if facts.problems:
         report.error = contained_errors(facts.problems)
     if findings:

@@ -799,3 +799,37 @@ def test_nested_tests_cost_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
 
     small, large = cost(8), cost(16)
     assert large < 3 * small, (small, large)
+
+
+def test_one_question_says_whether_a_node_binds_a_name() -> None:
+    """``pinfix.semantic.scope.binds`` answers for every way Python binds a name (the
+    fixes ask it through ``other_binding``; the flow analysis through its rebinding test)."""
+    import ast as std_ast
+
+    from pinfix.semantic.scope import binds
+
+    code = (
+        "import a.b\nfrom m import *\nfrom m import c as d\nx = 1\ndel y\n"
+        "def f(p, *q, r=1, **s):\n    pass\nclass K:\n    pass\n"
+        "try:\n    pass\nexcept E as e:\n    pass\n"
+        "match v:\n    case [u, *w]:\n        pass\n    case {**z}:\n        pass\n"
+    )
+    every = list(std_ast.walk(std_ast.parse(code)))
+    nodes = [n for n in every if not (isinstance(n, std_ast.alias) and n.name == "*")]
+    for name in ("a", "d", "x", "y", "f", "p", "q", "r", "s", "K", "e", "u", "w", "z"):
+        assert any(binds(n, name) for n in nodes), name
+    assert not any(binds(n, "v") or binds(n, "b") or binds(n, "c") for n in nodes)  # read, or not the bound name
+    assert any(binds(n, "anything") for n in every)  # `from m import *` may bind any name
+
+
+def test_the_innermost_function_at_a_node() -> None:
+    from pinfix.semantic import SourceText
+    from pinfix.semantic.scope import ModuleInfo
+
+    text = "def outer():\n    def inner():\n        return g(1)\n    return h(2)\n\nclass C:\n    k = j(3)\n"
+    src = SourceText.from_bytes(text.encode(), "m.py")
+    module = ModuleInfo(src, src.parse(), None)
+    calls = {n.func.id: n for n in __import__("ast").walk(module.tree) if type(n).__name__ == "Call"}
+    assert module.function_at(calls["g"]).name == "inner"
+    assert module.function_at(calls["h"]).name == "outer"
+    assert module.function_at(calls["j"]).is_module  # a class body is not a function

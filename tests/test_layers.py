@@ -226,6 +226,42 @@ def test_no_private_name_crosses_a_module() -> None:
     assert bad == []
 
 
+#: What rules may import of the engine: its facts and its values, nothing else.
+RULES_READ = frozenset({"pinfix.semantic.facts", "pinfix.semantic.values"})
+
+
+def test_rules_import_only_facts_and_values() -> None:
+    """Rules only ask: they read the engine's facts and values, and plan no fix
+    (:mod:`pinfix.fixes` imports the rules, not the reverse)."""
+    bad = []
+    for name, path in modules():
+        if not name.startswith("pinfix.rules"):
+            continue
+        for target, _, line in imports(name, path):
+            read = target == "pinfix.semantic" or any(target == m or target.startswith(m + ".") for m in RULES_READ)
+            engine = target.startswith("pinfix.semantic") and not read
+            if engine or target.startswith("pinfix.fixes"):
+                bad.append(f"{path.relative_to(REPO)}:{line}: imports {target}")
+    assert bad == []
+
+
+def test_no_module_reads_a_name_out_of_a_message() -> None:
+    """A step says the name it is about (``Step.name``): no code splits a message's
+    words to find it again."""
+    bad = []
+    for name, path in modules():
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "split"
+                and isinstance(node.func.value, ast.Attribute)
+                and node.func.value.attr == "message"
+            ):
+                bad.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert bad == []
+
+
 def test_the_check_path_imports_no_libcst() -> None:
     """Checking reads the stdlib ``ast``; LibCST is loaded only where a fix is written."""
     import subprocess

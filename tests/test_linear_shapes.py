@@ -14,7 +14,7 @@ import pytest
 
 from pinfix.config import Config, settings_of
 from pinfix.prefilter import may_hold_sink
-from pinfix.rules import check_module
+from pinfix.fixes.plan import planned_findings as check_module
 from pinfix.rules.base import StatementIndex
 from pinfix.semantic import SourceText, analyze_module
 from pinfix.semantic.module import functions_at

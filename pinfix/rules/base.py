@@ -10,8 +10,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..edits import Fix
 from ..findings import Evidence, FindingFields, display
-from ..semantic.facts import ModuleFacts
-from ..semantic.source import SourceText, same_source
+from ..semantic.facts import ModuleFacts, SourceText, same_source
 from ..semantic.values import Step, steps
 from ..settings import Settings
 
@@ -26,6 +25,9 @@ class Finding(FindingFields):
     #: The first and last line of the statement that holds it (where suppression
     #: comments count; a compound statement's header only).
     statement: Optional[Tuple[int, int]] = field(default=None, repr=False, compare=False)
+    #: A pageable copy whose remedy and fix are still to be planned
+    #: (:class:`pinfix.rules.pageable.PageableCopy`, read by :mod:`pinfix.fixes.plan`).
+    pageable: Optional[Any] = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

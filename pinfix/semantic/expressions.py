@@ -103,8 +103,8 @@ class Expressions:
 
     # --- evidence helpers --------------------------------------------------------------
 
-    def step(self, kind: str, node: ast.AST, message: str) -> Step:
-        return Step(kind, node, message, self.src)
+    def step(self, kind: str, node: ast.AST, message: str, name: Optional[str] = None) -> Step:
+        return Step(kind, node, message, self.src, name)
 
     def short(self, node: ast.AST, limit: int = 60) -> str:
         return self.src.short(node, limit)

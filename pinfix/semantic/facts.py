@@ -6,7 +6,9 @@ Rules (:mod:`pinfix.rules`) read these facts and nothing else: a
 :class:`HostRead` is a read of a device-to-host copy's destination before any
 wait. :class:`ModuleFacts` also answers the syntactic questions fixes ask (uses
 of a name, the loops around a node), in written order, so every message is
-deterministic.
+deterministic. Rules import this module and :mod:`~pinfix.semantic.values` only
+(``tests/test_layers.py``); what else they read of a module (whether two texts are
+one source, whether a file is a demo of another) is re-exported here.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ import copy
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from .aliasing import Hazard, MemoryWrites
-from .scope import FunctionInfo, ModuleInfo, enclosing_loops, iter_nodes
+from .scope import FunctionInfo, ModuleInfo, binds, enclosing_loops, iter_nodes
+# What rules read of the source besides the facts (re-exported: rules import only facts and values).
+from .modules import is_demo_of as is_demo_of
 from .source import SourceText
+from .source import same_source as same_source
 from .values import ANY_DEVICE, CPU, Pending, Step, Tensor, Value, join
 
 
@@ -295,7 +300,7 @@ def _rebinds(stmt: ast.AST, name: str) -> bool:
         return False
     while targets:
         t = targets.pop()
-        if isinstance(t, ast.Name) and t.id == name:
+        if isinstance(t, ast.Name) and binds(t, name):
             return True
         if isinstance(t, (ast.Tuple, ast.List)):
             targets.extend(t.elts)

@@ -215,7 +215,7 @@ class Flow(Calls):
     def bind_name(self, name: str, target: ast.AST, value: Value, state: State) -> None:
         if name not in self.func.locals:
             return  # `global x`: not ours to follow
-        step = self.step("bound", target, f"bound to `{name}`")
+        step = self.step("bound", target, f"bound to `{name}`", name)
         state.set(name, mark(self.fallback_value(name, value), step))
         self.forget_paths(name, state)
 
@@ -232,7 +232,7 @@ class Flow(Calls):
             self.assign(sub, item, state, node)
 
     def store_path(self, path: str, value: Value, state: State, target: ast.AST) -> None:
-        step = self.step("bound", target, f"stored in `{path}`")
+        step = self.step("bound", target, f"stored in `{path}`", path)
         state.set(path, value.map(lambda a: Value((a.step(step),)) if isinstance(a, Tensor) else None))
         narrowing.remember_path(path, state)
 

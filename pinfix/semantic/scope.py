@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from ..effects import CPU_DEVICE_TYPES, DEFAULT_DEVICE_SETTERS, HOST_REGISTER_CALLS
 from .source import SourceText
@@ -487,7 +487,7 @@ class ModuleInfo:
             for node in scope.binding_nodes():
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
                     found.update(q for local, q, _ in self.import_bindings(node) if local == name)
-                elif _binds(node, name):
+                elif not isinstance(node, ast.alias) and binds(node, name):
                     other = True
         qualified = found.pop() if len(found) == 1 and not other else None
         if qualified is not None and qualified.startswith("."):
@@ -526,8 +526,19 @@ class ModuleInfo:
                     held = [s for case in node.cases for s in case.body]  # type: ignore[attr-defined]
                 stack.extend(reversed([(s, owner, klass, pre) for s in held]))
 
-    def function_at(self, node: ast.AST) -> Optional[FunctionInfo]:
-        return self.functions.get(id(node))
+    def function_at(self, node: ast.AST) -> FunctionInfo:
+        """The innermost function (or lambda) whose span holds ``node``; the module
+        body where none does (class bodies are not functions: names there do not
+        reach the functions inside)."""
+        best = self.body
+        start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        for f in self.functions.values():
+            here = (f.node.lineno, f.node.col_offset)
+            holds = here <= start and (f.node.end_lineno, f.node.end_col_offset) >= end  # type: ignore[attr-defined]
+            # Functions do not overlap but nest: the one that starts last is the innermost.
+            if holds and (best.is_module or here >= (best.node.lineno, best.node.col_offset)):
+                best = f
+        return best
 
     def class_at(self, node: ast.AST) -> Optional[ClassInfo]:
         return self.classes.get(id(node))
@@ -587,19 +598,68 @@ def export_value(node: ast.AST) -> Optional[ast.AST]:
 
 
 def binds(node: ast.AST, name: str) -> bool:
-    """Whether ``node`` binds ``name``, an import (``import name``, ``from m import *``) too."""
-    if isinstance(node, ast.alias):
-        return node.name == "*" or (node.asname or node.name).split(".")[0] == name
-    return _binds(node, name)
-
-
-def _binds(node: ast.AST, name: str) -> bool:
-    """Whether ``node`` binds ``name`` other than by an import."""
+    """Whether ``node`` binds ``name``: a target stored or deleted, a def or class, an
+    ``except ... as``, a match capture, a parameter, or an import's alias (``import
+    name``, ``from m import *``: that one may bind any name)."""
     if isinstance(node, ast.Name):
         return node.id == name and not isinstance(node.ctx, ast.Load)
+    if isinstance(node, ast.alias):
+        return node.name == "*" or (node.asname or node.name).split(".")[0] == name
+    if isinstance(node, ast.arg):
+        return node.arg == name
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)) or type(node).__name__ in ("MatchAs", "MatchStar", "MatchMapping"):
         return name in (getattr(node, "name", None), getattr(node, "rest", None))
     return False
+
+
+def other_binding(module: ModuleInfo, func: Optional[FunctionInfo], name: str, qualified: str) -> Optional[int]:
+    """Where ``name`` is bound to something other than ``from M import name`` of
+    ``qualified`` (``M.name``), in ``func`` or the functions around it or the module,
+    or in any function of the module that declares it ``global`` (a name a fix
+    inserts resolves to the module's binding, which such a function may replace);
+    ``None``: it is free."""
+    scopes: List[FunctionInfo] = []
+    f = func
+    while f is not None:
+        if not f.is_class_body:
+            scopes.append(f)
+        f = f.parent
+    if module.body not in scopes:
+        scopes.append(module.body)
+    for scope in scopes:
+        if name not in scope.locals and not (scope is module.body and name in scope.locals):
+            continue
+        nodes = scope.own_nodes() if not scope.is_module else (n for stmt in module.tree.body for n in iter_nodes(stmt))
+        line = _first_other_binding(nodes, name, qualified)
+        if line is not None:
+            return line
+        if scope is not module.body and name in scope.locals:
+            for p in scope.params:
+                if p.name == name:
+                    return p.node.lineno  # type: ignore[no-any-return]
+    if name in module.rebound_globals and not any(name in s.locals for s in scopes if not s.is_module):
+        for other in module.functions.values():
+            if name in other.declared_global:
+                line = _first_other_binding(other.own_nodes(), name, qualified)
+                if line is not None:
+                    return line
+    return None
+
+
+def _first_other_binding(nodes: Iterable[ast.AST], name: str, qualified: str) -> Optional[int]:
+    """The line of the first of ``nodes`` that binds ``name`` to anything but ``from M import name`` of ``qualified``."""
+    mod, _, member = qualified.rpartition(".")
+    for node in nodes:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*" or not binds(alias, name):
+                    continue
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == mod and alias.name == member:
+                    continue
+                return node.lineno
+        elif not isinstance(node, ast.alias) and binds(node, name):
+            return node.lineno  # type: ignore[attr-defined,no-any-return]
+    return None
 
 
 def enclosing_loops(func: FunctionInfo) -> Dict[int, Tuple[ast.AST, ...]]:

@@ -41,9 +41,9 @@ MAX_NESTING = 4
 class Step:
     """One step of evidence: where it happened and what it did."""
 
-    __slots__ = ("kind", "node", "message", "src")
+    __slots__ = ("kind", "node", "message", "src", "name")
 
-    def __init__(self, kind: str, node: Any, message: str, src: Any):
+    def __init__(self, kind: str, node: Any, message: str, src: Any, name: Optional[str] = None):
         #: ``made``, ``bound``, ``view``, ``converted``, ``gapped``, ``computed``,
         #: ``attribute``, ``returned``, ``argument``, ``read``, ``pinned``, ``branch``.
         self.kind = kind
@@ -52,6 +52,9 @@ class Step:
         self.message = message
         #: The :class:`~pinfix.semantic.source.SourceText` of the node's file.
         self.src = src
+        #: The name or access path the step is about (``x``, ``self.buf``): what a
+        #: ``bound`` step bound; ``None`` where the step is about no name.
+        self.name = name
 
     @property
     def line(self) -> int:
