@@ -22,9 +22,9 @@ import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext
 
 from pinfix.config import Config, load_config, settings_of
-from pinfix.edits import SAFE, UNSAFE
+from pinfix.edits import Applicability
 from pinfix.engine import FileReport, analyse
-from pinfix.fixes import FixError, apply_fixes
+from pinfix.fixes import FixError, fix_findings
 from pinfix.rules import Finding
 
 
@@ -65,18 +65,13 @@ class PinPageableSourcesCommand(CodemodCommand):
         if found is None:
             return tree
         src, self.findings = found
-        allowed = {SAFE, UNSAFE} if self.config.unsafe_fixes else {SAFE}
-        wanted = [
-            f.fix if f.fix is not None and f.fix.applicability in allowed and (self.codes is None or f.code in self.codes) else None
-            for f in self.findings
-        ]
-        if not any(wanted):
-            self.applied = []
-            return tree
         path = Path(self.context.filename) if self.context.filename else None
+        required = Applicability.required(bool(self.config.unsafe_fixes))
         try:
-            result = apply_fixes(src, wanted, settings_of(self.config), path)
+            result = fix_findings(src, self.findings, settings_of(self.config), path, required, self.codes)
         except FixError:
+            result = None
+        if result is None:
             self.applied = []
             return tree
         self.applied = [self.findings[i] for i in result.applied]

@@ -15,9 +15,9 @@ from fixit import Invalid, LintRule, Valid
 from libcst.metadata import CodePosition, CodeRange
 
 from pinfix.config import Config, load_config, settings_of
-from pinfix.edits import SAFE
+from pinfix.edits import Applicability
 from pinfix.engine import FileReport, analyse
-from pinfix.fixes import FixError, apply_fixes
+from pinfix.fixes import FixError, fix_findings
 from pinfix.rules import Case, Finding, Rule
 
 #: The last modules' findings, by their bytes and settings: the four rules share one engine run.
@@ -45,18 +45,17 @@ def report_findings(rule: LintRule, node: cst.Module, code: str) -> None:
     src, findings = found
     mine = [f for f in findings if f.code == code]
     fixed = None
-    fixes = [f.fix if f.code == code and f.fix is not None and f.fix.applicability == SAFE else None for f in findings]
-    if any(fixes):
-        try:
-            fixed = cst.parse_module(apply_fixes(src, fixes, settings_of(config)).text)
-        except (FixError, cst.ParserSyntaxError):
-            fixed = None
+    try:
+        result = fix_findings(src, findings, settings_of(config), None, Applicability.SAFE, {code})
+        fixed = cst.parse_module(result.text) if result is not None else None
+    except (FixError, cst.ParserSyntaxError):
+        fixed = None
     for finding in mine:
         position = CodeRange(
             CodePosition(finding.line, finding.column - 1),
             CodePosition(finding.end_line, finding.end_column - 1),
         )
-        if fixed is not None and finding.fix is not None and finding.fix.applicability == SAFE:
+        if fixed is not None and finding.fix is not None and finding.fix.applicability.applies(Applicability.SAFE):
             rule.report(node, f"{finding.code} {finding.message}", position=position, replacement=fixed)
             fixed = None
         else:

@@ -53,14 +53,14 @@ def fix_text(
 def fixed_text(path: str, source: str, config: Config) -> str:
     """The fixed text of ``source`` (the applier's own output)."""
     from .config import settings_of
+    from .edits import Applicability
     from .engine import FileReport, analyse
-    from .fixes import apply_fixes
+    from .fixes import fix_findings
 
     report = FileReport(path)
     found = analyse(path, source.encode("utf-8"), config, report)
     if found is None:
         raise SourceError(report.error)
     src, findings = found
-    allowed = {"safe", "unsafe"} if config.unsafe_fixes else {"safe"}
-    wanted = [f.fix if f.fix is not None and f.fix.applicability in allowed else None for f in findings]
-    return apply_fixes(src, wanted, settings_of(config), Path(path)).text
+    result = fix_findings(src, findings, settings_of(config), Path(path), Applicability.required(config.unsafe_fixes))
+    return result.text if result is not None else src.text

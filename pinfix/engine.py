@@ -332,14 +332,13 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
     if found is None:
         return report
     src, findings = found
-    allowed = {"safe", "unsafe"} if config.unsafe_fixes else {"safe"}
-    wanted = [f.fix if mode.fix and f.fix is not None and f.fix.applicability in allowed else None for f in findings]
     applied: set = set()
     new_bytes = data
     touched: Set[int] = set()
-    if any(wanted):
+    if mode.fix and any(f.fix is not None for f in findings):
         from .config import settings_of
-        from .fixes import FixError, apply_fixes
+        from .edits import Applicability
+        from .fixes import FixError, fix_findings
 
         # What the analysis left is garbage now, much of it in cycles that the paused
         # collector (:func:`gc_paused`) would keep while the applier parses the file
@@ -349,7 +348,7 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
 
         try:
             with deep_recursion():
-                result = apply_fixes(src, wanted, settings_of(config), Path(path))
+                result = fix_findings(src, findings, settings_of(config), Path(path), Applicability.required(config.unsafe_fixes))
         except FixError as e:
             report.error = str(e) if report.error is None else f"{report.error}; {e}"
             result = None

@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Text
 
 from . import __version__
 from .config import OUTPUT_FORMATS, RULES
+from .edits import Applicability
 from .engine import Diagnostic, FileReport
 from .findings import display, file_identity, same_file
 
@@ -153,7 +154,7 @@ def _errors(reports: Sequence[FileReport]) -> List[FileReport]:
 
 
 def fixable(d: Diagnostic, unsafe_fixes: bool) -> bool:
-    return d.fix_safety == "safe" or (unsafe_fixes and d.fix_safety == "unsafe")
+    return d.fix_safety is not None and Applicability(d.fix_safety).applies(Applicability.required(unsafe_fixes))
 
 
 def _chain(d: Diagnostic) -> List[Dict[str, object]]:

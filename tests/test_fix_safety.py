@@ -361,3 +361,20 @@ def test_an_optional_import_in_a_try_is_left_alone() -> None:
     source = "try:\n    import torch\nexcept ImportError:\n    torch = None\n\n\ndef f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n"
     after = fix_text(source, config=_config())
     assert "try:\n    import torch\nexcept ImportError:\n    torch = None\n" in after
+
+
+def test_an_applicability_applies_where_it_is_as_free_as_required() -> None:
+    """One applicability type (as ruff's): safe fixes apply in every run, unsafe ones
+    only where unsafe fixes are asked for; the choice of a finding's fix follows it."""
+    from types import SimpleNamespace
+
+    from pinfix.edits import SAFE, UNSAFE, Applicability, Edit, Fix
+    from pinfix.fixes import chosen_fixes
+
+    assert Applicability.required(False) is SAFE and Applicability.required(True) is UNSAFE
+    assert SAFE.applies(SAFE) and SAFE.applies(UNSAFE) and UNSAFE.applies(UNSAFE) and not UNSAFE.applies(SAFE)
+    safe, unsafe = Fix(SAFE, None, (Edit(0, 0, "a"),)), Fix(UNSAFE, "why", (Edit(1, 1, "b"),))
+    findings = [SimpleNamespace(code="PIN001", fix=safe), SimpleNamespace(code="PIN002", fix=unsafe), SimpleNamespace(code="PIN001", fix=None)]
+    assert chosen_fixes(findings, SAFE) == [safe, None, None]
+    assert chosen_fixes(findings, UNSAFE) == [safe, unsafe, None]
+    assert chosen_fixes(findings, UNSAFE, {"PIN002"}) == [None, unsafe, None]

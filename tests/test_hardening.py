@@ -564,10 +564,10 @@ def test_a_fix_that_would_change_other_bytes_is_refused(
 ) -> None:
     # The byte check is fed the lines the applier meant to change (Applied.touched);
     # an applier that also changed another byte (as a whole-file round trip did) is refused.
-    import pinfix.fixes
+    import pinfix.fixes.apply
 
     data, _, lose, says = ROUND_TRIPS[name]
-    real = pinfix.fixes.apply_fixes
+    real = pinfix.fixes.apply.apply_fixes
 
     def lossy_apply(src, *args, **kw):  # type: ignore[no-untyped-def]
         result = real(src, *args, **kw)
@@ -575,7 +575,7 @@ def test_a_fix_that_would_change_other_bytes_is_refused(
             result.data = lose(result.data)
         return result
 
-    monkeypatch.setattr(pinfix.fixes, "apply_fixes", lossy_apply)
+    monkeypatch.setattr(pinfix.fixes.apply, "apply_fixes", lossy_apply)
     lossy = write(tmp_path / "lossy.py", data)
     for argv in (("fix", "--diff"), ("fix",)):
         rc, out, err = cli(*argv, "-j", "1", str(tmp_path))

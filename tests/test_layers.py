@@ -262,6 +262,25 @@ def test_no_module_reads_a_name_out_of_a_message() -> None:
     assert bad == []
 
 
+def test_every_front_end_chooses_fixes_one_way() -> None:
+    """Analyse -> choose fixes by applicability -> apply is one function
+    (:func:`pinfix.fixes.fix_findings`): no shell module or front end compares a fix's
+    applicability itself or calls the applier with fixes it chose."""
+    shell = LAYER_NAMES["shell"]
+    bad = []
+    for name, path in modules():
+        if (layer_of(name) or 0) < shell:
+            continue
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            if isinstance(node, ast.Compare) and any(
+                isinstance(n, ast.Attribute) and n.attr == "applicability" for n in ast.walk(node)
+            ):
+                bad.append(f"{path.relative_to(REPO)}:{node.lineno}: compares an applicability")
+            if isinstance(node, (ast.Name, ast.alias)) and getattr(node, "id", getattr(node, "name", None)) == "apply_fixes":
+                bad.append(f"{path.relative_to(REPO)}:{node.lineno}: applies fixes it chose")
+    assert bad == []
+
+
 def test_the_check_path_imports_no_libcst() -> None:
     """Checking reads the stdlib ``ast``; LibCST is loaded only where a fix is written."""
     import subprocess

@@ -334,19 +334,19 @@ def test_the_analysis_garbage_is_freed_before_the_fix_parses_the_file_again(monk
     module's fix needs the memory of both (a 10 MB module peaked at 3.3 GB)."""
     import gc
 
-    import pinfix.fixes
+    import pinfix.fixes.apply
     from pinfix.config import Config
     from pinfix.engine import Mode, process_source
     from pinfix.prefilter import gc_paused
 
     seen = []
-    original = pinfix.fixes.apply_fixes
+    original = pinfix.fixes.apply.apply_fixes
 
     def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
         seen.append(gc.get_count()[0])  # container objects allocated since the last collection
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(pinfix.fixes, "apply_fixes", counting)
+    monkeypatch.setattr(pinfix.fixes.apply, "apply_fixes", counting)
     source = ("import torch\n\n\ndef f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n" + "".join(f"v{i} = [{i}]\n" for i in range(20000))).encode()
     with gc_paused():
         report = process_source("m.py", source, Config(), Mode(fix=True, diff_only=True))
@@ -481,14 +481,14 @@ def test_check_stdin_from_an_endless_stream_is_refused_in_one_line(tmp_path: Pat
 def test_an_internal_error_in_the_fix_applier_keeps_the_findings(monkeypatch: pytest.MonkeyPatch) -> None:
     """The next internal-error path after item 14: the applier's bug left the file
     unchanged (right) but lost every finding with it."""
-    import pinfix.fixes
+    import pinfix.fixes.apply
     from pinfix.config import Config
     from pinfix.engine import Mode, process_source
 
     def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise KeyError("injected")
 
-    monkeypatch.setattr(pinfix.fixes, "apply_fixes", failing)
+    monkeypatch.setattr(pinfix.fixes.apply, "apply_fixes", failing)
     source = DOUBLE_STARRED.replace(b"**kw", b"non_blocking=True")
     report = process_source("m.py", source, Config(), Mode(fix=True, diff_only=True))
     assert [(d.line, d.fixed) for d in report.diagnostics] == [(5, False), (6, False), (10, False)]

@@ -17,10 +17,10 @@ import ast
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import List, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Any, List, Optional, Sequence, Set, Tuple
 
 from ..diffs import line_opcodes
-from ..edits import Edit, Fix
+from ..edits import Applicability, Edit, Fix
 from ..semantic.source import SourceText
 from ..settings import Settings
 
@@ -45,6 +45,32 @@ class Applied:
     touched: Set[int] = field(default_factory=set)
     #: What the applied fixes should also say (an isort setting not followed).
     note: Optional[str] = None
+
+
+def chosen_fixes(findings: Sequence[Any], required: Applicability, codes: Optional[AbstractSet[str]] = None) -> List[Optional[Fix]]:
+    """Each finding's fix where it applies (:meth:`~pinfix.edits.Applicability.applies`
+    ``required``, and the finding's code is one of ``codes`` when given), else ``None``:
+    the one choice every front end makes between analysing and applying."""
+    return [
+        f.fix if f.fix is not None and f.fix.applicability.applies(required) and (codes is None or f.code in codes) else None
+        for f in findings
+    ]
+
+
+def fix_findings(
+    src: SourceText,
+    findings: Sequence[Any],
+    settings: Settings,
+    path: Optional[Path],
+    required: Applicability,
+    codes: Optional[AbstractSet[str]] = None,
+) -> Optional[Applied]:
+    """Analysed findings -> the fixes that apply (:func:`chosen_fixes`) -> applied:
+    ``None`` when no fix applies. Raises :class:`FixError` as :func:`apply_fixes` does."""
+    wanted = chosen_fixes(findings, required, codes)
+    if not any(wanted):
+        return None
+    return apply_fixes(src, wanted, settings, path)
 
 
 def apply_fixes(src: SourceText, fixes: Sequence[Optional[Fix]], settings: Settings, path: Optional[Path] = None) -> Applied:

@@ -64,7 +64,7 @@ def with_fix(ctx: RuleContext, finding: Finding, asked: PageableCopy) -> Finding
         finding,
         message=message,
         fix=fix,
-        fix_safety=fix.applicability if fix is not None else None,
+        fix_safety=fix.applicability.value if fix is not None else None,
         fix_note=fix.reason if fix is not None and fix.reason else note,
         fix_title=remedy[:1].upper() + remedy[1:] if fix is not None else None,
     )

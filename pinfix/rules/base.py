@@ -95,7 +95,7 @@ class RuleContext:
             end_column=end_column,
             message=message,
             pattern=pattern,
-            fix_safety=fix.applicability if fix is not None else None,
+            fix_safety=fix.applicability.value if fix is not None else None,
             fix_note=fix.reason if fix is not None and fix.reason else note,
             evidence=tuple(self.evidence(s) for s in evidence),
             severity=severity,
