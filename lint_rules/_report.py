@@ -16,7 +16,8 @@ from libcst.metadata import CodePosition, CodeRange
 
 from pinfix.config import Config, load_config, settings_of
 from pinfix.edits import Applicability
-from pinfix.engine import FileReport, analyse
+from pinfix.engine import analyse
+from pinfix.findings import FileReport
 from pinfix.fixes import FixError, fix_findings
 from pinfix.rules import Case, Finding, Rule
 

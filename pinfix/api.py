@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from .config import Config
-from .engine import Diagnostic, Mode, process_source
+from .engine import process_source
+from .findings import Diagnostic, Mode
 
 
 class SourceError(ValueError):
@@ -54,7 +55,8 @@ def fixed_text(path: str, source: str, config: Config) -> str:
     """The fixed text of ``source`` (the applier's own output)."""
     from .config import settings_of
     from .edits import Applicability
-    from .engine import FileReport, analyse
+    from .engine import analyse
+    from .findings import FileReport
     from .fixes import fix_findings
 
     report = FileReport(path)

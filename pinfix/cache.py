@@ -47,6 +47,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from . import __version__
 from .config import Config
 from .deepcache import RACY_SECONDS, DeepVerdicts, Stamp, make_directory, real_directory
+from .findings import Diagnostic, FileReport
 
 #: Settings directories kept besides those of the current run. A tree with several settings
 #: files has one directory per file and mode (plain, deep): vLLM's uses three in each, so a
@@ -214,7 +215,6 @@ class ResultCache:
 
     def get(self, path: str, data: bytes, config: Optional[Config] = None):  # type: ignore[no-untyped-def]
         """The cached report for these bytes at this path, or ``None``."""
-        from .engine import Diagnostic, FileReport
         from .regular import read_regular
 
         deep = (config or self.config).deep

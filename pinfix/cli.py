@@ -27,7 +27,8 @@ from .config import (
     describe,
     parse_override,
 )
-from .engine import Diagnostic, FileReport, Mode, Stopped, default_jobs, stops_as_interrupts
+from .findings import Diagnostic, FileReport, Mode
+from .pool import Stopped, default_jobs, stops_as_interrupts
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 #: The reader of the output went away (``pinfix check | head -1``): the shell's
@@ -668,7 +669,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
     if not args.no_progress and err.isatty():
         files = list(files)  # a bar needs its total; otherwise files stream into the pool
         progress = _progress(len(files), err)
-    from .engine import run
+    from .pool import run
     from .prefilter import PREFILTER_OFF
 
     cache = None

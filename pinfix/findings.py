@@ -1,4 +1,6 @@
-"""What every finding says, in one shape for the analysis and the reports.
+"""What every finding says, in one shape for the analysis and the reports: a
+:class:`Diagnostic` (a finding detached from the syntax tree), the
+:class:`FileReport` of one file, and the :class:`Mode` a run checks or fixes in.
 
 Kept free of LibCST so the engine and the output formats can use it on the
 pre-commit fast path.
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 
 def file_identity(path: str) -> str:
@@ -78,3 +80,45 @@ class FindingFields:
 
     def shared_fields(self) -> Dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(FindingFields)}
+
+
+@dataclass
+class Diagnostic(FindingFields):
+    """A finding, detached from the syntax tree (picklable, serialisable)."""
+
+    path: str = ""
+    fixed: bool = False
+
+
+@dataclass
+class FileReport:
+    path: str
+    diagnostics: List[Diagnostic] = field(default_factory=list)
+    #: Why the file could not be read, parsed or written; ``None`` when all went well.
+    error: Optional[str] = None
+    parsed: bool = False
+    changed: bool = False
+    fixes_applied: int = 0
+    #: ``fix --diff``: a unified diff in the file's own bytes (its encoding, its line ends).
+    diff: Optional[bytes] = None
+    #: The bytes read, kept when there are findings (for output that shows lines).
+    source: Optional[bytes] = None
+    #: ``fix --diff`` (and stdin): the fixed bytes.
+    fixed_source: Optional[bytes] = None
+    #: Why fixes were made but not written, in short ("disk full", "read-only"...),
+    #: and which of ``diagnostics`` they were (by index).
+    refused: Optional[str] = None
+    unwritten: List[int] = field(default_factory=list)
+    #: ``--deep``: what the verdict read besides the file (``f:<path>`` of other
+    #: modules, ``g:<word>\0<pattern>`` of searches of the project's text); ``None``: nothing
+    #: was analysed (the pre-filter answered), so the verdict stands on the file alone.
+    reads: Optional[List[str]] = None
+
+
+@dataclass(frozen=True)
+class Mode:
+    fix: bool = False
+    #: With ``fix``: compute the diff instead of writing.
+    diff_only: bool = False
+    #: With ``fix``: write through symbolic links (to their targets).
+    follow_symlinks: bool = False

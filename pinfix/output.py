@@ -25,8 +25,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Text
 from . import __version__
 from .config import OUTPUT_FORMATS, RULES
 from .edits import Applicability
-from .engine import Diagnostic, FileReport
-from .findings import display, file_identity, same_file
+from .findings import Diagnostic, FileReport, display, file_identity, same_file
 
 FORMATS = OUTPUT_FORMATS
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"

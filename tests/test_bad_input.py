@@ -486,7 +486,7 @@ def test_workers_leave_sigint_to_the_parent(tmp_path: Path) -> None:
 
 
 def test_read_gives_whole_files_and_says_why_not(tmp_path: Path) -> None:
-    from pinfix.engine import _read
+    from pinfix.pool import _read
 
     big = tmp_path / "big.py"
     big.write_bytes(b"x = 1\n" * 200_000)

@@ -22,7 +22,7 @@ def test_second_run_is_served_from_the_cache(project: Path, monkeypatch) -> None
     first = check(str(project))
     assert (project / ".pinfix_cache").is_dir()
     # Were the file analysed again, this would show: the cache must answer instead.
-    monkeypatch.setattr("pinfix.engine._worker", lambda item: (_ for _ in ()).throw(AssertionError("analysed")))
+    monkeypatch.setattr("pinfix.pool._worker", lambda item: (_ for _ in ()).throw(AssertionError("analysed")))
     assert check(str(project)) == first
     assert first[0] == 1 and "bad.py:5:15: PIN001" in first[1]
 
@@ -90,7 +90,7 @@ def _age(path: Path, seconds: float = 3600) -> None:
 
 
 def _reads(monkeypatch) -> list:
-    import pinfix.engine as engine
+    import pinfix.pool as engine
 
     seen: list = []
     real = engine._read
@@ -156,7 +156,7 @@ def test_a_one_file_deep_check_keeps_the_plain_runs_cache(project: Path, monkeyp
     assert first[0] == 1 and first[1].count("PIN001") == 3
     assert check("--deep", str(project))[0] == 1
     assert check("--deep", str(bad))[0] == 1
-    monkeypatch.setattr("pinfix.engine._worker", lambda item: (_ for _ in ()).throw(AssertionError(f"analysed {item[0]}")))
+    monkeypatch.setattr("pinfix.pool._worker", lambda item: (_ for _ in ()).throw(AssertionError(f"analysed {item[0]}")))
     assert check(str(project)) == first
 
 

@@ -95,7 +95,8 @@ def test_a_run_in_process_freezes_the_heap_between_deep_files_and_thaws_it(tmp_p
     import gc
 
     from pinfix.config import Config
-    from pinfix.engine import Mode, run
+    from pinfix.findings import Mode
+    from pinfix.pool import run
 
     pkg = project(tmp_path, {"runner.py": RUNNER, "helpers.py": HELPERS, "other.py": RUNNER})
     config = Config(root=tmp_path, deep=True)
@@ -938,7 +939,8 @@ def step(dev, n):
 def _checked_in_order(tmp_path: Path, names: List[str]) -> Dict[str, list]:
     """Each file's findings, its files checked one after the other in one process (one Project)."""
     from pinfix.config import Config
-    from pinfix.engine import Mode, process_source
+    from pinfix.engine import process_source
+    from pinfix.findings import Mode
     from pinfix.output import render
     from pinfix.semantic.project import forget_projects
 

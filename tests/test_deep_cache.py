@@ -163,7 +163,7 @@ def test_several_dependents_are_rechecked_in_a_pool_and_each_names_the_origin(tm
 def test_the_recheck_of_several_dependents_starts_a_pool(tmp_path: Path, monkeypatch) -> None:
     import io
 
-    import pinfix.engine as engine
+    import pinfix.pool as engine
     from pinfix.cli import main
 
     copiers = {f"pkg/b{i}.py": COPIER for i in range(3)}

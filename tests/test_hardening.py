@@ -823,7 +823,8 @@ def test_a_file_without_directives_is_searched_for_them_once(monkeypatch: pytest
     # passes over it (2,000 findings in 160 kB: 14 s).
     import pinfix.suppression
     from pinfix.config import Config
-    from pinfix.engine import Mode, process_source
+    from pinfix.engine import process_source
+    from pinfix.findings import Mode
 
     searched = []
     real = pinfix.suppression.DIRECTIVE_BYTES
@@ -841,7 +842,7 @@ def test_a_file_without_directives_is_searched_for_them_once(monkeypatch: pytest
 
 
 def test_deep_mode_starts_no_more_workers_than_memory_holds(monkeypatch) -> None:
-    import pinfix.engine as engine
+    import pinfix.pool as engine
 
     monkeypatch.setattr(engine, "available_cpus", lambda: 8)
     monkeypatch.setattr(engine, "available_memory", lambda: 5 * engine.DEEP_WORKER_MEMORY // 2)
@@ -858,7 +859,7 @@ def test_deep_mode_starts_no_more_workers_than_memory_holds(monkeypatch) -> None
 def test_the_cli_sizes_a_deep_runs_pool_by_memory(tmp_path: Path, monkeypatch) -> None:
     import io
 
-    import pinfix.engine as engine
+    import pinfix.pool as engine
     from pinfix.cli import main
 
     (tmp_path / "a.py").write_text("x = 1\n")
@@ -871,7 +872,7 @@ def test_the_cli_sizes_a_deep_runs_pool_by_memory(tmp_path: Path, monkeypatch) -
 
 
 def test_available_memory_is_a_positive_count_or_none() -> None:
-    from pinfix.engine import available_memory
+    from pinfix.pool import available_memory
 
     found = available_memory()
     assert found is None or found > 0

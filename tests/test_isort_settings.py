@@ -17,7 +17,8 @@ import pytest
 
 from pinfix.api import fix_text
 from pinfix.config import load_config
-from pinfix.engine import Mode, process_source
+from pinfix.engine import process_source
+from pinfix.findings import Mode
 
 RUFF = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
 

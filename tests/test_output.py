@@ -236,7 +236,7 @@ def test_errors_are_printed_as_the_engine_gives_them() -> None:
     inputs with CPython's parser and reports its positions); the shell adds nothing."""
     import io
 
-    from pinfix.engine import FileReport
+    from pinfix.findings import FileReport
     from pinfix.output import Style, render
 
     report = FileReport("pkg/broken.py", error="syntax error at 2:7: '(' was never closed")

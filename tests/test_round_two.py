@@ -57,7 +57,8 @@ def test_an_internal_error_loses_only_its_function(monkeypatch: pytest.MonkeyPat
     """A bug of ours met while evaluating one function (injected here) costs that
     function's findings and an error line at its site; the other functions' stay."""
     from pinfix.config import Config
-    from pinfix.engine import Mode, process_source
+    from pinfix.engine import process_source
+    from pinfix.findings import Mode
     from pinfix.semantic.calls import Calls
 
     original = Calls.sink
@@ -77,7 +78,8 @@ def test_an_internal_error_loses_only_its_function(monkeypatch: pytest.MonkeyPat
 
 def test_an_internal_error_in_judging_one_copy_loses_only_that_finding(monkeypatch: pytest.MonkeyPatch) -> None:
     from pinfix.config import Config
-    from pinfix.engine import Mode, process_source
+    from pinfix.engine import process_source
+    from pinfix.findings import Mode
     from pinfix.rules.pageable import Judge
 
     original = Judge.finding
@@ -318,7 +320,8 @@ def test_taken_edits_answer_overlaps_as_comparing_with_each_would() -> None:
 
 def test_fix_applies_thousands_of_fixes_in_one_file() -> None:
     from pinfix.config import Config
-    from pinfix.engine import Mode, process_source
+    from pinfix.engine import process_source
+    from pinfix.findings import Mode
 
     n = 3000
     body = "".join(f"    dst.copy_(torch.from_numpy(a{i % 3}), non_blocking=True)\n" for i in range(n))
@@ -336,7 +339,8 @@ def test_the_analysis_garbage_is_freed_before_the_fix_parses_the_file_again(monk
 
     import pinfix.fixes.apply
     from pinfix.config import Config
-    from pinfix.engine import Mode, process_source
+    from pinfix.engine import process_source
+    from pinfix.findings import Mode
     from pinfix.prefilter import gc_paused
 
     seen = []
@@ -483,7 +487,8 @@ def test_an_internal_error_in_the_fix_applier_keeps_the_findings(monkeypatch: py
     unchanged (right) but lost every finding with it."""
     import pinfix.fixes.apply
     from pinfix.config import Config
-    from pinfix.engine import Mode, process_source
+    from pinfix.engine import process_source
+    from pinfix.findings import Mode
 
     def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise KeyError("injected")
@@ -503,7 +508,7 @@ def test_output_that_reads_a_file_again_never_waits_on_a_fifo(tmp_path: Path) ->
     import os
     import threading
 
-    from pinfix.engine import Diagnostic, FileReport
+    from pinfix.findings import Diagnostic, FileReport
     from pinfix.output import fingerprints
 
     fifo = tmp_path / "m.py"
