@@ -131,7 +131,7 @@ def stages(data: bytes) -> Dict[str, float]:
     """CPU seconds per pinfix stage for ``data`` (fixed as ``pinfix fix`` would), in this process."""
     from pinfix.config import Config, settings_of
     from pinfix.diffs import unified_diff
-    from pinfix.engine import MAX_NESTING, deep_recursion, nested_deeper_than, on_deep_stack
+    from pinfix.engine import MAX_SYNTAX_DEPTH, deep_recursion, nested_deeper_than, on_deep_stack
     from pinfix.fixes import apply_fixes
     from pinfix.prefilter import gc_paused, may_contain_finding
     from pinfix.fixes.plan import planned_findings
@@ -157,7 +157,7 @@ def stages(data: bytes) -> Dict[str, float]:
                 tree = timed("parse", lambda: src.parse())  # type: ignore[attr-defined]
             except SourceError:
                 return  # not Python: an error, as CPython says it
-            if timed("nesting", lambda: nested_deeper_than(tree, MAX_NESTING)):  # type: ignore[arg-type]
+            if timed("nesting", lambda: nested_deeper_than(tree, MAX_SYNTAX_DEPTH)):  # type: ignore[arg-type]
                 return
             with deep_recursion():
                 facts = timed("analyse", lambda: analyze_module(src, tree, settings, Path("m.py")))  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ that cannot hold a finding costs a read and a byte search each.
 
 Files are parsed by CPython's own parser (:meth:`SourceText.parse`): what it
 rejects is reported as CPython reports it, at its line and column, and a file
-nested more than :data:`MAX_NESTING` levels deep is refused before the
+nested more than :data:`MAX_SYNTAX_DEPTH` levels deep is refused before the
 analysis (or LibCST, which places imports) sees it. The analysis and the fix
 run on a thread with a large stack and a raised recursion limit, so any
 nesting CPython accepts is handled. Before a fix is written, every byte
@@ -50,7 +50,7 @@ from .suppression import DIRECTIVE_BYTES, noqa_report, recording
 #: Deeper than this (``ast`` nodes from the module down), a file is refused:
 #: the analysis walks and LibCST's parser take time that grows faster than
 #: the depth, and real code stays under 100.
-MAX_NESTING = 1000
+MAX_SYNTAX_DEPTH = 1000
 #: The thread that runs the analysis and the fix: their walks (and LibCST's
 #: native parser) recurse once or more per level of nesting. Address space
 #: only; pages are touched only as deep as the recursion goes.
@@ -187,7 +187,7 @@ def _process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileR
 def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: Optional[FrozenSet[str]] = None):  # type: ignore[no-untyped-def]
     """``(source, findings)`` of one file's bytes (those of ``codes``, suppression
     comments applied), or ``None`` with ``report.error`` saying why: what
-    CPython's parser rejects, or nesting deeper than :data:`MAX_NESTING`."""
+    CPython's parser rejects, or nesting deeper than :data:`MAX_SYNTAX_DEPTH`."""
     from .config import settings_of
     from .fixes.plan import planned_findings
     from .prefilter import PREFILTER_OFF
@@ -203,8 +203,8 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: O
     except SourceError as e:
         report.error = parse_error(str(e), data)
         return None
-    if nested_deeper_than(tree, MAX_NESTING):
-        report.error = f"nested more than {MAX_NESTING} levels deep; pinfix does not analyse such files"
+    if nested_deeper_than(tree, MAX_SYNTAX_DEPTH):
+        report.error = f"nested more than {MAX_SYNTAX_DEPTH} levels deep; pinfix does not analyse such files"
         return None
     report.parsed = True
     settings = settings_of(config)

@@ -176,13 +176,13 @@ def test_deep_nesting_python_accepts_is_analysed_and_fixed(tmp_path: Path, name:
 
 
 def test_nesting_beyond_what_pinfix_analyses_is_refused_quickly_and_clearly(tmp_path: Path, good: Path) -> None:
-    from pinfix.engine import MAX_NESTING
+    from pinfix.engine import MAX_SYNTAX_DEPTH
 
-    tail = b"\nx = a" + b".b()" * (MAX_NESTING // 2 + 20) + b"\n"  # each call is two levels deep
+    tail = b"\nx = a" + b".b()" * (MAX_SYNTAX_DEPTH // 2 + 20) + b"\n"  # each call is two levels deep
     deep = write(tmp_path / "deep.py", with_tail(tail))
     rc, _, err = cli("fix", "-j", "1", str(tmp_path))
     assert rc == 2
-    assert_one_error(err, deep, f"nested more than {MAX_NESTING} levels deep")
+    assert_one_error(err, deep, f"nested more than {MAX_SYNTAX_DEPTH} levels deep")
     assert deep.read_bytes() == with_tail(tail)
     assert good.read_bytes() == FIXED
 

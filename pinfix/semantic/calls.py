@@ -55,7 +55,7 @@ from .values import (
     DENSE,
     EMPTY,
     GAPPED,
-    MAX_NESTING,
+    MAX_CONTAINER_DEPTH,
     PAGEABLE,
     PINNED,
     Array,
@@ -63,7 +63,7 @@ from .values import (
     Class,
     Const,
     Device,
-    Dict,
+    DictAtom,
     DType,
     FieldName,
     FieldOf,
@@ -76,7 +76,7 @@ from .values import (
     Pending,
     Ref,
     Seq,
-    Slice,
+    SliceAtom,
     Tensor,
     Unknown,
     Value,
@@ -162,7 +162,7 @@ class Calls(Expressions):
                 effect = KEYWORD_CALLS.get((name, atom.value)) if isinstance(atom.value, str) else None
                 if isinstance(effect, MakesBatch):
                     tensor = self.made(node, effect, f"<{name}={atom.value!r}>", f"`{self.short(node.func, 40)}(..., {name}={atom.value!r})`")
-                    return Value((Dict((), Value((tensor,)), node, record=True),))
+                    return Value((DictAtom((), Value((tensor,)), node, record=True),))
         return None
 
     def arguments(self, node: ast.Call, state: State) -> Arguments:
@@ -250,7 +250,7 @@ class Calls(Expressions):
             elements = self.elements_of(first[1], node) if first else EMPTY
             return Value((Seq(kind, None, elements, node),))
         if name == "dict":
-            return Value((Dict((), unknown(node=node), node),))
+            return Value((DictAtom((), unknown(node=node), node),))
         if name in ("enumerate", "zip"):
             parts = [self.elements_of(v, node) for _, v in args.positional]
             items = ((Value((Host(),)),) + tuple(parts)) if name == "enumerate" else tuple(parts)
@@ -264,7 +264,7 @@ class Calls(Expressions):
             first = args.first()
             return self.elements_of(first[1], node) if first else unknown(node=node)
         if name == "slice":
-            return Value((Slice(),))
+            return Value((SliceAtom(),))
         if name == "getattr":
             return self.getattr_call(node, args)
         if qualified.startswith(("numpy.", "math.")):
@@ -305,11 +305,11 @@ class Calls(Expressions):
             return Value((Host(),)) if effect is not None else unknown(node=node)
         if isinstance(atom, Seq):
             return self.sequence_method(atom, method, node, args, state)
-        if isinstance(atom, Dict):
+        if isinstance(atom, DictAtom):
             return self.dict_method(atom, method, node, args, state)
         if isinstance(atom, (Instance, Class, Func)):
             return self.object_method(atom, method, node, args, state)
-        if isinstance(atom, (Const, Host, NoneValue, Device, DType, Slice, Flag)):
+        if isinstance(atom, (Const, Host, NoneValue, Device, DType, SliceAtom, Flag)):
             return Value((Host(),))
         # An unknown receiver: what the method makes whatever it is called on.
         effect = TENSOR_METHODS.get(method)
@@ -355,7 +355,7 @@ class Calls(Expressions):
             return Value((Seq(atom.kind, atom.items, atom.elements, node),))
         return Value((Host(),))
 
-    def dict_method(self, atom: Dict, method: str, node: ast.Call, args: Arguments, state: State) -> Value:
+    def dict_method(self, atom: DictAtom, method: str, node: ast.Call, args: Arguments, state: State) -> Value:
         if method in ("get", "pop", "setdefault"):
             first = args.positional[0][0] if args.positional else None
             if isinstance(first, ast.Constant):
@@ -371,7 +371,7 @@ class Calls(Expressions):
             return Value((Seq("list", None, Value((pair,)), node),))
         if method == "update":
             grown = args.positional[0][1] if args.positional else EMPTY
-            self.grow(node, atom, grown.map(lambda a: a.elements if isinstance(a, Dict) else unknown(node=node)), state)
+            self.grow(node, atom, grown.map(lambda a: a.elements if isinstance(a, DictAtom) else unknown(node=node)), state)
             return Value((NoneValue(),))
         return Value((Host(),))
 
@@ -382,7 +382,7 @@ class Calls(Expressions):
         if isinstance(atom, Seq):
             grown: Any = Seq(atom.kind, None, join(atom.elements, added), atom.site)
         else:
-            grown = Dict(atom.items, join(atom.elements, added), atom.site)
+            grown = DictAtom(atom.items, join(atom.elements, added), atom.site)
         self.replace_in(target, atom, grown, state)
 
     def replace_in(self, target: ast.AST, old: Any, new: Any, state: State) -> None:
@@ -693,14 +693,14 @@ class Calls(Expressions):
             return unknown(node=node)
         items = self.elements_of(first[1], node)
         callee = self.short(node.func, 40)
-        if not items or not _host_only(items, MAX_NESTING):
+        if not items or not _host_only(items, MAX_CONTAINER_DEPTH):
             return unknown(f"pinfix cannot tell where what `{callee}()` collates lives", node)
         self.host_read(first[1], node, state, computing=True)
         tensor = Value((self.made(node, effect, qualified, f"`{callee}(...)`"),))
 
         def shaped(item: Atom) -> Value:
-            if isinstance(item, Dict):
-                return Value((Dict((), tensor, node, record=True),))
+            if isinstance(item, DictAtom):
+                return Value((DictAtom((), tensor, node, record=True),))
             if isinstance(item, Seq):
                 return Value((Seq("list", None, tensor, node),))
             return tensor
@@ -806,7 +806,7 @@ class Calls(Expressions):
         if effect.source == "receiver":
             source_node: Optional[ast.expr] = node.func.value if isinstance(node.func, ast.Attribute) and not function_form else (args.positional[0][0] if args.positional else None)
             # A record's `.to` (a Hugging Face `BatchEncoding` / `BatchFeature`) copies each of its tensors.
-            source = receiver.map(lambda a: join(Value((a,)), a.elements) if isinstance(a, Dict) and a.record else None)
+            source = receiver.map(lambda a: join(Value((a,)), a.elements) if isinstance(a, DictAtom) and a.record else None)
             destination = None
         else:
             src = positional[0] if positional else None
@@ -848,7 +848,7 @@ class Calls(Expressions):
         if nb[1].all(lambda a: isinstance(a, Const) and a.value is False):
             return moved
         non_blocking = True if literal_bool(nb[0]) is True or nb[1].all(lambda a: isinstance(a, Const) and a.value is True) else None
-        source = _contents(given[1], MAX_NESTING)
+        source = _contents(given[1], MAX_CONTAINER_DEPTH)
         copy = Copy(node, effect.method, True, given[0], source, None, non_blocking, nb[0], "h2d", device[0], self.func)
         self.facts.add_copy(copy)
         return moved
@@ -973,8 +973,8 @@ def collated(tensors: Value, node: ast.AST) -> Value:
     """What holds ``tensors`` in a structure pinfix cannot see (a collated batch, a
     checkpoint): a tensor, or a tuple, list or dict (read by key or attribute) of them,
     two levels deep: unpacking, indexing, ``.items()`` and ``.values()`` reach them."""
-    inner = join(tensors, Value((Seq("list", None, tensors, node),)), Value((Dict((), tensors, node, record=True),)))
-    return join(tensors, Value((Seq("tuple", None, inner, node),)), Value((Dict((), inner, node, record=True),)))
+    inner = join(tensors, Value((Seq("list", None, tensors, node),)), Value((DictAtom((), tensors, node, record=True),)))
+    return join(tensors, Value((Seq("tuple", None, inner, node),)), Value((DictAtom((), inner, node, record=True),)))
 
 
 def _contents(value: Value, depth: int) -> Value:
@@ -982,7 +982,7 @@ def _contents(value: Value, depth: int) -> Value:
     what a helper that recurses into containers copies."""
     if depth <= 0:
         return value
-    inner = [_contents(a.elements, depth - 1) for a in value if isinstance(a, (Seq, Dict))]
+    inner = [_contents(a.elements, depth - 1) for a in value if isinstance(a, (Seq, DictAtom))]
     return join(value, *inner)
 
 
@@ -1010,7 +1010,7 @@ def _host_only(value: Value, depth: int) -> bool:
         elif isinstance(a, Seq):
             if not all(_host_only(v, depth - 1) for v in (*(a.items or ()), a.elements) if v):
                 return False
-        elif isinstance(a, Dict):
+        elif isinstance(a, DictAtom):
             if not all(_host_only(v, depth - 1) for v in (*(v for _, v in a.items), a.elements) if v):
                 return False
         elif not isinstance(a, (Array, Host, Const, NoneValue)):

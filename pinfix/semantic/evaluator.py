@@ -88,7 +88,7 @@ class Evaluator(Flow):
         if p.kind == "vararg":
             return Value((Seq("tuple", None, unknown(f"`{p.name}` is a parameter", p.node)),))
         if p.kind == "kwarg":
-            from .values import Dict as DictAtom
+            from .values import DictAtom
 
             return Value((DictAtom((), unknown(f"`{p.name}` is a parameter", p.node)),))
         if narrowing.availability_parameter(p):

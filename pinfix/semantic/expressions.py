@@ -34,7 +34,7 @@ from .values import (
     Class,
     Const,
     Device,
-    Dict,
+    DictAtom,
     DType,
     FieldName,
     FieldOf,
@@ -47,7 +47,7 @@ from .values import (
     Pending,
     Ref,
     Seq,
-    Slice,
+    SliceAtom,
     Step,
     Tensor,
     Unknown,
@@ -250,12 +250,12 @@ class Expressions:
             return Value((Device(ANY_DEVICE),))
         if isinstance(atom, Unknown) and attr == "dtype":
             return Value((DType(),))
-        if isinstance(atom, Dict) and atom.record:
+        if isinstance(atom, DictAtom) and atom.record:
             found = atom.get(attr)
             return found if found is not None else atom.elements
         if isinstance(atom, FieldOf):
             return Value((FieldName(atom.cls),)) if attr == "name" else unknown(node=node)
-        if isinstance(atom, (Const, Host, Seq, Dict, NoneValue)):
+        if isinstance(atom, (Const, Host, Seq, DictAtom, NoneValue)):
             return Value((Host(),)) if attr in ("real", "imag", "shape") else unknown(node=node)
         deep = "" if self.settings.deep else " (try --deep)"
         return unknown(f"pinfix cannot see every assignment to `{self.short(node)}`{deep}", node)
@@ -323,7 +323,7 @@ class Expressions:
         value = self.eval(element, state)
         if isinstance(element, ast.Compare) and not any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in element.ops):
             return "gather", value  # a boolean mask
-        if value.all(lambda a: isinstance(a, Slice)):
+        if value.all(lambda a: isinstance(a, SliceAtom)):
             return "slice", value
         if value.any(lambda a: isinstance(a, (Tensor, Array)) or (isinstance(a, Seq) and a.kind == "list")):
             return "gather", value
@@ -344,7 +344,7 @@ class Expressions:
             if len(kinds) == 1 and kinds[0][0] in ("slice", "full", "step"):
                 return Value((Seq(atom.kind if atom.kind != "gen" else "list", None, atom.elements, atom.site),))
             return atom.elements or unknown(node=node)
-        if isinstance(atom, Dict):
+        if isinstance(atom, DictAtom):
             key = elements[0]
             if len(elements) == 1 and isinstance(key, ast.Constant):
                 found = atom.get(key.value)
@@ -427,7 +427,7 @@ class Expressions:
         elements = join(*values)
         if not complete:
             elements = join(elements, unknown(node=node))
-        return Value((Dict(tuple(items), elements, node),))
+        return Value((DictAtom(tuple(items), elements, node),))
 
     def elements_of(self, value: Value, node: ast.AST) -> Value:
         """What iterating over ``value`` gives."""
@@ -435,7 +435,7 @@ class Expressions:
         def each(a: Any) -> Value:
             if isinstance(a, Seq):
                 return a.elements or EMPTY
-            if isinstance(a, Dict):
+            if isinstance(a, DictAtom):
                 return Value((Host(),))
             if isinstance(a, Tensor):
                 return Value((a.evolve(scalar=False),))
@@ -459,11 +459,11 @@ class Expressions:
                 narrowing.narrow(self, cond, True, inner)
         if inner.dead:
             # No item passes the comprehension's tests where any copy of ours runs.
-            result = Value((Dict((), EMPTY, node),)) if isinstance(node, ast.DictComp) else Value((Seq("list" if not isinstance(node, ast.SetComp) else "set", (), EMPTY, node),))
+            result = Value((DictAtom((), EMPTY, node),)) if isinstance(node, ast.DictComp) else Value((Seq("list" if not isinstance(node, ast.SetComp) else "set", (), EMPTY, node),))
         elif isinstance(node, ast.DictComp):
             self.eval(node.key, inner)
             value = self.eval(node.value, inner)
-            result = Value((Dict((), join(value, unknown(node=node)), node),))
+            result = Value((DictAtom((), join(value, unknown(node=node)), node),))
         else:
             element = self.eval(node.elt, inner)
             kind = {ast.ListComp: "list", ast.SetComp: "set", ast.GeneratorExp: "gen"}[type(node)]
@@ -631,7 +631,7 @@ class Expressions:
         for part in (node.lower, node.upper, node.step):
             if part is not None:
                 self.eval(part, state)
-        return Value((Slice(),))
+        return Value((SliceAtom(),))
 
     def eval_opaque(self, node: ast.AST, state: State) -> Value:
         for child in ast.iter_child_nodes(node):

@@ -27,6 +27,7 @@ from .values import (
     Class,
     Const,
     Device,
+    DictAtom,
     Func,
     NoneValue,
     Ref,
@@ -38,9 +39,6 @@ from .values import (
     mark,
     same,
     unknown,
-)
-from .values import (
-    Dict as DictAtom,
 )
 
 if TYPE_CHECKING:

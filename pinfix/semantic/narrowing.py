@@ -52,6 +52,7 @@ from .values import (
     Array,
     Class,
     Const,
+    DictAtom,
     Flag,
     NoneValue,
     Origin,
@@ -62,9 +63,6 @@ from .values import (
     Value,
     join,
     same,
-)
-from .values import (
-    Dict as DictAtom,
 )
 
 #: The origin label of a tensor a test puts on the CPU (``assert t.is_cpu``).

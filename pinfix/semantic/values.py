@@ -9,9 +9,9 @@ small immutable classes, as pyflakes keeps its bindings:
   (:class:`Origin`) and the evidence chain that brought it here;
 - :class:`Array` (a NumPy array), :class:`Host` (plain host data: numbers,
   strings), :class:`Const` (a literal), :class:`NoneValue`;
-- :class:`Seq` (list, tuple, set, generator) and :class:`Dict` with the values of
+- :class:`Seq` (list, tuple, set, generator) and :class:`DictAtom` with the values of
   their items; :class:`Instance` of a project class with the fields the program
-  sets; :class:`Slice`;
+  sets; :class:`SliceAtom`;
 - :class:`Device`, :class:`DType`, :class:`Flag` (pinned memory is available);
 - :class:`Ref` (a library module, function or value, by qualified name),
   :class:`Func` and :class:`Class` (the project's own);
@@ -25,7 +25,7 @@ going, and a value's size is bounded: past :data:`MAX_ATOMS` a join *widens*
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict as TypingDict, Iterable, Iterator, List, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar
 
 CPU, ACCEL, ANY_DEVICE = "cpu", "accelerator", "unknown"
 PINNED, PAGEABLE, ANY_MEMORY = "pinned", "pageable", "unknown"
@@ -35,7 +35,7 @@ DENSE, GAPPED = "dense", "gapped"
 #: lattice's height, so every loop reaches its fixpoint in a few rounds.
 MAX_ATOMS = 12
 #: How deep containers nest inside values (deeper: unknown).
-MAX_NESTING = 4
+MAX_CONTAINER_DEPTH = 4
 
 
 class Step:
@@ -249,7 +249,7 @@ class NoneValue(Atom):
         self.key = ("N",)
 
 
-class Slice(Atom):
+class SliceAtom(Atom):
     """A ``slice(...)`` object (``x[s]`` is then a basic slice: a dense view)."""
 
     __slots__ = ()
@@ -378,7 +378,7 @@ class Seq(Atom):
         )
 
 
-class Dict(Atom):
+class DictAtom(Atom):
     """A dict: the values of its constant keys, and the join of all its values.
     ``record``: its keys read as attributes too, and a key pinfix did not see
     stored holds what all its values may (a Hugging Face ``BatchEncoding``)."""
@@ -526,8 +526,8 @@ def widen(atoms: List[Atom]) -> List[Atom]:
     ``widened``); containers of a kind become one holding all their elements; what is
     still past the bound then becomes one :class:`Unknown`. One tensor atom per device,
     memory and layout (a dozen at most), an unknown and :data:`MAX_ATOMS` others remain."""
-    tensors: TypingDict[Tuple[Any, ...], int] = {}
-    containers: TypingDict[Tuple[Any, ...], int] = {}
+    tensors: Dict[Tuple[Any, ...], int] = {}
+    containers: Dict[Tuple[Any, ...], int] = {}
     out: List[Atom] = []
     for a in atoms:
         if isinstance(a, Tensor):
@@ -562,7 +562,7 @@ def widen(atoms: List[Atom]) -> List[Atom]:
 def _container_kind(a: Atom) -> Optional[Tuple[Any, ...]]:
     if isinstance(a, Seq):
         return ("S", a.kind)
-    if isinstance(a, Dict):
+    if isinstance(a, DictAtom):
         return ("M",)
     if isinstance(a, Instance):
         return ("I", id(a.cls))
@@ -573,9 +573,9 @@ def _merged(a: Atom, b: Atom) -> Atom:
     """One container of ``a``'s kind holding what ``a`` and ``b`` hold (their items no longer apart)."""
     if isinstance(a, Seq) and isinstance(b, Seq):
         return Seq(a.kind, None, join(a.elements, b.elements), a.site)
-    if isinstance(a, Dict) and isinstance(b, Dict):
+    if isinstance(a, DictAtom) and isinstance(b, DictAtom):
         parts = [a.elements, b.elements, *(v for _, v in a.items), *(v for _, v in b.items)]
-        return Dict((), join(*parts), a.site, a.record or b.record)
+        return DictAtom((), join(*parts), a.site, a.record or b.record)
     if isinstance(a, Instance) and isinstance(b, Instance):
         names = [n for n, _ in a.fields] + [n for n, _ in b.fields if a.field(n) is None]
         return Instance(a.cls, tuple((n, join(a.field(n), b.field(n))) for n in names))
@@ -610,9 +610,9 @@ def mark(value: Value, step: Step, via: bool = False, depth: int = 0) -> Value:
         if isinstance(a, Seq) and depth < 2:
             items = tuple(mark(i, step, via, depth + 1) for i in a.items) if a.items is not None else None
             return Value((Seq(a.kind, items, mark(a.elements, step, via, depth + 1), a.site),))
-        if isinstance(a, Dict) and depth < 2:
+        if isinstance(a, DictAtom) and depth < 2:
             items = tuple((k, mark(v, step, via, depth + 1)) for k, v in a.items)
-            return Value((Dict(items, mark(a.elements, step, via, depth + 1), a.site, a.record),))
+            return Value((DictAtom(items, mark(a.elements, step, via, depth + 1), a.site, a.record),))
         if isinstance(a, Instance) and a.fields and depth < 2:
             return Value((Instance(a.cls, tuple((n, mark(v, step, via, depth + 1)) for n, v in a.fields)),))
         return None
