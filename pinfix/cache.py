@@ -76,9 +76,11 @@ def _code_fingerprint() -> str:
     digest = hashlib.sha256(__version__.encode())
     here = Path(__file__).resolve().parent
     # The codemod ships as pinfix.codemods, from codemods/ at the top of a checkout.
+    # Not installed (pinfix run from a checkout without `pip install`): pinfix/ alone.
     codemods = importlib.util.find_spec("pinfix.codemods")
+    locations = (codemods.submodule_search_locations or []) if codemods is not None else []
     # Every module below pinfix/ (the engine's packages semantic/, rules/, fixes/ too).
-    for directory in (here, *(Path(p) for p in (codemods.submodule_search_locations or []) if codemods)):
+    for directory in (here, *(Path(p) for p in locations)):
         for source in sorted(directory.rglob("*.py")):
             try:
                 digest.update(source.name.encode() + source.read_bytes())

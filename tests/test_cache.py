@@ -73,6 +73,22 @@ def test_the_code_fingerprint_covers_the_engine_packages(monkeypatch) -> None:
         assert module in read, module
 
 
+
+def test_the_code_fingerprint_without_the_codemod_installed(project: Path, monkeypatch) -> None:
+    # pinfix run from a checkout that was never installed has no `pinfix.codemods`: the
+    # cached check must still run (it raised AttributeError on the missing spec).
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pinfix.codemods" else real(name, *a))
+    cache_module._code_fingerprint.cache_clear()
+    try:
+        (project / "vllm" / "v1" / "bad.py").write_text(BAD)
+        code, out, err = check(str(project))
+    finally:
+        cache_module._code_fingerprint.cache_clear()
+    assert code == 1 and "Traceback" not in err and "bad.py:5:15: PIN001" in out
+
 # --- files the pre-filter ruled out are not read again while their stat is unchanged ------------
 
 CLEAN = "import torch\n\n\ndef f(dst, a):\n    dst.copy_(torch.from_numpy(a))\n"
