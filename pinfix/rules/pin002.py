@@ -42,8 +42,12 @@ class PageableCpuSource(Rule):
     - ``default_collate(items)`` of items that hold only host data, arrays and CPU tensors
       (pinned or not: the batch is stacked into fresh memory);
     - a batch of a ``torch.utils.data.DataLoader(...)`` built without ``pin_memory=`` (or with
-      ``pin_memory=False``) and without a ``collate_fn`` of its own: each batch is collated
-      afresh in pageable memory. A batch is read in every spelling of iteration (``for``,
+      ``pin_memory=False``): each batch is collated afresh in pageable memory. A ``collate_fn``
+      of the project's own is read as a function given a list of the dataset's items (host data
+      and CPU tensors of unknown memory): the batches are what it returns, pageable where it
+      returns fresh tensors (``torch.stack``, ``torch.tensor``, ``torch.from_numpy``), pinned
+      where it pins them, unknown where it hands the items on as they are (in plain mode a
+      function or lambda of the same module, in deep mode of any module). A batch is read in every spelling of iteration (``for``,
       ``enumerate``, ``zip``, ``next(iter(loader))``, ``list(loader)``, comprehensions, through
       ``tqdm(loader)`` or ``itertools.islice`` / ``cycle``) and
       through what the default collate makes of the dataset's items: the tensor itself, or a
@@ -150,7 +154,8 @@ class PageableCpuSource(Rule):
 
     ## Not reported
     A ``DataLoader`` given ``pin_memory=`` that may be true (a variable or setting counts as true),
-    ``**kwargs`` that may set it, or a ``collate_fn`` of its own; ``torch.load`` without
+    ``**kwargs`` that may set it, or a ``collate_fn`` pinfix cannot read (a parameter, or in
+    plain mode a function of another module); ``torch.load`` without
     ``map_location`` or with an accelerator one; safetensors loaded onto an accelerator;
     sources pinfix does not know: ``safe_open(...).get_tensor``, ``pickle`` loads, tensors from
     ``torch.multiprocessing`` queues, loaders wrapped by ``accelerate``'s ``prepare`` or a
@@ -321,6 +326,17 @@ class PageableCpuSource(Rule):
         # Batches are what a collate_fn of the project's own returns; **kwargs may set pin_memory.
         Case(_L + "def f(ds, fn, dev):\n    for b in DataLoader(ds, collate_fn=fn):\n        b.to(dev, non_blocking=True)\n"),
         Case(_L + "def f(ds, kw, dev):\n    for b in DataLoader(ds, **kw):\n        b.to(dev, non_blocking=True)\n"),
+        # A collate_fn of the module's own that pins what it returns, or hands the items on as they
+        # are (a dataset's items may be pinned or not: unknown), or a loader that pins it all.
+        Case(
+            _L + "def pin_collate(items):\n    return torch.stack(items).pin_memory()\n\n\n"
+            "def f(ds, dev):\n    for b in DataLoader(ds, collate_fn=pin_collate):\n        b.to(dev, non_blocking=True)\n"
+        ),
+        Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, collate_fn=lambda items: items):\n        b[0].to(dev, non_blocking=True)\n"),
+        Case(
+            _L + "def pad(items):\n    return torch.tensor([len(i) for i in items])\n\n\n"
+            "def f(ds, dev):\n    for b in DataLoader(ds, collate_fn=pad, pin_memory=True):\n        b.to(dev, non_blocking=True)\n"
+        ),
         # torch.load without map_location restores each tensor where it was saved; onto a device: not the host.
         Case(_L + "def f(path, dev):\n    return torch.load(path)['w'].to(dev, non_blocking=True)\n"),
         Case(_L + "def f(path, dev):\n    return torch.load(path, map_location='cuda')['w'].to(dev, non_blocking=True)\n"),
@@ -361,6 +377,19 @@ class PageableCpuSource(Rule):
         Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=False):\n        for t in b.values():\n            t.to(dev, non_blocking=True)\n"),
         # `pin_memory=None` (positional here) is no pinning; written out, so no fix adds a second one.
         Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, 4, False, None, None, 0, None, None):\n        b.to(dev, non_blocking=True)\n"),
+        # A collate_fn of the module's own (a function or a lambda) that stacks or makes fresh
+        # tensors: the batches are pageable; the fix pins them in the loader.
+        Case(
+            _L + "def pad(items):\n    return torch.stack([i[0] for i in items]), torch.tensor([i[1] for i in items])\n\n\n"
+            "def f(ds, dev):\n    for x, y in DataLoader(ds, collate_fn=pad):\n        x.to(dev, non_blocking=True)\n",
+            fixed=_L + "def pad(items):\n    return torch.stack([i[0] for i in items]), torch.tensor([i[1] for i in items])\n\n\n"
+            "def f(ds, dev):\n    for x, y in DataLoader(ds, collate_fn=pad, pin_memory=True):\n        x.to(dev, non_blocking=True)\n",
+        ),
+        Case(
+            "import numpy as np\n" + _L + "def f(ds, dev):\n"
+            "    for b in DataLoader(ds, collate_fn=lambda items: {'x': torch.from_numpy(np.stack(items))}):\n"
+            "        b['x'].to(dev, non_blocking=True)\n"
+        ),
         # Checkpoints and files read onto the host.
         Case(_L + "def f(path, dev):\n    state = torch.load(path, map_location='cpu', mmap=True)\n    return state['w'].to(dev, non_blocking=True)\n"),
         Case(_F + "def f(path, dev):\n    return {k: v.to(dev, non_blocking=True) for k, v in load_file(path).items()}\n"),

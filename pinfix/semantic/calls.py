@@ -417,7 +417,7 @@ class Calls(Expressions):
             first = args.first("iterable")
             return Value((Seq("gen", None, self.elements_of(first[1], node), node),)) if first else unknown(node=node)
         if isinstance(effect, Loads):
-            return self.loader(effect, qualified, node, args)
+            return self.loader(effect, qualified, node, args, state)
         if isinstance(effect, ReadsFile):
             return self.reads_file(effect, qualified, node, args, state)
         if isinstance(effect, ToHost):
@@ -707,7 +707,7 @@ class Calls(Expressions):
 
         return join(*(shaped(a) for a in items))
 
-    def loader(self, effect: Loads, qualified: str, node: ast.Call, args: Arguments) -> Value:
+    def loader(self, effect: Loads, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
         """``DataLoader(dataset, ..., pin_memory=...)``: what iterating it yields, batch by batch."""
         callee = self.short(node.func, 40)
         pin = args.keyword("pin_memory")
@@ -722,15 +722,57 @@ class Calls(Expressions):
         if not pageable:
             tensor = self.pinned(node, effect, "pins each batch it yields", qualified)
             return Value((Seq("gen", None, collated(Value((tensor,)), node), node),))
+        how = "with `pin_memory=False`" if pin is not None else "without `pin_memory=True`"
+
+        def fresh(route: Any, what: str) -> Tensor:
+            step = self.step("made", node, f"`{self.short(node)}` yields {what} ({how})")
+            return self.made(node, effect, qualified, label, explicit=explicit).evolve(route=(step, route))
+
         collate = args.keyword("collate_fn")
         if collate is None and effect.collate_slot < len(args.positional):
             collate = args.positional[effect.collate_slot]
-        if collate is not None and not collate[1].all(lambda a: isinstance(a, NoneValue) or (isinstance(a, Ref) and isinstance(FUNCTIONS.get(a.name), Collates))):
+        default = Value((fresh(None, "batches collated into fresh pageable memory"),))
+        if collate is None:
+            return Value((Seq("gen", None, collated(default, node), node),))
+
+        def batches(atom: Any) -> Value:
+            if isinstance(atom, NoneValue) or (isinstance(atom, Ref) and isinstance(FUNCTIONS.get(atom.name), Collates)):
+                return collated(default, node)
+            if isinstance(atom, Ref):
+                found = self.project_reference(atom.name, node)
+                if found is not None and found.all(lambda a: isinstance(a, Func)):
+                    return found.map(batches)
+            if isinstance(atom, Func):
+                returned = self.collate_returns(atom, node, collate[0], state)
+                if returned is not None:
+                    what = f"what `{atom.info.name}` returns, fresh pageable memory"
+                    return _repinned(returned, lambda t: fresh(t.route, what), MAX_NESTING)
             return unknown(f"the batches of `{callee}(...)` are what its `collate_fn` returns", node)
-        tensor = self.made(node, effect, qualified, label, explicit=explicit)
-        how = "with `pin_memory=False`" if pin is not None else "without `pin_memory=True`"
-        step = self.step("made", node, f"`{self.short(node)}` yields batches collated into fresh pageable memory ({how})")
-        return Value((Seq("gen", None, collated(Value((tensor.evolve(route=(step, None)),)), node), node),))
+
+        return Value((Seq("gen", None, collate[1].map(batches), node),))
+
+    def collate_returns(self, atom: Func, node: ast.Call, given: ast.expr, state: State) -> Optional[Value]:
+        """What a ``collate_fn`` of the project returns for a list of the dataset's items (host
+        data and CPU tensors of unknown memory, bare or in tuples, lists and dicts: what a
+        dataset hands a loader's workers). Plain mode reads a function of the same module
+        (once per function); deep mode asks the project. ``None``: pinfix cannot read it."""
+        info = atom.info
+        if not info.params or info.params[0].kind in ("vararg", "kwarg"):
+            return None
+        step = self.step("made", given, f"`{self.short(given, 40)}` is given a list of the dataset's items")
+        item = Tensor(CPU, ANY_MEMORY, DENSE, route=(step, None))
+        items = Value((Seq("list", None, join(Value((Host(),)), collated(Value((item,)), given)), given),))
+        if self.settings.deep:
+            result = self.project_call(atom, node, Arguments(node, [(given, items)], [], False, False), state)
+            return None if result.unknown is not None and not result.tensors else result
+        if info.module is not self.module or atom.receiver is not None:
+            return None
+        memo = self.ctx.collated
+        if id(info.node) not in memo:
+            memo[id(info.node)] = None  # a collate_fn that builds a loader with itself reads as unknown
+            facts = self.ctx.evaluator(info, {info.params[0].name: items}).run()
+            memo[id(info.node)] = facts.returns
+        return memo[id(info.node)]
 
     def reads_file(self, effect: ReadsFile, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
         """``torch.load(f, map_location="cpu")``: the saved tensors, on the device named."""
@@ -975,6 +1017,28 @@ def collated(tensors: Value, node: ast.AST) -> Value:
     two levels deep: unpacking, indexing, ``.items()`` and ``.values()`` reach them."""
     inner = join(tensors, Value((Seq("list", None, tensors, node),)), Value((Dict((), tensors, node, record=True),)))
     return join(tensors, Value((Seq("tuple", None, inner, node),)), Value((Dict((), inner, node, record=True),)))
+
+
+def _repinned(value: Value, fresh: Any, depth: int) -> Value:
+    """``value`` with each fresh pageable CPU tensor (through its tuples, lists and dicts,
+    ``depth`` levels down) replaced by ``fresh(tensor)``: what a loader hands out of what its
+    ``collate_fn`` returns (pinned by the loader where ``pin_memory=`` is true, so the loader
+    is where the fix goes)."""
+
+    def each(a: Any) -> Optional[Value]:
+        if isinstance(a, Tensor) and a.device == CPU and a.memory == PAGEABLE:
+            return Value((fresh(a),))
+        if depth <= 0:
+            return None
+        if isinstance(a, Seq):
+            items = tuple(_repinned(v, fresh, depth - 1) for v in a.items) if a.items is not None else None
+            return Value((Seq(a.kind, items, _repinned(a.elements, fresh, depth - 1), a.site),))
+        if isinstance(a, Dict):
+            entries = tuple((k, _repinned(v, fresh, depth - 1)) for k, v in a.items)
+            return Value((Dict(entries, _repinned(a.elements, fresh, depth - 1), a.site, a.record),))
+        return None
+
+    return value.map(each)
 
 
 def _contents(value: Value, depth: int) -> Value:

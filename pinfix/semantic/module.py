@@ -34,6 +34,9 @@ class ModuleContext:
         self.results: Dict[int, FunctionFacts] = {}
         self.bindings: Dict[Tuple[int, str], FunctionFacts] = {}
         self._active: set = set()
+        #: Plain mode: what each ``collate_fn`` of this module returns for a list of dataset
+        #: items (by its node; ``None`` while it is evaluated).
+        self.collated: Dict[int, Optional[Value]] = {}
         #: Lambdas met on the way, evaluated once the scopes around them are done.
         self.pending: List[FunctionInfo] = []
         #: Deep mode: the lines that may hold a copy (what a function's slice starts
