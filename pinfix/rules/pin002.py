@@ -154,7 +154,9 @@ class PageableCpuSource(Rule):
 
     ## Not reported
     A ``DataLoader`` given ``pin_memory=`` that may be true (a variable or setting counts as true),
-    ``**kwargs`` that may set it, or a ``collate_fn`` pinfix cannot read (a parameter, or in
+    ``**kwargs`` that may set it (a parameter, a dict given ``update(...)`` or a key computed at
+    run time; a dict display or ``dict(...)`` of keywords built in the function is read: no
+    ``pin_memory`` key is the default, ``False``), or a ``collate_fn`` pinfix cannot read (a parameter, or in
     plain mode a function of another module); ``torch.load`` without
     ``map_location`` or with an accelerator one; safetensors loaded onto an accelerator;
     sources pinfix does not know: ``safe_open(...).get_tensor``, ``pickle`` loads, tensors from
@@ -326,6 +328,12 @@ class PageableCpuSource(Rule):
         # Batches are what a collate_fn of the project's own returns; **kwargs may set pin_memory.
         Case(_L + "def f(ds, fn, dev):\n    for b in DataLoader(ds, collate_fn=fn):\n        b.to(dev, non_blocking=True)\n"),
         Case(_L + "def f(ds, kw, dev):\n    for b in DataLoader(ds, **kw):\n        b.to(dev, non_blocking=True)\n"),
+        # `**cfg` of a dict that sets pin_memory, or may hold keys pinfix does not know.
+        Case(_L + "def f(ds, dev):\n    cfg = dict(batch_size=4, pin_memory=True)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev, extra):\n    cfg = {'batch_size': 4}\n    cfg.update(extra)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev, key):\n    cfg = {'shuffle': True}\n    cfg[key] = True\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev):\n    cfg = {'shuffle': True}\n    cfg.update(pin_memory=True)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev, base):\n    for b in DataLoader(ds, **{**base, 'batch_size': 4}):\n        b.to(dev, non_blocking=True)\n"),
         # A collate_fn of the module's own that pins what it returns, or hands the items on as they
         # are (a dataset's items may be pinned or not: unknown), or a loader that pins it all.
         Case(
@@ -390,6 +398,10 @@ class PageableCpuSource(Rule):
             "    for b in DataLoader(ds, collate_fn=lambda items: {'x': torch.from_numpy(np.stack(items))}):\n"
             "        b['x'].to(dev, non_blocking=True)\n"
         ),
+        # `**cfg` of a dict whose keys pinfix knows: no `pin_memory` key, or a false one (no fix: the
+        # call passes `**`).
+        Case(_L + "def f(ds, dev):\n    cfg = {'batch_size': 4, 'shuffle': True}\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev):\n    cfg = {'batch_size': 4}\n    cfg['pin_memory'] = False\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
         # Checkpoints and files read onto the host.
         Case(_L + "def f(path, dev):\n    state = torch.load(path, map_location='cpu', mmap=True)\n    return state['w'].to(dev, non_blocking=True)\n"),
         Case(_F + "def f(path, dev):\n    return {k: v.to(dev, non_blocking=True) for k, v in load_file(path).items()}\n"),

@@ -93,14 +93,38 @@ NO_DATA = "empty"
 class Arguments:
     """A call's evaluated arguments."""
 
-    __slots__ = ("node", "positional", "keywords", "starred", "double_starred")
+    __slots__ = ("node", "positional", "keywords", "starred", "double_starred", "spread")
 
-    def __init__(self, node: ast.Call, positional: List[Tuple[ast.expr, Value]], keywords: List[Tuple[str, ast.expr, Value]], starred: bool, double_starred: bool):
+    def __init__(
+        self,
+        node: ast.Call,
+        positional: List[Tuple[ast.expr, Value]],
+        keywords: List[Tuple[str, ast.expr, Value]],
+        starred: bool,
+        double_starred: bool,
+        spread: Sequence[Tuple[ast.expr, Value]] = (),
+    ):
         self.node = node
         self.positional = positional
         self.keywords = keywords
         self.starred = starred
         self.double_starred = double_starred
+        #: What each ``**mapping`` pinfix cannot spell out as keywords holds.
+        self.spread = spread
+
+    def spread_keyword(self, name: str) -> Optional[Tuple[ast.expr, Value]]:
+        """What the ``**mappings`` pass for the keyword ``name``: the values their dicts hold
+        for it, with ``None`` (the parameter's default) where a dict plainly has no such key;
+        ``None`` where one may hold keys pinfix does not know (a parameter, ``dict.update``
+        of one, a key computed at run time)."""
+        found: List[Value] = []
+        for node, value in self.spread:
+            for atom in value:
+                if not isinstance(atom, Dict) or not _complete(atom):
+                    return None
+                held = atom.get(name)
+                found.append(held if held is not None else Value((NoneValue(),)))
+        return (self.spread[0][0], join(*found)) if found else None
 
     def keyword(self, name: str) -> Optional[Tuple[ast.expr, Value]]:
         for k, node, value in self.keywords:
@@ -169,6 +193,7 @@ class Calls(Expressions):
         positional: List[Tuple[ast.expr, Value]] = []
         keywords: List[Tuple[str, ast.expr, Value]] = []
         starred = double = False
+        spread: List[Tuple[ast.expr, Value]] = []
         for a in node.args:
             if isinstance(a, ast.Starred):
                 self.eval(a.value, state)
@@ -186,9 +211,10 @@ class Calls(Expressions):
             value = self.eval(k.value, state)
             if k.arg is None:
                 double = True
+                spread.append((k.value, value))
             else:
                 keywords.append((k.arg, k.value, value))
-        return Arguments(node, positional, keywords, starred, double)
+        return Arguments(node, positional, keywords, starred, double, spread)
 
     # --- callees -----------------------------------------------------------------------------------
 
@@ -250,6 +276,9 @@ class Calls(Expressions):
             elements = self.elements_of(first[1], node) if first else EMPTY
             return Value((Seq(kind, None, elements, node),))
         if name == "dict":
+            if not args.positional and not args.starred and not args.double_starred:
+                # `dict(batch_size=4, pin_memory=True)`: its keys are the keywords.
+                return Value((Dict(tuple((k, v) for k, _, v in args.keywords), join(*(v for _, _, v in args.keywords)), node),))
             return Value((Dict((), unknown(node=node), node),))
         if name in ("enumerate", "zip"):
             parts = [self.elements_of(v, node) for _, v in args.positional]
@@ -371,7 +400,11 @@ class Calls(Expressions):
             return Value((Seq("list", None, Value((pair,)), node),))
         if method == "update":
             grown = args.positional[0][1] if args.positional else EMPTY
-            self.grow(node, atom, grown.map(lambda a: a.elements if isinstance(a, Dict) else unknown(node=node)), state)
+            grown = grown.map(lambda a: a.elements if isinstance(a, Dict) else unknown(node=node))
+            # `d.update(k=v)`: values under keys the dict's known keys do not say.
+            if args.keywords or args.double_starred:
+                grown = join(grown, *(v for _, _, v in args.keywords), unknown(node=node))
+            self.grow(node, atom, grown, state)
             return Value((NoneValue(),))
         return Value((Host(),))
 
@@ -713,7 +746,14 @@ class Calls(Expressions):
         pin = args.keyword("pin_memory")
         if pin is None and effect.pin_slot < len(args.positional):
             pin = args.positional[effect.pin_slot]
-        if pin is None and (args.starred or args.double_starred):
+        if pin is None and args.double_starred and not args.starred:
+            # `DataLoader(ds, **cfg)` of a dict whose keys pinfix knows: its `pin_memory` entry, if any.
+            pin = args.spread_keyword("pin_memory")
+            if pin is None:
+                return unknown(f"`{callee}(...)` passes `**kwargs` that may set `pin_memory=`", node)
+            if pin[1].all(lambda a: isinstance(a, NoneValue)):
+                pin = None  # no dict has the key: the default, False
+        if pin is None and args.starred:
             return unknown(f"`{callee}(...)` passes `*args`/`**kwargs` that may set `pin_memory=`", node)
         # A `pin_memory=` written out (False, None, a name bound to False): the fix would not add a second one.
         explicit = pin is not None
@@ -1039,6 +1079,14 @@ def _repinned(value: Value, fresh: Any, depth: int) -> Value:
         return None
 
     return value.map(each)
+
+
+def _complete(atom: Dict) -> bool:
+    """Whether pinfix knows every key of the dict ``atom``: each value it may hold is one its
+    known keys hold (a display of literal keys, ``dict(k=v)``, ``d["k"] = v``); ``**other``,
+    ``d[key] = v`` and ``d.update(...)`` add values under keys pinfix does not know."""
+    held = {id(a) for _, v in atom.items for a in v}
+    return all(id(a) in held for a in atom.elements)
 
 
 def _contents(value: Value, depth: int) -> Value:

@@ -253,7 +253,9 @@ class Flow(Calls):
         def each(a: Any) -> Optional[Value]:
             if isinstance(a, DictAtom):
                 items = tuple((k, v) for k, v in a.items if k != key) + (((key, value),) if key is not None else ())
-                return Value((DictAtom(items, join(a.elements, value), a.site),))
+                # Under a key pinfix cannot read, the dict may now hold keys it does not know.
+                added = value if key is not None else join(value, unknown(node=target))
+                return Value((DictAtom(items, join(a.elements, added), a.site),))
             if isinstance(a, Seq) and a.kind == "list":
                 return Value((Seq("list", None, join(a.elements, value), a.site),))
             return None
