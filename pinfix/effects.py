@@ -16,6 +16,7 @@ The kinds (each a small frozen class below):
 ``Iterates``   yields what its first argument yields (``tqdm(loader)``, ``itertools.islice``)
 ``Shares``     ``.share_memory_()``: a CPU tensor's data moved into shared (pageable) memory, in place
 ``ReadsFile``  tensors read from a file or checkpoint (``torch.load``, safetensors' ``load_file``): pageable CPU memory
+``Opens``      an open file of tensors (safetensors' ``safe_open``): its reads (``get_tensor``, ``get_slice(...)[...]``) as ``ReadsFile``
 ``Pins``       pinned CPU memory (``.pin_memory()``, a pinned helper)
 ``View``       shares its input's memory: dense, dense only along the first dimension, or maybe gapped
 ``Converts``   same device, maybe a fresh tensor (``.long()``, ``.contiguous()``, ``.to(dtype)``)
@@ -242,6 +243,20 @@ class ReadsFile(Effect):
 
 
 @dataclass(frozen=True)
+class Opens(Effect):
+    """An open file of tensors (safetensors' ``safe_open(path, framework="pt", device="cpu")``,
+    also as a context manager): each tensor its ``reads`` methods return (``f.get_tensor(name)``)
+    or its ``slices`` methods' results give when indexed (``f.get_slice(name)[:, :k]``) is read
+    afresh onto the device ``device_keyword`` names (by default the CPU: pageable memory)."""
+
+    device_keyword: str = "device"
+    #: The positional index of the device argument.
+    device_slot: int = 2
+    reads: Tuple[str, ...] = ("get_tensor",)
+    slices: Tuple[str, ...] = ("get_slice",)
+
+
+@dataclass(frozen=True)
 class Availability(Effect):
     """True only where pinned memory (an accelerator) is available: on its false branch
     no copy can block, so pinfix does not report what happens there. ``value``: the
@@ -319,6 +334,7 @@ FUNCTIONS: Mapping[str, Effect] = {
     **_entries(Loads(), "torch.utils.data.DataLoader torch.utils.data.dataloader.DataLoader"),
     "torch.load": ReadsFile(device_keyword="map_location", saved_device=True),
     "safetensors.torch.load_file": ReadsFile(device_keyword="device"),
+    **_entries(Opens(), "safetensors.safe_open safetensors.torch.safe_open"),
     # torch.frombuffer(buffer, ...) views a host buffer (bytes, an mmap): pageable, no pin_memory=.
     "torch.frombuffer": Makes(shares_argument=True),
     **_entries(Iterates(), "tqdm.tqdm tqdm.auto.tqdm tqdm.notebook.tqdm itertools.islice itertools.cycle"),

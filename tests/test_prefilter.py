@@ -188,6 +188,8 @@ def _origin_source(key: str) -> str:
     effect = effects.FUNCTIONS.get(key)
     if isinstance(effect, effects.Loads):
         call = f"next(iter({call}))"  # a batch of the loader
+    elif isinstance(effect, effects.Opens):
+        call = f"{key}('f', framework='pt').{effect.reads[0]}('w')"
     elif isinstance(effect, effects.ReadsFile):
         call = f"{key}('f', {effect.device_keyword}='cpu')"
     return f"import {module}\nimport torch\n\n\ndef f(d):\n    return {call}[::2].to(d, non_blocking=True)\n"

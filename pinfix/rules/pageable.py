@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 from ..edits import SAFE, UNSAFE, Edit, Fix
-from ..effects import COPY_SINKS, PINNABLE_LAYOUTS, Loads, Makes, ReadsFile
+from ..effects import COPY_SINKS, PINNABLE_LAYOUTS, Loads, Makes, Opens, ReadsFile
 from ..findings import display, same_file
 from ..semantic.facts import Copy, on_cpu, position
 from ..semantic.modules import is_demo_of
@@ -379,7 +379,7 @@ class Judge:
             return remedy, fix, None
         if computed:
             return STAGING, None, "a computed result cannot be allocated pinned"
-        if isinstance(effect, ReadsFile):
+        if isinstance(effect, (ReadsFile, Opens)):
             remedy = f"pin what {_quoted(label)} reads once (`.pin_memory()`) where it is kept and copied again, or copy it with `non_blocking=False`"
             return remedy, None, f"{_quoted(label)} takes no `pin_memory=`"
         return STAGING, None, f"{_quoted(label)} takes no `pin_memory=`"

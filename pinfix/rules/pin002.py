@@ -10,6 +10,7 @@ from .pageable import pageable_findings
 _H = "import numpy as np\nimport torch\n\nfrom vllm.utils.platform_utils import is_pin_memory_available\n\n\n"
 _L = "import torch\nfrom torch.utils.data import DataLoader\n\n\n"
 _F = "import torch\nfrom safetensors.torch import load_file\n\n\n"
+_S = "import torch\nfrom safetensors import safe_open\n\n\n"
 _A = "import torch\nfrom accelerate.utils import send_to_device\nfrom torch.utils.data import DataLoader\n\n\n"
 
 
@@ -56,7 +57,9 @@ class PageableCpuSource(Rule):
       ``*_dataloader()`` method;
     - tensors read from a checkpoint or file onto the CPU: ``torch.load(f, map_location="cpu")``
       (``mmap=True`` too: memory mapped from the file is no pinned memory), safetensors'
-      ``load_file(f)`` (``device="cpu"``, its default), ``torch.frombuffer(buf)``, and
+      ``load_file(f)`` (``device="cpu"``, its default), what a ``safe_open(f, framework="pt")``
+      handle reads onto the CPU (its default device: ``f.get_tensor(name)``, ``f.get_slice(name)[...]``,
+      also as ``with safe_open(...) as f:``), ``torch.frombuffer(buf)``, and
       ``torch.from_numpy`` / ``torch.as_tensor`` of an array from ``np.load`` / ``np.fromfile`` /
       ``np.memmap``. ``torch.load`` without ``map_location`` puts each tensor back on the device
       it was saved from, so pinfix does not know where it is;
@@ -159,7 +162,7 @@ class PageableCpuSource(Rule):
     ``pin_memory`` key is the default, ``False``), or a ``collate_fn`` pinfix cannot read (a parameter, or in
     plain mode a function of another module); ``torch.load`` without
     ``map_location`` or with an accelerator one; safetensors loaded onto an accelerator;
-    sources pinfix does not know: ``safe_open(...).get_tensor``, ``pickle`` loads, tensors from
+    ``safe_open`` onto an accelerator or a device pinfix cannot tell; sources pinfix does not know: ``pickle`` loads, tensors from
     ``torch.multiprocessing`` queues, loaders wrapped by ``accelerate``'s ``prepare`` or a
     library trainer.
     An accelerator ``device=``; ``pin_memory=True`` or an availability flag given; a copy whose
@@ -349,6 +352,10 @@ class PageableCpuSource(Rule):
         Case(_L + "def f(path, dev):\n    return torch.load(path)['w'].to(dev, non_blocking=True)\n"),
         Case(_L + "def f(path, dev):\n    return torch.load(path, map_location='cuda')['w'].to(dev, non_blocking=True)\n"),
         Case(_F + "def f(path, dev):\n    return load_file(path, device='cuda:0')['w'].to(dev, non_blocking=True)\n"),
+        # safe_open onto an accelerator (or a device pinfix cannot tell); a read pinned before the copy.
+        Case(_S + "def f(path, dev):\n    with safe_open(path, framework='pt', device='cuda:0') as f:\n        return f.get_tensor('w').to(dev, non_blocking=True)\n"),
+        Case(_S + "def f(path, dev):\n    with safe_open(path, framework='pt', device=dev) as f:\n        return f.get_tensor('w').to(dev, non_blocking=True)\n"),
+        Case(_S + "def f(path, dev):\n    with safe_open(path, 'pt') as f:\n        return f.get_slice('w')[:4].pin_memory().to(dev, non_blocking=True)\n"),
         # share_memory_() of a device tensor leaves it there.
         Case(_L + "def f(n, dev):\n    t = torch.zeros(n, device=dev).share_memory_()\n    return t.to(dev, non_blocking=True)\n"),
         # accelerate's send_to_device: of pinned batches, to the host, or blocking.
@@ -405,6 +412,12 @@ class PageableCpuSource(Rule):
         # Checkpoints and files read onto the host.
         Case(_L + "def f(path, dev):\n    state = torch.load(path, map_location='cpu', mmap=True)\n    return state['w'].to(dev, non_blocking=True)\n"),
         Case(_F + "def f(path, dev):\n    return {k: v.to(dev, non_blocking=True) for k, v in load_file(path).items()}\n"),
+        # safe_open: a read (`get_tensor`, an indexed `get_slice`) onto the CPU, its default.
+        Case(
+            _S + "def f(path, dev):\n    out = {}\n    with safe_open(path, framework='pt') as f:\n        for k in f.keys():\n"
+            "            out[k] = f.get_tensor(k).to(dev, non_blocking=True)\n    return out\n"
+        ),
+        Case(_S + "def f(path, dev):\n    f = safe_open(path, framework='pt', device='cpu')\n    return f.get_slice('w')[:, :4].to(dev, non_blocking=True)\n"),
         Case(_L + "def f(blob, dev):\n    return torch.frombuffer(blob, dtype=torch.uint8).to(dev, non_blocking=True)\n"),
         # share_memory_() moves a CPU tensor (pinned or not) into shared pageable memory, in place.
         Case(_L + "def f(n, dev):\n    t = torch.zeros(n, pin_memory=True)\n    t.share_memory_()\n    return t.to(dev, non_blocking=True)\n"),

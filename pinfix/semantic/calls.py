@@ -34,6 +34,7 @@ from ..effects import (
     MakesArray,
     MakesBatch,
     Metadata,
+    Opens,
     Pins,
     ReadsFile,
     ReadsOnHost,
@@ -72,6 +73,7 @@ from .values import (
     Host,
     Instance,
     NoneValue,
+    Opened,
     Origin,
     Pending,
     Ref,
@@ -338,6 +340,8 @@ class Calls(Expressions):
             return self.dict_method(atom, method, node, args, state)
         if isinstance(atom, (Instance, Class, Func)):
             return self.object_method(atom, method, node, args, state)
+        if isinstance(atom, Opened):
+            return self.opened_method(atom, method, node)
         if isinstance(atom, (Const, Host, NoneValue, Device, DType, Slice, Flag)):
             return Value((Host(),))
         # An unknown receiver: what the method makes whatever it is called on.
@@ -451,6 +455,8 @@ class Calls(Expressions):
             return Value((Seq("gen", None, self.elements_of(first[1], node), node),)) if first else unknown(node=node)
         if isinstance(effect, Loads):
             return self.loader(effect, qualified, node, args, state)
+        if isinstance(effect, Opens):
+            return self.opens(effect, qualified, node, args, state)
         if isinstance(effect, ReadsFile):
             return self.reads_file(effect, qualified, node, args, state)
         if isinstance(effect, ToHost):
@@ -829,6 +835,36 @@ class Calls(Expressions):
             return unknown(f"pinfix cannot tell where `{callee}(...)` puts what it reads", node)
         label = f"`{callee}(...)`"
         return collated(self.on_devices(devices, lambda: self.made(node, effect, qualified, label)), node)
+
+    def opens(self, effect: Opens, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
+        """``safe_open(path, framework="pt", device=...)``: a handle whose reads are fresh tensors
+        on that device (the CPU by default: pageable memory)."""
+        callee = self.short(node.func, 40)
+        given = args.keyword(effect.device_keyword)
+        if given is None and effect.device_slot < len(args.positional):
+            given = args.positional[effect.device_slot]
+        if given is None and (args.starred or args.double_starred):
+            return unknown(f"`{callee}(...)` passes `*args`/`**kwargs` that may name a device", node)
+        devices = self.devices(given[1], state) if given is not None else Value((Device(CPU),))
+        if given is not None and not given[1].all(lambda a: isinstance(a, (Device, Const, NoneValue))):
+            return unknown(f"pinfix cannot tell where `{callee}(...)` puts what it reads", node)
+        label = f"`{callee}(...)`"
+        step = self.step("made", node, f"`{self.short(node)}` opens a file whose reads are fresh pageable CPU tensors")
+        read = self.on_devices(devices, lambda: self.made(node, effect, qualified, label).evolve(route=(step, None)))
+        return Value((Opened(effect, read, node),))
+
+    def opened_method(self, atom: Opened, method: str, node: ast.Call) -> Value:
+        """A method of an open file of tensors: a read gives its tensors, ``get_slice`` a slice handle."""
+        if atom.sliced:
+            return Value((Host(),))
+        if method in atom.effect.reads:
+            step = self.step("read", node, f"`{self.short(node, 40)}` reads a tensor from the file")
+            return atom.tensors.map(lambda t: Value((t.step(step),)) if isinstance(t, Tensor) else None)
+        if method in atom.effect.slices:
+            return Value((Opened(atom.effect, atom.tensors, atom.site, sliced=True),))
+        if method == "__enter__":
+            return Value((atom,))
+        return Value((Host(),))
 
     def shares(self, effect: Shares, node: ast.Call, receiver: Optional[Tensor], state: State) -> Value:
         """``t.share_memory_()``: a CPU tensor's data now lives in shared pageable memory (the

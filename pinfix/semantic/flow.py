@@ -29,6 +29,7 @@ from .values import (
     Device,
     Func,
     NoneValue,
+    Opened,
     Ref,
     Seq,
     Tensor,
@@ -408,7 +409,9 @@ class Flow(Calls):
                     before = self.default_device(state)
                 state.set(DEFAULT_DEVICE, context)
             if item.optional_vars is not None:
-                self.assign(item.optional_vars, unknown("is bound by a `with`", item.optional_vars), state, node)
+                # An open file of tensors enters as itself (`with safe_open(...) as f:`).
+                entered = context if context and context.all(lambda a: isinstance(a, Opened)) else unknown("is bound by a `with`", item.optional_vars)
+                self.assign(item.optional_vars, entered, state, node)
         self.run_block(node.body, state)
         if before is not None:
             state.set(DEFAULT_DEVICE, before)

@@ -13,6 +13,7 @@ small immutable classes, as pyflakes keeps its bindings:
   their items; :class:`Instance` of a project class with the fields the program
   sets; :class:`Slice`;
 - :class:`Device`, :class:`DType`, :class:`Flag` (pinned memory is available);
+- :class:`Opened` (an open file of tensors: what its reads give);
 - :class:`Ref` (a library module, function or value, by qualified name),
   :class:`Func` and :class:`Class` (the project's own);
 - :class:`Unknown`, with the reason pinfix cannot tell.
@@ -279,6 +280,21 @@ class Flag(Atom):
 
     def __init__(self) -> None:
         self.key = ("P",)
+
+
+class Opened(Atom):
+    """An open file of tensors (safetensors' ``safe_open``): ``effect`` says which of its methods
+    read tensors; ``tensors`` is what each read gives. ``sliced``: a slice handle
+    (``f.get_slice(name)``), whose items are such tensors."""
+
+    __slots__ = ("effect", "tensors", "site", "sliced")
+
+    def __init__(self, effect: Any, tensors: "Value", site: Any, sliced: bool = False):
+        self.effect = effect
+        self.tensors = tensors
+        self.site = site
+        self.sliced = sliced
+        self.key = ("O", id(site), sliced)
 
 
 class Ref(Atom):
