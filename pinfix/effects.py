@@ -144,6 +144,10 @@ class CopiesTo(Effect):
     source_keyword: Optional[str] = None
     non_blocking_slots: Tuple[int, ...] = ()
     device_slot: Optional[Tuple[int, str]] = None
+    #: A library helper that copies non_blocking without being asked, to any device given as a
+    #: string or ``torch.device`` but these types (Lightning's ``move_data_to_device``: not to
+    #: ``cpu`` or ``mps``; an int device index it copies blocking).
+    implied_except: Optional[Tuple[str, ...]] = None
 
 
 @dataclass(frozen=True)
@@ -343,6 +347,16 @@ FUNCTIONS: Mapping[str, Effect] = {
         CopiesTo(method="send_to_device", source="arg", source_keyword="tensor", device_slot=(1, "device")),
         "accelerate.utils.send_to_device accelerate.utils.operations.send_to_device",
     ),
+    # Lightning's move_data_to_device(batch, device): `.to(device, non_blocking=True)` of every tensor
+    # of the batch's containers where device is a string or torch.device other than cpu/mps.
+    **_entries(
+        CopiesTo(method="move_data_to_device", source="arg", source_keyword="batch", device_slot=(1, "device"), implied_except=("cpu", "mps")),
+        "lightning_fabric.utilities.move_data_to_device lightning_fabric.utilities.apply_func.move_data_to_device "
+        "lightning.fabric.utilities.move_data_to_device lightning.fabric.utilities.apply_func.move_data_to_device "
+        "pytorch_lightning.utilities.move_data_to_device pytorch_lightning.utilities.apply_func.move_data_to_device "
+        "lightning.pytorch.utilities.move_data_to_device lightning.pytorch.utilities.apply_func.move_data_to_device "
+        "pytorch_lightning.core.hooks.move_data_to_device",
+    ),
     # --- records ----------------------------------------------------------------------
     "dataclasses.fields": RecordFields(),
     # --- values ---------------------------------------------------------------------
@@ -442,6 +456,13 @@ DEFAULT_HELPER = "vllm.utils.torch_utils.np_to_pinned_tensor"
 #: Names whose last component says "is pinned memory (or an accelerator) available"
 #: when tested: the function vLLM uses and the flags projects keep for it.
 AVAILABILITY_NAMES: FrozenSet[str] = frozenset({"is_pin_memory_available"})
+
+
+#: The last component of every library helper that copies non_blocking without being asked
+#: (``move_data_to_device``): a file that calls one may hold a sink without saying ``non_blocking``.
+IMPLIED_NON_BLOCKING: FrozenSet[str] = frozenset(
+    q.rsplit(".", 1)[-1] for q, e in FUNCTIONS.items() if isinstance(e, CopiesTo) and e.implied_except is not None
+)
 
 
 #: The last component of every name that sets the default device (``set_default_device``).

@@ -36,6 +36,7 @@ from .effects import (
     ARRAY_METHODS,
     COPY_SINKS,
     FUNCTIONS,
+    IMPLIED_NON_BLOCKING,
     KEYWORD_CALLS,
     NON_BLOCKING_KEYWORD,
     TENSOR_ATTRIBUTES,
@@ -246,6 +247,8 @@ def may_contain_finding(data: bytes, config: Optional[Options] = None) -> bool:
 def may_hold_sink(data: bytes, strict: bool = False) -> bool:
     """Whether some sink may be spelt in ``data``."""
     if NON_BLOCKING_KEYWORD.encode() in data:
+        return True
+    if any(name.encode() in data for name in IMPLIED_NON_BLOCKING):
         return True
     if strict and _SINK_OPEN.search(data) is not None:
         return True

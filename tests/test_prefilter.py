@@ -207,3 +207,10 @@ def test_every_origin_entry_passes_the_byte_stage_and_is_reported(tmp_path: Path
         if not [f for f in check_text(source) if f.code in ("PIN001", "PIN002")]:
             missing.append(key)
     assert missing == []
+
+
+def test_a_helper_that_copies_non_blocking_unasked_passes_the_byte_stage() -> None:
+    """Lightning's `move_data_to_device` copies with non_blocking=True without the word in the file."""
+    source = b"import torch\nfrom lightning.fabric.utilities import move_data_to_device\n\n\ndef f(ids):\n    return move_data_to_device(torch.tensor(ids), 'cuda')\n"
+    assert may_contain_finding(source)
+    assert not may_contain_finding(source.replace(b"move_data_to_device", b"move_it"))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 from ..edits import SAFE, UNSAFE, Edit, Fix
-from ..effects import COPY_SINKS, PINNABLE_LAYOUTS, Loads, Makes, Opens, ReadsFile
+from ..effects import COPY_SINKS, NON_BLOCKING_KEYWORD, PINNABLE_LAYOUTS, Loads, Makes, Opens, ReadsFile
 from ..findings import display, same_file
 from ..semantic.facts import Copy, on_cpu, position
 from ..semantic.modules import is_demo_of
@@ -64,6 +64,8 @@ def what_copies(copy: Copy, src: Any) -> str:
         if given.kind == "default":
             return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` by default, {where})"
         return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` in the call at {where})"
+    if copy.method not in COPY_SINKS and not any(k.arg == NON_BLOCKING_KEYWORD for k in copy.call.keywords):
+        return f"`{callee}(...)` (which copies with `non_blocking=True` to an accelerator)"
     return f"`{callee}(..., non_blocking=True)`"
 
 

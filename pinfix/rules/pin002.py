@@ -11,6 +11,7 @@ _H = "import numpy as np\nimport torch\n\nfrom vllm.utils.platform_utils import 
 _L = "import torch\nfrom torch.utils.data import DataLoader\n\n\n"
 _F = "import torch\nfrom safetensors.torch import load_file\n\n\n"
 _S = "import torch\nfrom safetensors import safe_open\n\n\n"
+_M = "import torch\nfrom lightning.fabric.utilities import move_data_to_device\nfrom torch.utils.data import DataLoader\n\n\n"
 _A = "import torch\nfrom accelerate.utils import send_to_device\nfrom torch.utils.data import DataLoader\n\n\n"
 
 
@@ -66,9 +67,11 @@ class PageableCpuSource(Rule):
     - ``t.share_memory_()`` of a CPU tensor, pinned or not: its data moves into shared (pageable)
       memory, in place (the name it is called on holds that memory afterwards).
 
-    Besides the tensor methods, two library copies are sinks: ``accelerate.utils.send_to_device(
+    Besides the tensor methods, library copies are sinks: ``accelerate.utils.send_to_device(
     batch, device, non_blocking=True)`` (``non_blocking`` by keyword), which copies every tensor
-    of its tuples, lists and dicts, and the ``.to(device, non_blocking=True)`` of a Hugging Face
+    of its tuples, lists and dicts; Lightning's ``move_data_to_device(batch, device)``, which
+    does the same with ``non_blocking=True`` unasked wherever ``device`` is a string or
+    ``torch.device`` other than ``cpu`` / ``mps`` (an int index copies blocking); and the ``.to(device, non_blocking=True)`` of a Hugging Face
     ``BatchEncoding`` / ``BatchFeature`` (a tokenizer's ``return_tensors="pt"`` output), which
     copies each of its tensors.
 
@@ -362,6 +365,10 @@ class PageableCpuSource(Rule):
         Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=True):\n        send_to_device(b, dev, non_blocking=True)\n"),
         Case(_A + "def f(ds):\n    for b in DataLoader(ds):\n        send_to_device(b, 'cpu', non_blocking=True)\n"),
         Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds):\n        send_to_device(b, dev)\n"),
+        # Lightning's move_data_to_device: of pinned batches, to the CPU, or to an int index (blocking).
+        Case(_M + "def f(ds):\n    for b in DataLoader(ds, pin_memory=True):\n        b = move_data_to_device(b, torch.device('cuda'))\n"),
+        Case(_M + "def f(ds):\n    for b in DataLoader(ds):\n        b = move_data_to_device(b, 'cpu')\n"),
+        Case(_M + "def f(ds):\n    for b in DataLoader(ds):\n        b = move_data_to_device(b, 0)\n"),
         # Deep mode: a flag that is False by default, with no call passing True.
         Case(
             _L + "def plan(ids, dev, non_blocking: bool = False):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
@@ -424,6 +431,12 @@ class PageableCpuSource(Rule):
         # Library helpers that copy a whole batch: accelerate's send_to_device, a BatchEncoding's `.to`.
         Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds):\n        b = send_to_device(b, dev, non_blocking=True)\n"),
         Case(_A + "def f(tok, text, dev):\n    return tok(text, return_tensors='pt').to(dev, non_blocking=True)\n"),
+        # Lightning's move_data_to_device copies non_blocking to an accelerator without being asked.
+        Case(
+            _M + "def f(ds, dev):\n    for b in DataLoader(ds):\n        b = move_data_to_device(b, dev)\n",
+            fixed=_M + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=True):\n        b = move_data_to_device(b, dev)\n",
+        ),
+        Case(_M + "def f(ids):\n    return move_data_to_device({'ids': torch.tensor(ids)}, 'cuda:0')\n"),
         # Deep mode: a flag True by default is what users of `plan` run.
         Case(
             _L + "def plan(ids, dev, non_blocking: bool = True):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",

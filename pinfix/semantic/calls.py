@@ -961,6 +961,11 @@ class Calls(Expressions):
             return unknown(node=node)
         target = self.destination_of(device[0], device[1])
         moved = collated(Value((Tensor(ACCEL if target == ACCEL else ANY_DEVICE),)), node)
+        if effect.implied_except is not None:
+            # Non_blocking unless the device is an int index or one of the blocking types.
+            if device[1].any(lambda a: isinstance(a, Const) and (isinstance(a.value, int) or str(a.value).split(":")[0] in effect.implied_except)):
+                return moved
+            nb = (device[0], Value((Const(True),)))
         if target in (CPU, "meta", "dtype") or nb is None or literal_bool(nb[0]) is False:
             return moved
         if nb[1].all(lambda a: isinstance(a, Const) and a.value is False):

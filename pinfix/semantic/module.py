@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
+from ..effects import IMPLIED_NON_BLOCKING
 from ..settings import Settings
 from .facts import FunctionFacts, ModuleFacts
 from .scope import FunctionInfo, ModuleInfo
@@ -139,7 +140,7 @@ class ModuleContext:
         return found if found is not None else unknown("is a module-level name")
 
 
-_HOT = re.compile(rb"non_blocking|\bTrue\s*[,)]")
+_HOT = re.compile(rb"|".join([rb"non_blocking", rb"\bTrue\s*[,)]", *(re.escape(n.encode()) for n in sorted(IMPLIED_NON_BLOCKING))]))
 _STRICT_HOT = re.compile(rb"\.\s*(?:copy_|to|cuda|xpu)\s*\(")
 
 
