@@ -16,6 +16,7 @@ The kinds (each a small frozen class below):
 ``Iterates``   yields what its first argument yields (``tqdm(loader)``, ``itertools.islice``)
 ``Shares``     ``.share_memory_()``: a CPU tensor's data moved into shared (pageable) memory, in place
 ``ReadsFile``  tensors read from a file or checkpoint (``torch.load``, safetensors' ``load_file``): pageable CPU memory
+``Prepares``  a wrapper of data loaders that keeps their pinning (``accelerate``'s ``Accelerator`` and its ``prepare``, ``prepare_data_loader``), maybe putting batches on the device
 ``Opens``      an open file of tensors (safetensors' ``safe_open``): its reads (``get_tensor``, ``get_slice(...)[...]``) as ``ReadsFile``
 ``Pins``       pinned CPU memory (``.pin_memory()``, a pinned helper)
 ``View``       shares its input's memory: dense, dense only along the first dimension, or maybe gapped
@@ -247,6 +248,28 @@ class ReadsFile(Effect):
 
 
 @dataclass(frozen=True)
+class Prepares(Effect):
+    """``accelerate``'s wrappers of data loaders: the wrapped loader yields what the loader it is
+    given yields (the loader's ``pin_memory`` is kept), unless the wrapper puts each batch on the
+    device itself (``send_to_device``), which is then no host memory.
+
+    ``role``: ``"object"`` (``Accelerator(..., device_placement=True)``: an object whose
+    ``methods`` wrap), ``"method"`` (``accelerator.prepare(*objs, device_placement=[...])``,
+    ``accelerator.prepare_data_loader(loader, device_placement=None)``: the object's placement
+    unless the call says) or ``"function"`` (``prepare_data_loader(loader, ...,
+    put_on_device=False)``). ``placement``: the keyword that turns device placement on or off,
+    ``default``: its value when not given (for a method: the object's)."""
+
+    role: str = "function"
+    placement: str = "device_placement"
+    default: bool = True
+    methods: Tuple[str, ...] = ("prepare", "prepare_data_loader")
+    #: An object's keyword that may keep the device on the host (``Accelerator(cpu=True)``):
+    #: given and not literally ``False``, pinfix cannot tell where batches are placed.
+    host_keyword: Optional[str] = "cpu"
+
+
+@dataclass(frozen=True)
 class Opens(Effect):
     """An open file of tensors (safetensors' ``safe_open(path, framework="pt", device="cpu")``,
     also as a context manager): each tensor its ``reads`` methods return (``f.get_tensor(name)``)
@@ -339,6 +362,10 @@ FUNCTIONS: Mapping[str, Effect] = {
     "torch.load": ReadsFile(device_keyword="map_location", saved_device=True),
     "safetensors.torch.load_file": ReadsFile(device_keyword="device"),
     **_entries(Opens(), "safetensors.safe_open safetensors.torch.safe_open"),
+    # accelerate: `Accelerator(...).prepare(loader)` keeps the loader's pinning and, with device placement
+    # (the default), puts each batch on the device; `prepare_data_loader(loader)` does not by default.
+    **_entries(Prepares(role="object"), "accelerate.Accelerator accelerate.accelerator.Accelerator"),
+    "accelerate.data_loader.prepare_data_loader": Prepares(role="function", placement="put_on_device", default=False),
     # torch.frombuffer(buffer, ...) views a host buffer (bytes, an mmap): pageable, no pin_memory=.
     "torch.frombuffer": Makes(shares_argument=True),
     **_entries(Iterates(), "tqdm.tqdm tqdm.auto.tqdm tqdm.notebook.tqdm itertools.islice itertools.cycle"),

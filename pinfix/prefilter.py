@@ -58,6 +58,7 @@ from .effects import (
     Metadata,
     Pins,
     Opens,
+    Prepares,
     ReadsFile,
     ReadsOnHost,
     RecordFields,
@@ -107,6 +108,7 @@ KIND_ROLES: Mapping[Type[Effect], str] = {
     Availability: "neither",
     RecordFields: "neither",
     Iterates: "neither",
+    Prepares: "neither",
     DefaultDevice: "neither",
 }
 ORIGIN_KINDS = tuple(kind for kind, role in KIND_ROLES.items() if role == "origin")

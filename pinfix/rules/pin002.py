@@ -12,6 +12,7 @@ _L = "import torch\nfrom torch.utils.data import DataLoader\n\n\n"
 _F = "import torch\nfrom safetensors.torch import load_file\n\n\n"
 _S = "import torch\nfrom safetensors import safe_open\n\n\n"
 _M = "import torch\nfrom lightning.fabric.utilities import move_data_to_device\nfrom torch.utils.data import DataLoader\n\n\n"
+_P = "import torch\nfrom accelerate import Accelerator\nfrom accelerate.data_loader import prepare_data_loader\nfrom torch.utils.data import DataLoader\n\n\n"
 _A = "import torch\nfrom accelerate.utils import send_to_device\nfrom torch.utils.data import DataLoader\n\n\n"
 
 
@@ -55,7 +56,12 @@ class PageableCpuSource(Rule):
       through what the default collate makes of the dataset's items: the tensor itself, or a
       tuple, list or dict of them (unpacking, indexing, ``.items()``, ``.values()``). In deep mode
       the loader may be built in another function, stored on ``self`` or returned by a
-      ``*_dataloader()`` method;
+      ``*_dataloader()`` method. Wrappers keep the loader's pinning: ``accelerate``'s
+      ``prepare_data_loader(loader)`` yields its batches as they are (with
+      ``put_on_device=True``: on the device), an ``Accelerator(...)``'s ``prepare(model, opt,
+      loader)`` (tuple unpacking too) and ``prepare_data_loader(loader)`` put them on the device
+      unless the object or the call says ``device_placement=False`` (``cpu=`` or a list of flags:
+      unknown); ``loader.set_epoch(...)`` and ``loader.sampler.set_epoch(...)`` change nothing;
     - tensors read from a checkpoint or file onto the CPU: ``torch.load(f, map_location="cpu")``
       (``mmap=True`` too: memory mapped from the file is no pinned memory), safetensors'
       ``load_file(f)`` (``device="cpu"``, its default), what a ``safe_open(f, framework="pt")``
@@ -166,8 +172,9 @@ class PageableCpuSource(Rule):
     plain mode a function of another module); ``torch.load`` without
     ``map_location`` or with an accelerator one; safetensors loaded onto an accelerator;
     ``safe_open`` onto an accelerator or a device pinfix cannot tell; sources pinfix does not know: ``pickle`` loads, tensors from
-    ``torch.multiprocessing`` queues, loaders wrapped by ``accelerate``'s ``prepare`` or a
-    library trainer.
+    ``torch.multiprocessing`` queues, loaders wrapped by a library trainer or by an ``Accelerator``
+    pinfix cannot see made (``self.accelerator.prepare(...)``), a loader rebuilt with
+    ``pin_memory=loader.pin_memory`` (a flag pinfix does not trace counts as pinned).
     An accelerator ``device=``; ``pin_memory=True`` or an availability flag given; a copy whose
     destination is itself a CPU tensor pinfix can see; a dense slice of a pinned tensor;
     ``as_tensor`` of something that may already be a device tensor; a path a test rules out
@@ -365,6 +372,15 @@ class PageableCpuSource(Rule):
         Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=True):\n        send_to_device(b, dev, non_blocking=True)\n"),
         Case(_A + "def f(ds):\n    for b in DataLoader(ds):\n        send_to_device(b, 'cpu', non_blocking=True)\n"),
         Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds):\n        send_to_device(b, dev)\n"),
+        # accelerate: an Accelerator places batches on the device by default; a pinned loader stays pinned;
+        # device placement pinfix cannot tell (`cpu=`, a flag per object) is unknown.
+        Case(_P + "def f(ds, dev):\n    acc = Accelerator()\n    model, loader = acc.prepare(torch.nn.Linear(2, 2), DataLoader(ds))\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
+        Case(_P + "def f(ds, dev):\n    acc = Accelerator(device_placement=False)\n    for b in acc.prepare(DataLoader(ds, pin_memory=True)):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_P + "def f(ds, dev, flag):\n    acc = Accelerator(cpu=flag, device_placement=False)\n    for b in acc.prepare(DataLoader(ds)):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_P + "def f(ds, dev):\n    m, loader = Accelerator().prepare(ds, DataLoader(ds), device_placement=[True, False])\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
+        Case(_P + "def f(ds, dev):\n    for b in prepare_data_loader(DataLoader(ds), put_on_device=True):\n        b.to(dev, non_blocking=True)\n"),
+        # A loader rebuilt from another's pin_memory: a flag pinfix does not trace counts as pinned.
+        Case(_L + "def f(loader, dev):\n    again = DataLoader(loader.dataset, batch_size=8, pin_memory=loader.pin_memory)\n    for b in again:\n        b.to(dev, non_blocking=True)\n"),
         # Lightning's move_data_to_device: of pinned batches, to the CPU, or to an int index (blocking).
         Case(_M + "def f(ds):\n    for b in DataLoader(ds, pin_memory=True):\n        b = move_data_to_device(b, torch.device('cuda'))\n"),
         Case(_M + "def f(ds):\n    for b in DataLoader(ds):\n        b = move_data_to_device(b, 'cpu')\n"),
@@ -431,6 +447,18 @@ class PageableCpuSource(Rule):
         # Library helpers that copy a whole batch: accelerate's send_to_device, a BatchEncoding's `.to`.
         Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds):\n        b = send_to_device(b, dev, non_blocking=True)\n"),
         Case(_A + "def f(tok, text, dev):\n    return tok(text, return_tensors='pt').to(dev, non_blocking=True)\n"),
+        # accelerate keeps a loader's pinning: without device placement its batches are the loader's
+        # (the fix goes to the loader), as are prepare_data_loader's (no placement by default);
+        # sampler changes leave the loader as it is.
+        Case(
+            _P + "def f(ds, dev):\n    acc = Accelerator(device_placement=False)\n"
+            "    model, opt, loader = acc.prepare(torch.nn.Linear(2, 2), None, DataLoader(ds))\n    for b in loader:\n        b.to(dev, non_blocking=True)\n",
+            fixed=_P + "def f(ds, dev):\n    acc = Accelerator(device_placement=False)\n"
+            "    model, opt, loader = acc.prepare(torch.nn.Linear(2, 2), None, DataLoader(ds, pin_memory=True))\n    for b in loader:\n        b.to(dev, non_blocking=True)\n",
+        ),
+        Case(_P + "def f(ds, dev):\n    loader = prepare_data_loader(DataLoader(ds))\n    loader.set_epoch(1)\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
+        Case(_P + "def f(ds, dev):\n    loader = Accelerator().prepare_data_loader(DataLoader(ds), device_placement=False)\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev):\n    loader = DataLoader(ds)\n    loader.sampler.set_epoch(1)\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
         # Lightning's move_data_to_device copies non_blocking to an accelerator without being asked.
         Case(
             _M + "def f(ds, dev):\n    for b in DataLoader(ds):\n        b = move_data_to_device(b, dev)\n",

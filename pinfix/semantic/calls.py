@@ -36,6 +36,7 @@ from ..effects import (
     Metadata,
     Opens,
     Pins,
+    Prepares,
     ReadsFile,
     ReadsOnHost,
     RecordFields,
@@ -82,6 +83,7 @@ from .values import (
     Tensor,
     Unknown,
     Value,
+    Wrapper,
     join,
     unknown,
 )
@@ -342,6 +344,15 @@ class Calls(Expressions):
             return self.object_method(atom, method, node, args, state)
         if isinstance(atom, Opened):
             return self.opened_method(atom, method, node)
+        if isinstance(atom, Wrapper):
+            if method not in atom.effect.methods:
+                self.escape(args, state)
+                return unknown(f"pinfix does not follow `{self.short(node.func, 40)}()`", node)
+            given = args.keyword(atom.effect.placement)
+            placed = atom.placed if given is None else self.placement(args, atom.effect.placement, bool(atom.placed))
+            if given is not None and isinstance(given[0], (ast.List, ast.Tuple)):
+                placed = None  # one flag per object: pinfix does not match them up
+            return self.prepared(node, args, placed, atom.effect.placement)
         if isinstance(atom, (Const, Host, NoneValue, Device, DType, Slice, Flag)):
             return Value((Host(),))
         # An unknown receiver: what the method makes whatever it is called on.
@@ -457,6 +468,14 @@ class Calls(Expressions):
             return self.loader(effect, qualified, node, args, state)
         if isinstance(effect, Opens):
             return self.opens(effect, qualified, node, args, state)
+        if isinstance(effect, Prepares):
+            if effect.role == "object":
+                placed = self.placement(args, effect.placement, effect.default)
+                host = args.keyword(effect.host_keyword) if effect.host_keyword else None
+                if host is not None and literal_bool(host[0]) is not False:
+                    placed = None
+                return Value((Wrapper(effect, placed),))
+            return self.prepared(node, args, self.placement(args, effect.placement, effect.default), effect.placement)
         if isinstance(effect, ReadsFile):
             return self.reads_file(effect, qualified, node, args, state)
         if isinstance(effect, ToHost):
@@ -852,6 +871,39 @@ class Calls(Expressions):
         step = self.step("made", node, f"`{self.short(node)}` opens a file whose reads are fresh pageable CPU tensors")
         read = self.on_devices(devices, lambda: self.made(node, effect, qualified, label).evolve(route=(step, None)))
         return Value((Opened(effect, read, node),))
+
+    def placement(self, args: Arguments, keyword: str, default: bool) -> Optional[bool]:
+        """Whether a wrapper puts batches on the device: its ``keyword`` if given (``None``: a
+        value pinfix cannot tell), else ``default``."""
+        given = args.keyword(keyword)
+        if given is None:
+            return None if args.double_starred else default
+        value = literal_bool(given[0])
+        if value is None and given[1].all(lambda a: isinstance(a, Const) and isinstance(a.value, bool)):
+            values = {a.value for a in given[1].only(Const)}
+            value = values.pop() if len(values) == 1 else None
+        return value
+
+    def prepared(self, node: ast.Call, args: Arguments, placed: Optional[bool], keyword: str) -> Value:
+        """What ``accelerator.prepare(model, opt, loader)`` / ``prepare_data_loader(loader)`` return:
+        each loader wrapped, yielding what it yields (its pinning kept), or its batches on the
+        device where the wrapper places them; anything else unknown. One object is returned as
+        itself, several as a tuple."""
+        callee = self.short(node.func, 40)
+
+        def wrapped(atom: Any) -> Value:
+            if not (isinstance(atom, Seq) and atom.kind == "gen"):
+                return unknown(f"pinfix does not follow what `{callee}()` makes of it", node)
+            if placed is False:
+                return Value((atom,))
+            if placed is None:
+                return unknown(f"`{callee}(...)` may put each batch on the device (`{keyword}=`)", node)
+            return Value((Seq("gen", None, collated(Value((Tensor(ACCEL),)), node), node),))
+
+        objects = [v.map(wrapped) for _, v in args.positional]
+        if args.starred or not objects:
+            return unknown(f"pinfix does not follow what `{callee}()` returns", node)
+        return objects[0] if len(objects) == 1 else Value((Seq("tuple", tuple(objects), join(*objects), node),))
 
     def opened_method(self, atom: Opened, method: str, node: ast.Call) -> Value:
         """A method of an open file of tensors: a read gives its tensors, ``get_slice`` a slice handle."""

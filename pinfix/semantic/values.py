@@ -13,7 +13,8 @@ small immutable classes, as pyflakes keeps its bindings:
   their items; :class:`Instance` of a project class with the fields the program
   sets; :class:`Slice`;
 - :class:`Device`, :class:`DType`, :class:`Flag` (pinned memory is available);
-- :class:`Opened` (an open file of tensors: what its reads give);
+- :class:`Opened` (an open file of tensors: what its reads give), :class:`Wrapper` (a
+  library object that wraps data loaders);
 - :class:`Ref` (a library module, function or value, by qualified name),
   :class:`Func` and :class:`Class` (the project's own);
 - :class:`Unknown`, with the reason pinfix cannot tell.
@@ -295,6 +296,19 @@ class Opened(Atom):
         self.site = site
         self.sliced = sliced
         self.key = ("O", id(site), sliced)
+
+
+class Wrapper(Atom):
+    """A library object that wraps data loaders (``accelerate``'s ``Accelerator``): ``effect``
+    names its wrapping methods; ``placed`` whether it puts batches on the device (``None``:
+    pinfix cannot tell)."""
+
+    __slots__ = ("effect", "placed")
+
+    def __init__(self, effect: Any, placed: Optional[bool]):
+        self.effect = effect
+        self.placed = placed
+        self.key = ("W", placed)
 
 
 class Ref(Atom):
