@@ -17,6 +17,7 @@ The kinds (each a small frozen class below):
 ``Shares``     ``.share_memory_()``: a CPU tensor's data moved into shared (pageable) memory, in place
 ``ReadsFile``  tensors read from a file or checkpoint (``torch.load``, safetensors' ``load_file``): pageable CPU memory
 ``Prepares``  a wrapper of data loaders that keeps their pinning (``accelerate``'s ``Accelerator`` and its ``prepare``, ``prepare_data_loader``), maybe putting batches on the device
+``Restores``   unpickled objects (``pickle.load``): tensors back on the device they were pickled from (unknown)
 ``Opens``      an open file of tensors (safetensors' ``safe_open``): its reads (``get_tensor``, ``get_slice(...)[...]``) as ``ReadsFile``
 ``Pins``       pinned CPU memory (``.pin_memory()``, a pinned helper)
 ``View``       shares its input's memory: dense, dense only along the first dimension, or maybe gapped
@@ -284,6 +285,13 @@ class Opens(Effect):
 
 
 @dataclass(frozen=True)
+class Restores(Effect):
+    """Objects unpickled (``pickle.load``, ``cloudpickle.loads``): a tensor among them is restored on
+    the device it was pickled from (a CUDA tensor on the device), which the call does not say, so
+    what it returns is never known to be host memory."""
+
+
+@dataclass(frozen=True)
 class Availability(Effect):
     """True only where pinned memory (an accelerator) is available: on its false branch
     no copy can block, so pinfix does not report what happens there. ``value``: the
@@ -361,6 +369,12 @@ FUNCTIONS: Mapping[str, Effect] = {
     **_entries(Loads(), "torch.utils.data.DataLoader torch.utils.data.dataloader.DataLoader"),
     "torch.load": ReadsFile(device_keyword="map_location", saved_device=True),
     "safetensors.torch.load_file": ReadsFile(device_keyword="device"),
+    # An unpickled tensor goes back to the device it was pickled from (a CUDA tensor comes back on
+    # the device): pinfix cannot tell where, so never pageable (no device keyword to say it).
+    **_entries(
+        Restores(),
+        "pickle.load pickle.loads cloudpickle.load cloudpickle.loads _pickle.load _pickle.loads dill.load dill.loads",
+    ),
     **_entries(Opens(), "safetensors.safe_open safetensors.torch.safe_open"),
     # accelerate: `Accelerator(...).prepare(loader)` keeps the loader's pinning and, with device placement
     # (the default), puts each batch on the device; `prepare_data_loader(loader)` does not by default.

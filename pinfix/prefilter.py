@@ -61,6 +61,7 @@ from .effects import (
     Prepares,
     ReadsFile,
     ReadsOnHost,
+    Restores,
     RecordFields,
     Shares,
     ToHost,
@@ -109,6 +110,7 @@ KIND_ROLES: Mapping[Type[Effect], str] = {
     RecordFields: "neither",
     Iterates: "neither",
     Prepares: "neither",
+    Restores: "neither",
     DefaultDevice: "neither",
 }
 ORIGIN_KINDS = tuple(kind for kind, role in KIND_ROLES.items() if role == "origin")

@@ -799,3 +799,16 @@ def test_nested_tests_cost_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
 
     small, large = cost(8), cost(16)
     assert large < 3 * small, (small, large)
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["pickle.load(f)", "pickle.loads(blob)", "cloudpickle.loads(blob)", "torch.load(f)"],
+)
+def test_unpickled_tensors_go_back_to_the_device_they_were_saved_from(call: str) -> None:
+    """An unpickled tensor (pickle, cloudpickle, torch.load without map_location) is restored on the
+    device it was pickled from, a CUDA one on the device: pinfix never calls it pageable, and says why."""
+    code = f"import pickle\n\nimport cloudpickle\nimport torch\n\n\ndef f(f, blob, dev):\n    return {call}['w'].to(dev, non_blocking=True)\n"
+    assert check_text(code) == []
+    (note,) = check_text(code, config=SHOW_UNKNOWN)
+    assert note.code == "PIN004" and "back on the device it was saved from" in note.message

@@ -171,7 +171,9 @@ class PageableCpuSource(Rule):
     ``pin_memory`` key is the default, ``False``), or a ``collate_fn`` pinfix cannot read (a parameter, or in
     plain mode a function of another module); ``torch.load`` without
     ``map_location`` or with an accelerator one; safetensors loaded onto an accelerator;
-    ``safe_open`` onto an accelerator or a device pinfix cannot tell; sources pinfix does not know: ``pickle`` loads, tensors from
+    ``safe_open`` onto an accelerator or a device pinfix cannot tell; ``pickle`` / ``cloudpickle``
+    loads (an unpickled tensor goes back to the device it was pickled from, so pinfix never calls
+    it pageable); sources pinfix does not know: tensors from
     ``torch.multiprocessing`` queues, loaders wrapped by a library trainer or by an ``Accelerator``
     pinfix cannot see made (``self.accelerator.prepare(...)``), a loader rebuilt with
     ``pin_memory=loader.pin_memory`` (a flag pinfix does not trace counts as pinned).
@@ -366,6 +368,8 @@ class PageableCpuSource(Rule):
         Case(_S + "def f(path, dev):\n    with safe_open(path, framework='pt', device='cuda:0') as f:\n        return f.get_tensor('w').to(dev, non_blocking=True)\n"),
         Case(_S + "def f(path, dev):\n    with safe_open(path, framework='pt', device=dev) as f:\n        return f.get_tensor('w').to(dev, non_blocking=True)\n"),
         Case(_S + "def f(path, dev):\n    with safe_open(path, 'pt') as f:\n        return f.get_slice('w')[:4].pin_memory().to(dev, non_blocking=True)\n"),
+        # Unpickled tensors go back to the device they were pickled from: never known to be host memory.
+        Case("import pickle\n\n" + _L + "def f(path, dev):\n    with open(path, 'rb') as fh:\n        state = pickle.load(fh)\n    return state['w'].to(dev, non_blocking=True)\n"),
         # share_memory_() of a device tensor leaves it there.
         Case(_L + "def f(n, dev):\n    t = torch.zeros(n, device=dev).share_memory_()\n    return t.to(dev, non_blocking=True)\n"),
         # accelerate's send_to_device: of pinned batches, to the host, or blocking.
@@ -442,6 +446,8 @@ class PageableCpuSource(Rule):
         ),
         Case(_S + "def f(path, dev):\n    f = safe_open(path, framework='pt', device='cpu')\n    return f.get_slice('w')[:, :4].to(dev, non_blocking=True)\n"),
         Case(_L + "def f(blob, dev):\n    return torch.frombuffer(blob, dtype=torch.uint8).to(dev, non_blocking=True)\n"),
+        # NumPy arrays read from files are host memory (built before: NumPy calls make arrays).
+        Case(_H + "def f(path, n, dev):\n    return torch.as_tensor(np.memmap(path, dtype=np.int64, shape=(n,))).to(dev, non_blocking=True)\n"),
         # share_memory_() moves a CPU tensor (pinned or not) into shared pageable memory, in place.
         Case(_L + "def f(n, dev):\n    t = torch.zeros(n, pin_memory=True)\n    t.share_memory_()\n    return t.to(dev, non_blocking=True)\n"),
         # Library helpers that copy a whole batch: accelerate's send_to_device, a BatchEncoding's `.to`.

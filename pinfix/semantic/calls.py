@@ -40,6 +40,7 @@ from ..effects import (
     ReadsFile,
     ReadsOnHost,
     RecordFields,
+    Restores,
     Shares,
     ToHost,
     View,
@@ -468,6 +469,9 @@ class Calls(Expressions):
             return self.loader(effect, qualified, node, args, state)
         if isinstance(effect, Opens):
             return self.opens(effect, qualified, node, args, state)
+        if isinstance(effect, Restores):
+            self.escape(args, state)
+            return unknown(f"`{self.short(node.func, 40)}(...)` puts each tensor back on the device it was saved from", node)
         if isinstance(effect, Prepares):
             if effect.role == "object":
                 placed = self.placement(args, effect.placement, effect.default)
