@@ -391,7 +391,13 @@ FUNCTIONS: Mapping[str, Effect] = {
     # Lightning's move_data_to_device(batch, device): `.to(device, non_blocking=True)` of every tensor
     # of the batch's containers where device is a string or torch.device other than cpu/mps.
     **_entries(
-        CopiesTo(method="move_data_to_device", source="arg", source_keyword="batch", device_slot=(1, "device"), implied_except=("cpu", "mps")),
+        CopiesTo(
+            method="move_data_to_device",
+            source="arg",
+            source_keyword="batch",
+            device_slot=(1, "device"),
+            implied_except=("cpu", "mps"),
+        ),
         "lightning_fabric.utilities.move_data_to_device lightning_fabric.utilities.apply_func.move_data_to_device "
         "lightning.fabric.utilities.move_data_to_device lightning.fabric.utilities.apply_func.move_data_to_device "
         "pytorch_lightning.utilities.move_data_to_device pytorch_lightning.utilities.apply_func.move_data_to_device "

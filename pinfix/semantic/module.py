@@ -140,7 +140,9 @@ class ModuleContext:
         return found if found is not None else unknown("is a module-level name")
 
 
-_HOT = re.compile(rb"|".join([rb"non_blocking", rb"\bTrue\s*[,)]", *(re.escape(n.encode()) for n in sorted(IMPLIED_NON_BLOCKING))]))
+_HOT = re.compile(
+    rb"|".join([rb"non_blocking", rb"\bTrue\s*[,)]", *(re.escape(n.encode()) for n in sorted(IMPLIED_NON_BLOCKING))])
+)
 _STRICT_HOT = re.compile(rb"\.\s*(?:copy_|to|cuda|xpu)\s*\(")
 
 

@@ -288,7 +288,7 @@ class Opened(Atom):
     read tensors; ``tensors`` is what each read gives. ``sliced``: a slice handle
     (``f.get_slice(name)``), whose items are such tensors."""
 
-    __slots__ = ("effect", "tensors", "site", "sliced")
+    __slots__ = ("effect", "site", "sliced", "tensors")
 
     def __init__(self, effect: Any, tensors: "Value", site: Any, sliced: bool = False):
         self.effect = effect
