@@ -457,10 +457,10 @@ class PageableCpuSource(Rule):
         # (the fix goes to the loader), as are prepare_data_loader's (no placement by default);
         # sampler changes leave the loader as it is.
         Case(
-            _P + "def f(ds, dev):\n    acc = Accelerator(device_placement=False)\n"
-            "    model, opt, loader = acc.prepare(torch.nn.Linear(2, 2), None, DataLoader(ds))\n    for b in loader:\n        b.to(dev, non_blocking=True)\n",
-            fixed=_P + "def f(ds, dev):\n    acc = Accelerator(device_placement=False)\n"
-            "    model, opt, loader = acc.prepare(torch.nn.Linear(2, 2), None, DataLoader(ds, pin_memory=True))\n    for b in loader:\n        b.to(dev, non_blocking=True)\n",
+            _P + "def f(ds, net, opt, dev):\n    acc = Accelerator(device_placement=False)\n"
+            "    net, opt, loader = acc.prepare(net, opt, DataLoader(ds))\n    for b in loader:\n        b.to(dev, non_blocking=True)\n",
+            fixed=_P + "def f(ds, net, opt, dev):\n    acc = Accelerator(device_placement=False)\n"
+            "    net, opt, loader = acc.prepare(net, opt, DataLoader(ds, pin_memory=True))\n    for b in loader:\n        b.to(dev, non_blocking=True)\n",
         ),
         Case(_P + "def f(ds, dev):\n    loader = prepare_data_loader(DataLoader(ds))\n    loader.set_epoch(1)\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
         Case(_P + "def f(ds, dev):\n    loader = Accelerator().prepare_data_loader(DataLoader(ds), device_placement=False)\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
