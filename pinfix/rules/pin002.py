@@ -167,7 +167,8 @@ class PageableCpuSource(Rule):
     ## Not reported
     A ``DataLoader`` given ``pin_memory=`` that may be true (a variable or setting counts as true),
     ``**kwargs`` that may set it (a parameter, a dict given ``update(...)`` or a key computed at
-    run time; a dict display or ``dict(...)`` of keywords built in the function is read: no
+    run time, ``setdefault``, a dict handed to other code; a dict display or ``dict(...)`` of
+    keywords built in the function and stored into only by literal keys is read: no
     ``pin_memory`` key is the default, ``False``), or a ``collate_fn`` pinfix cannot read (a parameter, or in
     plain mode a function of another module); ``torch.load`` without
     ``map_location`` or with an accelerator one; safetensors loaded onto an accelerator;
@@ -349,6 +350,9 @@ class PageableCpuSource(Rule):
         Case(_L + "def f(ds, dev, key):\n    cfg = {'shuffle': True}\n    cfg[key] = True\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
         Case(_L + "def f(ds, dev):\n    cfg = {'shuffle': True}\n    cfg.update(pin_memory=True)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
         Case(_L + "def f(ds, dev, base):\n    for b in DataLoader(ds, **{**base, 'batch_size': 4}):\n        b.to(dev, non_blocking=True)\n"),
+        # A dict given `setdefault`, or handed to other code, may gain keys the flow does not see.
+        Case(_L + "def f(ds, dev):\n    cfg = {'batch_size': 4}\n    cfg.setdefault('pin_memory', True)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev, tune):\n    cfg = {'batch_size': 4}\n    tune(cfg)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
         # A collate_fn of the module's own that pins what it returns, or hands the items on as they
         # are (a dataset's items may be pinned or not: unknown), or a loader that pins it all.
         Case(

@@ -10,7 +10,7 @@ on. Sinks (``CopiesTo``) record a :class:`~pinfix.semantic.facts.Copy`.
 from __future__ import annotations
 
 import ast
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..effects import (
     ARRAY_METHODS,
@@ -350,7 +350,7 @@ class Calls(Expressions):
                 self.escape(args, state)
                 return unknown(f"pinfix does not follow `{self.short(node.func, 40)}()`", node)
             given = args.keyword(atom.effect.placement)
-            placed = atom.placed if given is None else self.placement(args, atom.effect.placement, bool(atom.placed))
+            placed = atom.placed if given is None and not args.double_starred else self.placement(args, atom.effect.placement, bool(atom.placed))
             if given is not None and isinstance(given[0], (ast.List, ast.Tuple)):
                 placed = None  # one flag per object: pinfix does not match them up
             return self.prepared(node, args, placed, atom.effect.placement)
@@ -777,7 +777,11 @@ class Calls(Expressions):
             pin = args.positional[effect.pin_slot]
         if pin is None and args.double_starred and not args.starred:
             # `DataLoader(ds, **cfg)` of a dict whose keys pinfix knows: its `pin_memory` entry, if any.
-            pin = args.spread_keyword("pin_memory")
+            # The dict must be made in the call or be a local only stored into by literal keys
+            # (a dict handed to other code or given `setdefault` may gain keys pinfix does not see).
+            plain = self.plain_dicts()
+            spelt = all(isinstance(n, ast.Call) or (isinstance(n, ast.Name) and n.id in plain) for n, _ in args.spread)
+            pin = args.spread_keyword("pin_memory") if spelt else None
             if pin is None:
                 return unknown(f"`{callee}(...)` passes `**kwargs` that may set `pin_memory=`", node)
             if pin[1].all(lambda a: isinstance(a, NoneValue)):
@@ -815,10 +819,18 @@ class Calls(Expressions):
                 returned = self.collate_returns(atom, node, collate[0], state)
                 if returned is not None:
                     what = f"what `{atom.info.name}` returns, fresh pageable memory"
-                    return _repinned(returned, lambda t: fresh(t.route, what), MAX_NESTING)
+                    return _handed_out(returned, lambda t: fresh(t.route, what), MAX_NESTING)
             return unknown(f"the batches of `{callee}(...)` are what its `collate_fn` returns", node)
 
         return Value((Seq("gen", None, collate[1].map(batches), node),))
+
+    def plain_dicts(self) -> FrozenSet[str]:
+        """The function's local names used only as dicts whose keys the flow sees (once per function)."""
+        memo = self.ctx.plain_dicts
+        found = memo.get(id(self.func.node))
+        if found is None:
+            found = memo[id(self.func.node)] = _plain_dict_names(self.func.node, self.func.locals)
+        return found
 
     def collate_returns(self, atom: Func, node: ast.Call, given: ast.expr, state: State) -> Optional[Value]:
         """What a ``collate_fn`` of the project returns for a list of the dataset's items (host
@@ -1156,7 +1168,7 @@ def collated(tensors: Value, node: ast.AST) -> Value:
     return join(tensors, Value((Seq("tuple", None, inner, node),)), Value((Dict((), inner, node, record=True),)))
 
 
-def _repinned(value: Value, fresh: Any, depth: int) -> Value:
+def _handed_out(value: Value, fresh: Any, depth: int) -> Value:
     """``value`` with each fresh pageable CPU tensor (through its tuples, lists and dicts,
     ``depth`` levels down) replaced by ``fresh(tensor)``: what a loader hands out of what its
     ``collate_fn`` returns (pinned by the loader where ``pin_memory=`` is true, so the loader
@@ -1168,14 +1180,48 @@ def _repinned(value: Value, fresh: Any, depth: int) -> Value:
         if depth <= 0:
             return None
         if isinstance(a, Seq):
-            items = tuple(_repinned(v, fresh, depth - 1) for v in a.items) if a.items is not None else None
-            return Value((Seq(a.kind, items, _repinned(a.elements, fresh, depth - 1), a.site),))
+            items = tuple(_handed_out(v, fresh, depth - 1) for v in a.items) if a.items is not None else None
+            return Value((Seq(a.kind, items, _handed_out(a.elements, fresh, depth - 1), a.site),))
         if isinstance(a, Dict):
-            entries = tuple((k, _repinned(v, fresh, depth - 1)) for k, v in a.items)
-            return Value((Dict(entries, _repinned(a.elements, fresh, depth - 1), a.site, a.record),))
+            entries = tuple((k, _handed_out(v, fresh, depth - 1)) for k, v in a.items)
+            return Value((Dict(entries, _handed_out(a.elements, fresh, depth - 1), a.site, a.record),))
         return None
 
     return value.map(each)
+
+
+#: Dict methods that read a dict and never add a key to it.
+_READING_DICT_METHODS = frozenset({"get", "keys", "items", "values", "copy", "pop", "__contains__"})
+
+
+def _plain_dict_names(func: ast.AST, local: FrozenSet[str]) -> FrozenSet[str]:
+    """The local names of ``func`` that every use treats as a dict whose keys the flow sees:
+    bound by assignment, stored into and read by literal keys, read by reading methods
+    (``get``, ``items``...), passed as ``**name``. Any other use (an argument, ``setdefault``,
+    ``update``, ``|=``, ``del``, a use in a nested function) may add keys pinfix does not see."""
+    ok: "dict[str, bool]" = {}
+    body = getattr(func, "body", [])
+    # (node, parent, inside a nested scope), walked without recursion: one visit per node.
+    stack: "list[Tuple[ast.AST, Optional[ast.AST], bool]]" = [(stmt, None, False) for stmt in (body if isinstance(body, list) else [body])]
+    while stack:
+        node, parent, nested = stack.pop()
+        if isinstance(node, ast.Name) and node.id in local:
+            ok[node.id] = ok.get(node.id, True) and not nested and _plain_use(node, parent)
+        inner = nested or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+        stack.extend((child, node, inner) for child in ast.iter_child_nodes(node))
+    return frozenset(name for name, plain in ok.items() if plain)
+
+
+def _plain_use(name: ast.Name, parent: Optional[ast.AST]) -> bool:
+    if isinstance(parent, ast.Assign) and name in parent.targets:
+        return True
+    if isinstance(parent, ast.Subscript) and parent.value is name:
+        return isinstance(parent.slice, ast.Constant) and not isinstance(parent.ctx, ast.Del)
+    if isinstance(parent, ast.keyword) and parent.arg is None:
+        return True
+    if isinstance(parent, ast.Attribute) and parent.value is name:
+        return parent.attr in _READING_DICT_METHODS
+    return False
 
 
 def _complete(atom: Dict) -> bool:

@@ -38,6 +38,8 @@ class ModuleContext:
         #: Plain mode: what each ``collate_fn`` of this module returns for a list of dataset
         #: items (by its node; ``None`` while it is evaluated).
         self.collated: Dict[int, Optional[Value]] = {}
+        #: The local names each function uses only as dicts whose keys the flow sees (by its node).
+        self.plain_dicts: Dict[int, FrozenSet[str]] = {}
         #: Lambdas met on the way, evaluated once the scopes around them are done.
         self.pending: List[FunctionInfo] = []
         #: Deep mode: the lines that may hold a copy (what a function's slice starts
