@@ -1199,10 +1199,10 @@ def _plain_dict_names(func: ast.AST, local: FrozenSet[str]) -> FrozenSet[str]:
     bound by assignment, stored into and read by literal keys, read by reading methods
     (``get``, ``items``...), passed as ``**name``. Any other use (an argument, ``setdefault``,
     ``update``, ``|=``, ``del``, a use in a nested function) may add keys pinfix does not see."""
-    ok: "dict[str, bool]" = {}
+    ok: dict[str, bool] = {}
     body = getattr(func, "body", [])
     # (node, parent, inside a nested scope), walked without recursion: one visit per node.
-    stack: "list[Tuple[ast.AST, Optional[ast.AST], bool]]" = [(stmt, None, False) for stmt in (body if isinstance(body, list) else [body])]
+    stack: list[Tuple[ast.AST, Optional[ast.AST], bool]] = [(stmt, None, False) for stmt in (body if isinstance(body, list) else [body])]
     while stack:
         node, parent, nested = stack.pop()
         if isinstance(node, ast.Name) and node.id in local:
