@@ -16,6 +16,9 @@ The kinds (each a small frozen class below):
 ``Iterates``   yields what its first argument yields (``tqdm(loader)``, ``itertools.islice``)
 ``Shares``     ``.share_memory_()``: a CPU tensor's data moved into shared (pageable) memory, in place
 ``ReadsFile``  tensors read from a file or checkpoint (``torch.load``, safetensors' ``load_file``): pageable CPU memory
+``Prepares``  a wrapper of data loaders that keeps their pinning (``accelerate``'s ``Accelerator`` and its ``prepare``, ``prepare_data_loader``), maybe putting batches on the device
+``Restores``   unpickled objects (``pickle.load``): tensors back on the device they were pickled from (unknown)
+``Opens``      an open file of tensors (safetensors' ``safe_open``): its reads (``get_tensor``, ``get_slice(...)[...]``) as ``ReadsFile``
 ``Pins``       pinned CPU memory (``.pin_memory()``, a pinned helper)
 ``View``       shares its input's memory: dense, dense only along the first dimension, or maybe gapped
 ``Converts``   same device, maybe a fresh tensor (``.long()``, ``.contiguous()``, ``.to(dtype)``)
@@ -143,6 +146,10 @@ class CopiesTo(Effect):
     source_keyword: Optional[str] = None
     non_blocking_slots: Tuple[int, ...] = ()
     device_slot: Optional[Tuple[int, str]] = None
+    #: A library helper that copies non_blocking without being asked, to any device given as a
+    #: string or ``torch.device`` but these types (Lightning's ``move_data_to_device``: not to
+    #: ``cpu`` or ``mps``; an int device index it copies blocking).
+    implied_except: Optional[Tuple[str, ...]] = None
 
 
 @dataclass(frozen=True)
@@ -242,6 +249,49 @@ class ReadsFile(Effect):
 
 
 @dataclass(frozen=True)
+class Prepares(Effect):
+    """``accelerate``'s wrappers of data loaders: the wrapped loader yields what the loader it is
+    given yields (the loader's ``pin_memory`` is kept), unless the wrapper puts each batch on the
+    device itself (``send_to_device``), which is then no host memory.
+
+    ``role``: ``"object"`` (``Accelerator(..., device_placement=True)``: an object whose
+    ``methods`` wrap), ``"method"`` (``accelerator.prepare(*objs, device_placement=[...])``,
+    ``accelerator.prepare_data_loader(loader, device_placement=None)``: the object's placement
+    unless the call says) or ``"function"`` (``prepare_data_loader(loader, ...,
+    put_on_device=False)``). ``placement``: the keyword that turns device placement on or off,
+    ``default``: its value when not given (for a method: the object's)."""
+
+    role: str = "function"
+    placement: str = "device_placement"
+    default: bool = True
+    methods: Tuple[str, ...] = ("prepare", "prepare_data_loader")
+    #: An object's keyword that may keep the device on the host (``Accelerator(cpu=True)``):
+    #: given and not literally ``False``, pinfix cannot tell where batches are placed.
+    host_keyword: Optional[str] = "cpu"
+
+
+@dataclass(frozen=True)
+class Opens(Effect):
+    """An open file of tensors (safetensors' ``safe_open(path, framework="pt", device="cpu")``,
+    also as a context manager): each tensor its ``reads`` methods return (``f.get_tensor(name)``)
+    or its ``slices`` methods' results give when indexed (``f.get_slice(name)[:, :k]``) is read
+    afresh onto the device ``device_keyword`` names (by default the CPU: pageable memory)."""
+
+    device_keyword: str = "device"
+    #: The positional index of the device argument.
+    device_slot: int = 2
+    reads: Tuple[str, ...] = ("get_tensor",)
+    slices: Tuple[str, ...] = ("get_slice",)
+
+
+@dataclass(frozen=True)
+class Restores(Effect):
+    """Objects unpickled (``pickle.load``, ``cloudpickle.loads``): a tensor among them is restored on
+    the device it was pickled from (a CUDA tensor on the device), which the call does not say, so
+    what it returns is never known to be host memory."""
+
+
+@dataclass(frozen=True)
 class Availability(Effect):
     """True only where pinned memory (an accelerator) is available: on its false branch
     no copy can block, so pinfix does not report what happens there. ``value``: the
@@ -319,6 +369,17 @@ FUNCTIONS: Mapping[str, Effect] = {
     **_entries(Loads(), "torch.utils.data.DataLoader torch.utils.data.dataloader.DataLoader"),
     "torch.load": ReadsFile(device_keyword="map_location", saved_device=True),
     "safetensors.torch.load_file": ReadsFile(device_keyword="device"),
+    # An unpickled tensor goes back to the device it was pickled from (a CUDA tensor comes back on
+    # the device): pinfix cannot tell where, so never pageable (no device keyword to say it).
+    **_entries(
+        Restores(),
+        "pickle.load pickle.loads cloudpickle.load cloudpickle.loads _pickle.load _pickle.loads dill.load dill.loads",
+    ),
+    **_entries(Opens(), "safetensors.safe_open safetensors.torch.safe_open"),
+    # accelerate: `Accelerator(...).prepare(loader)` keeps the loader's pinning and, with device placement
+    # (the default), puts each batch on the device; `prepare_data_loader(loader)` does not by default.
+    **_entries(Prepares(role="object"), "accelerate.Accelerator accelerate.accelerator.Accelerator"),
+    "accelerate.data_loader.prepare_data_loader": Prepares(role="function", placement="put_on_device", default=False),
     # torch.frombuffer(buffer, ...) views a host buffer (bytes, an mmap): pageable, no pin_memory=.
     "torch.frombuffer": Makes(shares_argument=True),
     **_entries(Iterates(), "tqdm.tqdm tqdm.auto.tqdm tqdm.notebook.tqdm itertools.islice itertools.cycle"),
@@ -326,6 +387,22 @@ FUNCTIONS: Mapping[str, Effect] = {
     **_entries(
         CopiesTo(method="send_to_device", source="arg", source_keyword="tensor", device_slot=(1, "device")),
         "accelerate.utils.send_to_device accelerate.utils.operations.send_to_device",
+    ),
+    # Lightning's move_data_to_device(batch, device): `.to(device, non_blocking=True)` of every tensor
+    # of the batch's containers where device is a string or torch.device other than cpu/mps.
+    **_entries(
+        CopiesTo(
+            method="move_data_to_device",
+            source="arg",
+            source_keyword="batch",
+            device_slot=(1, "device"),
+            implied_except=("cpu", "mps"),
+        ),
+        "lightning_fabric.utilities.move_data_to_device lightning_fabric.utilities.apply_func.move_data_to_device "
+        "lightning.fabric.utilities.move_data_to_device lightning.fabric.utilities.apply_func.move_data_to_device "
+        "pytorch_lightning.utilities.move_data_to_device pytorch_lightning.utilities.apply_func.move_data_to_device "
+        "lightning.pytorch.utilities.move_data_to_device lightning.pytorch.utilities.apply_func.move_data_to_device "
+        "pytorch_lightning.core.hooks.move_data_to_device",
     ),
     # --- records ----------------------------------------------------------------------
     "dataclasses.fields": RecordFields(),
@@ -426,6 +503,13 @@ DEFAULT_HELPER = "vllm.utils.torch_utils.np_to_pinned_tensor"
 #: Names whose last component says "is pinned memory (or an accelerator) available"
 #: when tested: the function vLLM uses and the flags projects keep for it.
 AVAILABILITY_NAMES: FrozenSet[str] = frozenset({"is_pin_memory_available"})
+
+
+#: The last component of every library helper that copies non_blocking without being asked
+#: (``move_data_to_device``): a file that calls one may hold a sink without saying ``non_blocking``.
+IMPLIED_NON_BLOCKING: FrozenSet[str] = frozenset(
+    q.rsplit(".", 1)[-1] for q, e in FUNCTIONS.items() if isinstance(e, CopiesTo) and e.implied_except is not None
+)
 
 
 #: The last component of every name that sets the default device (``set_default_device``).

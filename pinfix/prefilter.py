@@ -36,6 +36,7 @@ from .effects import (
     ARRAY_METHODS,
     COPY_SINKS,
     FUNCTIONS,
+    IMPLIED_NON_BLOCKING,
     KEYWORD_CALLS,
     NON_BLOCKING_KEYWORD,
     TENSOR_ATTRIBUTES,
@@ -55,10 +56,13 @@ from .effects import (
     MakesArray,
     MakesBatch,
     Metadata,
+    Opens,
     Pins,
+    Prepares,
     ReadsFile,
     ReadsOnHost,
     RecordFields,
+    Restores,
     Shares,
     ToHost,
     View,
@@ -88,6 +92,7 @@ KIND_ROLES: Mapping[Type[Effect], str] = {
     Collates: "origin",
     Loads: "origin",
     ReadsFile: "origin",
+    Opens: "origin",
     Shares: "origin",
     Pins: "origin",
     ToHost: "origin",
@@ -104,6 +109,8 @@ KIND_ROLES: Mapping[Type[Effect], str] = {
     Availability: "neither",
     RecordFields: "neither",
     Iterates: "neither",
+    Prepares: "neither",
+    Restores: "neither",
     DefaultDevice: "neither",
 }
 ORIGIN_KINDS = tuple(kind for kind, role in KIND_ROLES.items() if role == "origin")
@@ -244,6 +251,8 @@ def may_contain_finding(data: bytes, config: Optional[Options] = None) -> bool:
 def may_hold_sink(data: bytes, strict: bool = False) -> bool:
     """Whether some sink may be spelt in ``data``."""
     if NON_BLOCKING_KEYWORD.encode() in data:
+        return True
+    if any(name.encode() in data for name in IMPLIED_NON_BLOCKING):
         return True
     if strict and _SINK_OPEN.search(data) is not None:
         return True

@@ -862,6 +862,45 @@ def test_dataloader_on_self_returned_and_from_another_file(tmp_path):
     assert [f["line"] for f in deep([pkg])] == [24]
 
 
+COLLATES = """\
+import torch
+
+
+def pad_collate(items):
+    return {"ids": torch.tensor([i["ids"] for i in items])}
+
+
+def pinned_collate(items):
+    return {"ids": torch.tensor([i["ids"] for i in items]).pin_memory()}
+"""
+
+COLLATED = """\
+from torch.utils.data import DataLoader
+
+from .collates import pad_collate, pinned_collate
+
+
+def train(ds, dev):
+    for batch in DataLoader(ds, collate_fn=pad_collate):
+        batch["ids"].to(dev, non_blocking=True)
+
+
+def train_pinned(ds, dev):
+    for batch in DataLoader(ds, collate_fn=pinned_collate):
+        batch["ids"].to(dev, non_blocking=True)
+"""
+
+
+def test_collate_fn_from_another_file(tmp_path):
+    """Deep mode reads a `collate_fn` of another file as a function: the loader's batches are what
+    it returns (fresh pageable tensors, or pinned ones); plain mode does not see into it."""
+    pkg = project(tmp_path, {"collates.py": COLLATES, "loop.py": COLLATED})
+    found = deep([pkg])
+    assert [(Path(f["path"]).name, f["line"], f["code"]) for f in found] == [("loop.py", 8, "PIN002")]
+    assert "pad_collate" in json.dumps(found[0]) and found[0]["fix"]["safety"] == "safe"
+    assert check([pkg])[1] == []
+
+
 _STAGE = HEADER + "def _stage(ids, dev, non_blocking):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n"
 
 

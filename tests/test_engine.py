@@ -833,3 +833,16 @@ def test_the_innermost_function_at_a_node() -> None:
     assert module.function_at(calls["g"]).name == "inner"
     assert module.function_at(calls["h"]).name == "outer"
     assert module.function_at(calls["j"]).is_module  # a class body is not a function
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["pickle.load(f)", "pickle.loads(blob)", "cloudpickle.loads(blob)", "torch.load(f)"],
+)
+def test_unpickled_tensors_go_back_to_the_device_they_were_saved_from(call: str) -> None:
+    """An unpickled tensor (pickle, cloudpickle, torch.load without map_location) is restored on the
+    device it was pickled from, a CUDA one on the device: pinfix never calls it pageable, and says why."""
+    code = f"import pickle\n\nimport cloudpickle\nimport torch\n\n\ndef f(f, blob, dev):\n    return {call}['w'].to(dev, non_blocking=True)\n"
+    assert check_text(code) == []
+    (note,) = check_text(code, config=SHOW_UNKNOWN)
+    assert note.code == "PIN004" and "back on the device it was saved from" in note.message

@@ -188,6 +188,8 @@ def _origin_source(key: str) -> str:
     effect = effects.FUNCTIONS.get(key)
     if isinstance(effect, effects.Loads):
         call = f"next(iter({call}))"  # a batch of the loader
+    elif isinstance(effect, effects.Opens):
+        call = f"{key}('f', framework='pt').{effect.reads[0]}('w')"
     elif isinstance(effect, effects.ReadsFile):
         call = f"{key}('f', {effect.device_keyword}='cpu')"
     return f"import {module}\nimport torch\n\n\ndef f(d):\n    return {call}[::2].to(d, non_blocking=True)\n"
@@ -205,3 +207,10 @@ def test_every_origin_entry_passes_the_byte_stage_and_is_reported(tmp_path: Path
         if not [f for f in check_text(source) if f.code in ("PIN001", "PIN002")]:
             missing.append(key)
     assert missing == []
+
+
+def test_a_helper_that_copies_non_blocking_unasked_passes_the_byte_stage() -> None:
+    """Lightning's `move_data_to_device` copies with non_blocking=True without the word in the file."""
+    source = b"import torch\nfrom lightning.fabric.utilities import move_data_to_device\n\n\ndef f(ids):\n    return move_data_to_device(torch.tensor(ids), 'cuda')\n"
+    assert may_contain_finding(source)
+    assert not may_contain_finding(source.replace(b"move_data_to_device", b"move_it"))

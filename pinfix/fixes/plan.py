@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from ..edits import UNSAFE, Fix
-from ..effects import Loads, Makes, ReadsFile
+from ..effects import Loads, Makes, Opens, ReadsFile
 from ..rules import Finding, RuleContext, check_module
 from ..rules.pageable import PageableCopy, Route, is_computed, origin_text
 from ..semantic.facts import ModuleFacts
@@ -178,7 +178,7 @@ def origin_plan(
         return remedy, fix, None
     if computed:
         return STAGING, None, "a computed result cannot be allocated pinned"
-    if isinstance(effect, ReadsFile):
+    if isinstance(effect, (ReadsFile, Opens)):
         remedy = f"pin what {origin_text(label)} reads once (`.pin_memory()`) where it is kept and copied again, or copy it with `non_blocking=False`"
         return remedy, None, f"{origin_text(label)} takes no `pin_memory=`"
     return STAGING, None, f"{origin_text(label)} takes no `pin_memory=`"

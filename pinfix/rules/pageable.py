@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from typing import Any, List, Optional, Sequence, Tuple
 
-from ..effects import COPY_SINKS, Makes
+from ..effects import COPY_SINKS, NON_BLOCKING_KEYWORD, Makes
 from ..findings import display, same_file
 from ..semantic.facts import Copy, is_demo_of, same_source
 from ..semantic.values import PAGEABLE, PINNED, Step, Tensor, steps
@@ -53,6 +53,10 @@ def what_copies(copy: Copy, src: Any) -> str:
         if given.kind == "default":
             return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` by default, {where})"
         return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` in the call at {where})"
+    if copy.method not in COPY_SINKS and not any(k.arg == NON_BLOCKING_KEYWORD for k in copy.call.keywords):
+        return f"`{callee}(...)` (which copies with `non_blocking=True` to an accelerator)"
+    if copy.method not in COPY_SINKS and not any(k.arg == NON_BLOCKING_KEYWORD for k in copy.call.keywords):
+        return f"`{callee}(...)` (which copies with `non_blocking=True` to an accelerator)"
     return f"`{callee}(..., non_blocking=True)`"
 
 

@@ -10,6 +10,9 @@ from .pageable import pageable_findings
 _H = "import numpy as np\nimport torch\n\nfrom vllm.utils.platform_utils import is_pin_memory_available\n\n\n"
 _L = "import torch\nfrom torch.utils.data import DataLoader\n\n\n"
 _F = "import torch\nfrom safetensors.torch import load_file\n\n\n"
+_S = "import torch\nfrom safetensors import safe_open\n\n\n"
+_M = "import torch\nfrom lightning.fabric.utilities import move_data_to_device\nfrom torch.utils.data import DataLoader\n\n\n"
+_P = "import torch\nfrom accelerate import Accelerator\nfrom accelerate.data_loader import prepare_data_loader\nfrom torch.utils.data import DataLoader\n\n\n"
 _A = "import torch\nfrom accelerate.utils import send_to_device\nfrom torch.utils.data import DataLoader\n\n\n"
 
 
@@ -42,26 +45,39 @@ class PageableCpuSource(Rule):
     - ``default_collate(items)`` of items that hold only host data, arrays and CPU tensors
       (pinned or not: the batch is stacked into fresh memory);
     - a batch of a ``torch.utils.data.DataLoader(...)`` built without ``pin_memory=`` (or with
-      ``pin_memory=False``) and without a ``collate_fn`` of its own: each batch is collated
-      afresh in pageable memory. A batch is read in every spelling of iteration (``for``,
+      ``pin_memory=False``): each batch is collated afresh in pageable memory. A ``collate_fn``
+      of the project's own is read as a function given a list of the dataset's items (host data
+      and CPU tensors of unknown memory): the batches are what it returns, pageable where it
+      returns fresh tensors (``torch.stack``, ``torch.tensor``, ``torch.from_numpy``), pinned
+      where it pins them, unknown where it hands the items on as they are (in plain mode a
+      function or lambda of the same module, in deep mode of any module). A batch is read in every spelling of iteration (``for``,
       ``enumerate``, ``zip``, ``next(iter(loader))``, ``list(loader)``, comprehensions, through
       ``tqdm(loader)`` or ``itertools.islice`` / ``cycle``) and
       through what the default collate makes of the dataset's items: the tensor itself, or a
       tuple, list or dict of them (unpacking, indexing, ``.items()``, ``.values()``). In deep mode
       the loader may be built in another function, stored on ``self`` or returned by a
-      ``*_dataloader()`` method;
+      ``*_dataloader()`` method. Wrappers keep the loader's pinning: ``accelerate``'s
+      ``prepare_data_loader(loader)`` yields its batches as they are (with
+      ``put_on_device=True``: on the device), an ``Accelerator(...)``'s ``prepare(model, opt,
+      loader)`` (tuple unpacking too) and ``prepare_data_loader(loader)`` put them on the device
+      unless the object or the call says ``device_placement=False`` (``cpu=`` or a list of flags:
+      unknown); ``loader.set_epoch(...)`` and ``loader.sampler.set_epoch(...)`` change nothing;
     - tensors read from a checkpoint or file onto the CPU: ``torch.load(f, map_location="cpu")``
       (``mmap=True`` too: memory mapped from the file is no pinned memory), safetensors'
-      ``load_file(f)`` (``device="cpu"``, its default), ``torch.frombuffer(buf)``, and
+      ``load_file(f)`` (``device="cpu"``, its default), what a ``safe_open(f, framework="pt")``
+      handle reads onto the CPU (its default device: ``f.get_tensor(name)``, ``f.get_slice(name)[...]``,
+      also as ``with safe_open(...) as f:``), ``torch.frombuffer(buf)``, and
       ``torch.from_numpy`` / ``torch.as_tensor`` of an array from ``np.load`` / ``np.fromfile`` /
       ``np.memmap``. ``torch.load`` without ``map_location`` puts each tensor back on the device
       it was saved from, so pinfix does not know where it is;
     - ``t.share_memory_()`` of a CPU tensor, pinned or not: its data moves into shared (pageable)
       memory, in place (the name it is called on holds that memory afterwards).
 
-    Besides the tensor methods, two library copies are sinks: ``accelerate.utils.send_to_device(
+    Besides the tensor methods, library copies are sinks: ``accelerate.utils.send_to_device(
     batch, device, non_blocking=True)`` (``non_blocking`` by keyword), which copies every tensor
-    of its tuples, lists and dicts, and the ``.to(device, non_blocking=True)`` of a Hugging Face
+    of its tuples, lists and dicts; Lightning's ``move_data_to_device(batch, device)``, which
+    does the same with ``non_blocking=True`` unasked wherever ``device`` is a string or
+    ``torch.device`` other than ``cpu`` / ``mps`` (an int index copies blocking); and the ``.to(device, non_blocking=True)`` of a Hugging Face
     ``BatchEncoding`` / ``BatchFeature`` (a tokenizer's ``return_tensors="pt"`` output), which
     copies each of its tensors.
 
@@ -150,11 +166,18 @@ class PageableCpuSource(Rule):
 
     ## Not reported
     A ``DataLoader`` given ``pin_memory=`` that may be true (a variable or setting counts as true),
-    ``**kwargs`` that may set it, or a ``collate_fn`` of its own; ``torch.load`` without
+    ``**kwargs`` that may set it (a parameter, a dict given ``update(...)`` or a key computed at
+    run time, ``setdefault``, a dict handed to other code; a dict display or ``dict(...)`` of
+    keywords built in the function and stored into only by literal keys is read: no
+    ``pin_memory`` key is the default, ``False``), or a ``collate_fn`` pinfix cannot read (a parameter, or in
+    plain mode a function of another module); ``torch.load`` without
     ``map_location`` or with an accelerator one; safetensors loaded onto an accelerator;
-    sources pinfix does not know: ``safe_open(...).get_tensor``, ``pickle`` loads, tensors from
-    ``torch.multiprocessing`` queues, loaders wrapped by ``accelerate``'s ``prepare`` or a
-    library trainer.
+    ``safe_open`` onto an accelerator or a device pinfix cannot tell; ``pickle`` / ``cloudpickle``
+    loads (an unpickled tensor goes back to the device it was pickled from, so pinfix never calls
+    it pageable); sources pinfix does not know: tensors from
+    ``torch.multiprocessing`` queues, loaders wrapped by a library trainer or by an ``Accelerator``
+    pinfix cannot see made (``self.accelerator.prepare(...)``), a loader rebuilt with
+    ``pin_memory=loader.pin_memory`` (a flag pinfix does not trace counts as pinned).
     An accelerator ``device=``; ``pin_memory=True`` or an availability flag given; a copy whose
     destination is itself a CPU tensor pinfix can see; a dense slice of a pinned tensor;
     ``as_tensor`` of something that may already be a device tensor; a path a test rules out
@@ -321,16 +344,55 @@ class PageableCpuSource(Rule):
         # Batches are what a collate_fn of the project's own returns; **kwargs may set pin_memory.
         Case(_L + "def f(ds, fn, dev):\n    for b in DataLoader(ds, collate_fn=fn):\n        b.to(dev, non_blocking=True)\n"),
         Case(_L + "def f(ds, kw, dev):\n    for b in DataLoader(ds, **kw):\n        b.to(dev, non_blocking=True)\n"),
+        # `**cfg` of a dict that sets pin_memory, or may hold keys pinfix does not know.
+        Case(_L + "def f(ds, dev):\n    cfg = dict(batch_size=4, pin_memory=True)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev, extra):\n    cfg = {'batch_size': 4}\n    cfg.update(extra)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev, key):\n    cfg = {'shuffle': True}\n    cfg[key] = True\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev):\n    cfg = {'shuffle': True}\n    cfg.update(pin_memory=True)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev, base):\n    for b in DataLoader(ds, **{**base, 'batch_size': 4}):\n        b.to(dev, non_blocking=True)\n"),
+        # A dict given `setdefault`, or handed to other code, may gain keys the flow does not see.
+        Case(_L + "def f(ds, dev):\n    cfg = {'batch_size': 4}\n    cfg.setdefault('pin_memory', True)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev, tune):\n    cfg = {'batch_size': 4}\n    tune(cfg)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
+        # A collate_fn of the module's own that pins what it returns, or hands the items on as they
+        # are (a dataset's items may be pinned or not: unknown), or a loader that pins it all.
+        Case(
+            _L + "def pin_collate(items):\n    return torch.stack(items).pin_memory()\n\n\n"
+            "def f(ds, dev):\n    for b in DataLoader(ds, collate_fn=pin_collate):\n        b.to(dev, non_blocking=True)\n"
+        ),
+        Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, collate_fn=lambda items: items):\n        b[0].to(dev, non_blocking=True)\n"),
+        Case(
+            _L + "def pad(items):\n    return torch.tensor([len(i) for i in items])\n\n\n"
+            "def f(ds, dev):\n    for b in DataLoader(ds, collate_fn=pad, pin_memory=True):\n        b.to(dev, non_blocking=True)\n"
+        ),
         # torch.load without map_location restores each tensor where it was saved; onto a device: not the host.
         Case(_L + "def f(path, dev):\n    return torch.load(path)['w'].to(dev, non_blocking=True)\n"),
         Case(_L + "def f(path, dev):\n    return torch.load(path, map_location='cuda')['w'].to(dev, non_blocking=True)\n"),
         Case(_F + "def f(path, dev):\n    return load_file(path, device='cuda:0')['w'].to(dev, non_blocking=True)\n"),
+        # safe_open onto an accelerator (or a device pinfix cannot tell); a read pinned before the copy.
+        Case(_S + "def f(path, dev):\n    with safe_open(path, framework='pt', device='cuda:0') as f:\n        return f.get_tensor('w').to(dev, non_blocking=True)\n"),
+        Case(_S + "def f(path, dev):\n    with safe_open(path, framework='pt', device=dev) as f:\n        return f.get_tensor('w').to(dev, non_blocking=True)\n"),
+        Case(_S + "def f(path, dev):\n    with safe_open(path, 'pt') as f:\n        return f.get_slice('w')[:4].pin_memory().to(dev, non_blocking=True)\n"),
+        # Unpickled tensors go back to the device they were pickled from: never known to be host memory.
+        Case("import pickle\n\n" + _L + "def f(path, dev):\n    with open(path, 'rb') as fh:\n        state = pickle.load(fh)\n    return state['w'].to(dev, non_blocking=True)\n"),
         # share_memory_() of a device tensor leaves it there.
         Case(_L + "def f(n, dev):\n    t = torch.zeros(n, device=dev).share_memory_()\n    return t.to(dev, non_blocking=True)\n"),
         # accelerate's send_to_device: of pinned batches, to the host, or blocking.
         Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=True):\n        send_to_device(b, dev, non_blocking=True)\n"),
         Case(_A + "def f(ds):\n    for b in DataLoader(ds):\n        send_to_device(b, 'cpu', non_blocking=True)\n"),
         Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds):\n        send_to_device(b, dev)\n"),
+        # accelerate: an Accelerator places batches on the device by default; a pinned loader stays pinned;
+        # device placement pinfix cannot tell (`cpu=`, a flag per object) is unknown.
+        Case(_P + "def f(ds, dev):\n    acc = Accelerator()\n    model, loader = acc.prepare(torch.nn.Linear(2, 2), DataLoader(ds))\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
+        Case(_P + "def f(ds, dev):\n    acc = Accelerator(device_placement=False)\n    for b in acc.prepare(DataLoader(ds, pin_memory=True)):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_P + "def f(ds, dev, flag):\n    acc = Accelerator(cpu=flag, device_placement=False)\n    for b in acc.prepare(DataLoader(ds)):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_P + "def f(ds, dev):\n    m, loader = Accelerator().prepare(ds, DataLoader(ds), device_placement=[True, False])\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
+        Case(_P + "def f(ds, dev):\n    for b in prepare_data_loader(DataLoader(ds), put_on_device=True):\n        b.to(dev, non_blocking=True)\n"),
+        # A loader rebuilt from another's pin_memory: a flag pinfix does not trace counts as pinned.
+        Case(_L + "def f(loader, dev):\n    again = DataLoader(loader.dataset, batch_size=8, pin_memory=loader.pin_memory)\n    for b in again:\n        b.to(dev, non_blocking=True)\n"),
+        # Lightning's move_data_to_device: of pinned batches, to the CPU, or to an int index (blocking).
+        Case(_M + "def f(ds):\n    for b in DataLoader(ds, pin_memory=True):\n        b = move_data_to_device(b, torch.device('cuda'))\n"),
+        Case(_M + "def f(ds):\n    for b in DataLoader(ds):\n        b = move_data_to_device(b, 'cpu')\n"),
+        Case(_M + "def f(ds):\n    for b in DataLoader(ds):\n        b = move_data_to_device(b, 0)\n"),
         # Deep mode: a flag that is False by default, with no call passing True.
         Case(
             _L + "def plan(ids, dev, non_blocking: bool = False):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
@@ -361,15 +423,58 @@ class PageableCpuSource(Rule):
         Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=False):\n        for t in b.values():\n            t.to(dev, non_blocking=True)\n"),
         # `pin_memory=None` (positional here) is no pinning; written out, so no fix adds a second one.
         Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, 4, False, None, None, 0, None, None):\n        b.to(dev, non_blocking=True)\n"),
+        # A collate_fn of the module's own (a function or a lambda) that stacks or makes fresh
+        # tensors: the batches are pageable; the fix pins them in the loader.
+        Case(
+            _L + "def pad(items):\n    return torch.stack([i[0] for i in items]), torch.tensor([i[1] for i in items])\n\n\n"
+            "def f(ds, dev):\n    for x, y in DataLoader(ds, collate_fn=pad):\n        x.to(dev, non_blocking=True)\n",
+            fixed=_L + "def pad(items):\n    return torch.stack([i[0] for i in items]), torch.tensor([i[1] for i in items])\n\n\n"
+            "def f(ds, dev):\n    for x, y in DataLoader(ds, collate_fn=pad, pin_memory=True):\n        x.to(dev, non_blocking=True)\n",
+        ),
+        Case(
+            "import numpy as np\n" + _L + "def f(ds, dev):\n"
+            "    for b in DataLoader(ds, collate_fn=lambda items: {'x': torch.from_numpy(np.stack(items))}):\n"
+            "        b['x'].to(dev, non_blocking=True)\n"
+        ),
+        # `**cfg` of a dict whose keys pinfix knows: no `pin_memory` key, or a false one (no fix: the
+        # call passes `**`).
+        Case(_L + "def f(ds, dev):\n    cfg = {'batch_size': 4, 'shuffle': True}\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev):\n    cfg = {'batch_size': 4}\n    cfg['pin_memory'] = False\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
         # Checkpoints and files read onto the host.
         Case(_L + "def f(path, dev):\n    state = torch.load(path, map_location='cpu', mmap=True)\n    return state['w'].to(dev, non_blocking=True)\n"),
         Case(_F + "def f(path, dev):\n    return {k: v.to(dev, non_blocking=True) for k, v in load_file(path).items()}\n"),
+        # safe_open: a read (`get_tensor`, an indexed `get_slice`) onto the CPU, its default.
+        Case(
+            _S + "def f(path, dev):\n    out = {}\n    with safe_open(path, framework='pt') as f:\n        for k in f.keys():\n"
+            "            out[k] = f.get_tensor(k).to(dev, non_blocking=True)\n    return out\n"
+        ),
+        Case(_S + "def f(path, dev):\n    f = safe_open(path, framework='pt', device='cpu')\n    return f.get_slice('w')[:, :4].to(dev, non_blocking=True)\n"),
         Case(_L + "def f(blob, dev):\n    return torch.frombuffer(blob, dtype=torch.uint8).to(dev, non_blocking=True)\n"),
+        # NumPy arrays read from files are host memory (built before: NumPy calls make arrays).
+        Case(_H + "def f(path, n, dev):\n    return torch.as_tensor(np.memmap(path, dtype=np.int64, shape=(n,))).to(dev, non_blocking=True)\n"),
         # share_memory_() moves a CPU tensor (pinned or not) into shared pageable memory, in place.
         Case(_L + "def f(n, dev):\n    t = torch.zeros(n, pin_memory=True)\n    t.share_memory_()\n    return t.to(dev, non_blocking=True)\n"),
         # Library helpers that copy a whole batch: accelerate's send_to_device, a BatchEncoding's `.to`.
         Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds):\n        b = send_to_device(b, dev, non_blocking=True)\n"),
         Case(_A + "def f(tok, text, dev):\n    return tok(text, return_tensors='pt').to(dev, non_blocking=True)\n"),
+        # accelerate keeps a loader's pinning: without device placement its batches are the loader's
+        # (the fix goes to the loader), as are prepare_data_loader's (no placement by default);
+        # sampler changes leave the loader as it is.
+        Case(
+            _P + "def f(ds, net, opt, dev):\n    acc = Accelerator(device_placement=False)\n"
+            "    net, opt, loader = acc.prepare(net, opt, DataLoader(ds))\n    for b in loader:\n        b.to(dev, non_blocking=True)\n",
+            fixed=_P + "def f(ds, net, opt, dev):\n    acc = Accelerator(device_placement=False)\n"
+            "    net, opt, loader = acc.prepare(net, opt, DataLoader(ds, pin_memory=True))\n    for b in loader:\n        b.to(dev, non_blocking=True)\n",
+        ),
+        Case(_P + "def f(ds, dev):\n    loader = prepare_data_loader(DataLoader(ds))\n    loader.set_epoch(1)\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
+        Case(_P + "def f(ds, dev):\n    loader = Accelerator().prepare_data_loader(DataLoader(ds), device_placement=False)\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
+        Case(_L + "def f(ds, dev):\n    loader = DataLoader(ds)\n    loader.sampler.set_epoch(1)\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
+        # Lightning's move_data_to_device copies non_blocking to an accelerator without being asked.
+        Case(
+            _M + "def f(ds, dev):\n    for b in DataLoader(ds):\n        b = move_data_to_device(b, dev)\n",
+            fixed=_M + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=True):\n        b = move_data_to_device(b, dev)\n",
+        ),
+        Case(_M + "def f(ids):\n    return move_data_to_device({'ids': torch.tensor(ids)}, 'cuda:0')\n"),
         # Deep mode: a flag True by default is what users of `plan` run.
         Case(
             _L + "def plan(ids, dev, non_blocking: bool = True):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",

@@ -10,7 +10,7 @@ on. Sinks (``CopiesTo``) record a :class:`~pinfix.semantic.facts.Copy`.
 from __future__ import annotations
 
 import ast
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..effects import (
     ARRAY_METHODS,
@@ -34,10 +34,13 @@ from ..effects import (
     MakesArray,
     MakesBatch,
     Metadata,
+    Opens,
     Pins,
+    Prepares,
     ReadsFile,
     ReadsOnHost,
     RecordFields,
+    Restores,
     Shares,
     ToHost,
     View,
@@ -72,6 +75,7 @@ from .values import (
     Host,
     Instance,
     NoneValue,
+    Opened,
     Origin,
     Pending,
     Ref,
@@ -80,6 +84,7 @@ from .values import (
     Tensor,
     Unknown,
     Value,
+    Wrapper,
     join,
     unknown,
 )
@@ -93,14 +98,38 @@ NO_DATA = "empty"
 class Arguments:
     """A call's evaluated arguments."""
 
-    __slots__ = ("node", "positional", "keywords", "starred", "double_starred")
+    __slots__ = ("node", "positional", "keywords", "starred", "double_starred", "spread")
 
-    def __init__(self, node: ast.Call, positional: List[Tuple[ast.expr, Value]], keywords: List[Tuple[str, ast.expr, Value]], starred: bool, double_starred: bool):
+    def __init__(
+        self,
+        node: ast.Call,
+        positional: List[Tuple[ast.expr, Value]],
+        keywords: List[Tuple[str, ast.expr, Value]],
+        starred: bool,
+        double_starred: bool,
+        spread: Sequence[Tuple[ast.expr, Value]] = (),
+    ):
         self.node = node
         self.positional = positional
         self.keywords = keywords
         self.starred = starred
         self.double_starred = double_starred
+        #: What each ``**mapping`` pinfix cannot spell out as keywords holds.
+        self.spread = spread
+
+    def spread_keyword(self, name: str) -> Optional[Tuple[ast.expr, Value]]:
+        """What the ``**mappings`` pass for the keyword ``name``: the values their dicts hold
+        for it, with ``None`` (the parameter's default) where a dict plainly has no such key;
+        ``None`` where one may hold keys pinfix does not know (a parameter, ``dict.update``
+        of one, a key computed at run time)."""
+        found: List[Value] = []
+        for node, value in self.spread:
+            for atom in value:
+                if not isinstance(atom, DictAtom) or not _complete(atom):
+                    return None
+                held = atom.get(name)
+                found.append(held if held is not None else Value((NoneValue(),)))
+        return (self.spread[0][0], join(*found)) if found else None
 
     def keyword(self, name: str) -> Optional[Tuple[ast.expr, Value]]:
         for k, node, value in self.keywords:
@@ -169,6 +198,7 @@ class Calls(Expressions):
         positional: List[Tuple[ast.expr, Value]] = []
         keywords: List[Tuple[str, ast.expr, Value]] = []
         starred = double = False
+        spread: List[Tuple[ast.expr, Value]] = []
         for a in node.args:
             if isinstance(a, ast.Starred):
                 self.eval(a.value, state)
@@ -186,9 +216,10 @@ class Calls(Expressions):
             value = self.eval(k.value, state)
             if k.arg is None:
                 double = True
+                spread.append((k.value, value))
             else:
                 keywords.append((k.arg, k.value, value))
-        return Arguments(node, positional, keywords, starred, double)
+        return Arguments(node, positional, keywords, starred, double, spread)
 
     # --- callees -----------------------------------------------------------------------------------
 
@@ -250,6 +281,9 @@ class Calls(Expressions):
             elements = self.elements_of(first[1], node) if first else EMPTY
             return Value((Seq(kind, None, elements, node),))
         if name == "dict":
+            if not args.positional and not args.starred and not args.double_starred:
+                # `dict(batch_size=4, pin_memory=True)`: its keys are the keywords.
+                return Value((DictAtom(tuple((k, v) for k, _, v in args.keywords), join(*(v for _, _, v in args.keywords)), node),))
             return Value((DictAtom((), unknown(node=node), node),))
         if name in ("enumerate", "zip"):
             parts = [self.elements_of(v, node) for _, v in args.positional]
@@ -309,6 +343,17 @@ class Calls(Expressions):
             return self.dict_method(atom, method, node, args, state)
         if isinstance(atom, (Instance, Class, Func)):
             return self.object_method(atom, method, node, args, state)
+        if isinstance(atom, Opened):
+            return self.opened_method(atom, method, node)
+        if isinstance(atom, Wrapper):
+            if method not in atom.effect.methods:
+                self.escape(args, state)
+                return unknown(f"pinfix does not follow `{self.short(node.func, 40)}()`", node)
+            given = args.keyword(atom.effect.placement)
+            placed = atom.placed if given is None and not args.double_starred else self.placement(args, atom.effect.placement, bool(atom.placed))
+            if given is not None and isinstance(given[0], (ast.List, ast.Tuple)):
+                placed = None  # one flag per object: pinfix does not match them up
+            return self.prepared(node, args, placed, atom.effect.placement)
         if isinstance(atom, (Const, Host, NoneValue, Device, DType, SliceAtom, Flag)):
             return Value((Host(),))
         # An unknown receiver: what the method makes whatever it is called on.
@@ -371,7 +416,11 @@ class Calls(Expressions):
             return Value((Seq("list", None, Value((pair,)), node),))
         if method == "update":
             grown = args.positional[0][1] if args.positional else EMPTY
-            self.grow(node, atom, grown.map(lambda a: a.elements if isinstance(a, DictAtom) else unknown(node=node)), state)
+            grown = grown.map(lambda a: a.elements if isinstance(a, DictAtom) else unknown(node=node))
+            # `d.update(k=v)`: values under keys the dict's known keys do not say.
+            if args.keywords or args.double_starred:
+                grown = join(grown, *(v for _, _, v in args.keywords), unknown(node=node))
+            self.grow(node, atom, grown, state)
             return Value((NoneValue(),))
         return Value((Host(),))
 
@@ -417,7 +466,20 @@ class Calls(Expressions):
             first = args.first("iterable")
             return Value((Seq("gen", None, self.elements_of(first[1], node), node),)) if first else unknown(node=node)
         if isinstance(effect, Loads):
-            return self.loader(effect, qualified, node, args)
+            return self.loader(effect, qualified, node, args, state)
+        if isinstance(effect, Opens):
+            return self.opens(effect, qualified, node, args, state)
+        if isinstance(effect, Restores):
+            self.escape(args, state)
+            return unknown(f"`{self.short(node.func, 40)}(...)` puts each tensor back on the device it was saved from", node)
+        if isinstance(effect, Prepares):
+            if effect.role == "object":
+                placed = self.placement(args, effect.placement, effect.default)
+                host = args.keyword(effect.host_keyword) if effect.host_keyword else None
+                if host is not None and literal_bool(host[0]) is not False:
+                    placed = None
+                return Value((Wrapper(effect, placed),))
+            return self.prepared(node, args, self.placement(args, effect.placement, effect.default), effect.placement)
         if isinstance(effect, ReadsFile):
             return self.reads_file(effect, qualified, node, args, state)
         if isinstance(effect, ToHost):
@@ -707,13 +769,24 @@ class Calls(Expressions):
 
         return join(*(shaped(a) for a in items))
 
-    def loader(self, effect: Loads, qualified: str, node: ast.Call, args: Arguments) -> Value:
+    def loader(self, effect: Loads, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
         """``DataLoader(dataset, ..., pin_memory=...)``: what iterating it yields, batch by batch."""
         callee = self.short(node.func, 40)
         pin = args.keyword("pin_memory")
         if pin is None and effect.pin_slot < len(args.positional):
             pin = args.positional[effect.pin_slot]
-        if pin is None and (args.starred or args.double_starred):
+        if pin is None and args.double_starred and not args.starred:
+            # `DataLoader(ds, **cfg)` of a dict whose keys pinfix knows: its `pin_memory` entry, if any.
+            # The dict must be made in the call or be a local only stored into by literal keys
+            # (a dict handed to other code or given `setdefault` may gain keys pinfix does not see).
+            plain = self.plain_dicts()
+            spelt = all(isinstance(n, ast.Call) or (isinstance(n, ast.Name) and n.id in plain) for n, _ in args.spread)
+            pin = args.spread_keyword("pin_memory") if spelt else None
+            if pin is None:
+                return unknown(f"`{callee}(...)` passes `**kwargs` that may set `pin_memory=`", node)
+            if pin[1].all(lambda a: isinstance(a, NoneValue)):
+                pin = None  # no dict has the key: the default, False
+        if pin is None and args.starred:
             return unknown(f"`{callee}(...)` passes `*args`/`**kwargs` that may set `pin_memory=`", node)
         # A `pin_memory=` written out (False, None, a name bound to False): the fix would not add a second one.
         explicit = pin is not None
@@ -722,15 +795,65 @@ class Calls(Expressions):
         if not pageable:
             tensor = self.pinned(node, effect, "pins each batch it yields", qualified)
             return Value((Seq("gen", None, collated(Value((tensor,)), node), node),))
+        how = "with `pin_memory=False`" if pin is not None else "without `pin_memory=True`"
+
+        def fresh(route: Any, what: str) -> Tensor:
+            step = self.step("made", node, f"`{self.short(node)}` yields {what} ({how})")
+            return self.made(node, effect, qualified, label, explicit=explicit).evolve(route=(step, route))
+
         collate = args.keyword("collate_fn")
         if collate is None and effect.collate_slot < len(args.positional):
             collate = args.positional[effect.collate_slot]
-        if collate is not None and not collate[1].all(lambda a: isinstance(a, NoneValue) or (isinstance(a, Ref) and isinstance(FUNCTIONS.get(a.name), Collates))):
+        default = Value((fresh(None, "batches collated into fresh pageable memory"),))
+        if collate is None:
+            return Value((Seq("gen", None, collated(default, node), node),))
+
+        def batches(atom: Any) -> Value:
+            if isinstance(atom, NoneValue) or (isinstance(atom, Ref) and isinstance(FUNCTIONS.get(atom.name), Collates)):
+                return collated(default, node)
+            if isinstance(atom, Ref):
+                found = self.project_reference(atom.name, node)
+                if found is not None and found.all(lambda a: isinstance(a, Func)):
+                    return found.map(batches)
+            if isinstance(atom, Func):
+                returned = self.collate_returns(atom, node, collate[0], state)
+                if returned is not None:
+                    what = f"what `{atom.info.name}` returns, fresh pageable memory"
+                    return _handed_out(returned, lambda t: fresh(t.route, what), MAX_CONTAINER_DEPTH)
             return unknown(f"the batches of `{callee}(...)` are what its `collate_fn` returns", node)
-        tensor = self.made(node, effect, qualified, label, explicit=explicit)
-        how = "with `pin_memory=False`" if pin is not None else "without `pin_memory=True`"
-        step = self.step("made", node, f"`{self.short(node)}` yields batches collated into fresh pageable memory ({how})")
-        return Value((Seq("gen", None, collated(Value((tensor.evolve(route=(step, None)),)), node), node),))
+
+        return Value((Seq("gen", None, collate[1].map(batches), node),))
+
+    def plain_dicts(self) -> FrozenSet[str]:
+        """The function's local names used only as dicts whose keys the flow sees (once per function)."""
+        memo = self.ctx.plain_dicts
+        found = memo.get(id(self.func.node))
+        if found is None:
+            found = memo[id(self.func.node)] = _plain_dict_names(self.func.node, self.func.locals)
+        return found
+
+    def collate_returns(self, atom: Func, node: ast.Call, given: ast.expr, state: State) -> Optional[Value]:
+        """What a ``collate_fn`` of the project returns for a list of the dataset's items (host
+        data and CPU tensors of unknown memory, bare or in tuples, lists and dicts: what a
+        dataset hands a loader's workers). Plain mode reads a function of the same module
+        (once per function); deep mode asks the project. ``None``: pinfix cannot read it."""
+        info = atom.info
+        if not info.params or info.params[0].kind in ("vararg", "kwarg"):
+            return None
+        step = self.step("made", given, f"`{self.short(given, 40)}` is given a list of the dataset's items")
+        item = Tensor(CPU, ANY_MEMORY, DENSE, route=(step, None))
+        items = Value((Seq("list", None, join(Value((Host(),)), collated(Value((item,)), given)), given),))
+        if self.settings.deep:
+            result = self.project_call(atom, node, Arguments(node, [(given, items)], [], False, False), state)
+            return None if result.unknown is not None and not result.tensors else result
+        if info.module is not self.module or atom.receiver is not None:
+            return None
+        memo = self.ctx.collated
+        if id(info.node) not in memo:
+            memo[id(info.node)] = None  # a collate_fn that builds a loader with itself reads as unknown
+            facts = self.ctx.evaluator(info, {info.params[0].name: items}).run()
+            memo[id(info.node)] = facts.returns
+        return memo[id(info.node)]
 
     def reads_file(self, effect: ReadsFile, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
         """``torch.load(f, map_location="cpu")``: the saved tensors, on the device named."""
@@ -747,6 +870,69 @@ class Calls(Expressions):
             return unknown(f"pinfix cannot tell where `{callee}(...)` puts what it reads", node)
         label = f"`{callee}(...)`"
         return collated(self.on_devices(devices, lambda: self.made(node, effect, qualified, label)), node)
+
+    def opens(self, effect: Opens, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
+        """``safe_open(path, framework="pt", device=...)``: a handle whose reads are fresh tensors
+        on that device (the CPU by default: pageable memory)."""
+        callee = self.short(node.func, 40)
+        given = args.keyword(effect.device_keyword)
+        if given is None and effect.device_slot < len(args.positional):
+            given = args.positional[effect.device_slot]
+        if given is None and (args.starred or args.double_starred):
+            return unknown(f"`{callee}(...)` passes `*args`/`**kwargs` that may name a device", node)
+        devices = self.devices(given[1], state) if given is not None else Value((Device(CPU),))
+        if given is not None and not given[1].all(lambda a: isinstance(a, (Device, Const, NoneValue))):
+            return unknown(f"pinfix cannot tell where `{callee}(...)` puts what it reads", node)
+        label = f"`{callee}(...)`"
+        step = self.step("made", node, f"`{self.short(node)}` opens a file whose reads are fresh pageable CPU tensors")
+        read = self.on_devices(devices, lambda: self.made(node, effect, qualified, label).evolve(route=(step, None)))
+        return Value((Opened(effect, read, node),))
+
+    def placement(self, args: Arguments, keyword: str, default: bool) -> Optional[bool]:
+        """Whether a wrapper puts batches on the device: its ``keyword`` if given (``None``: a
+        value pinfix cannot tell), else ``default``."""
+        given = args.keyword(keyword)
+        if given is None:
+            return None if args.double_starred else default
+        value = literal_bool(given[0])
+        if value is None and given[1].all(lambda a: isinstance(a, Const) and isinstance(a.value, bool)):
+            values = {a.value for a in given[1].only(Const)}
+            value = values.pop() if len(values) == 1 else None
+        return value
+
+    def prepared(self, node: ast.Call, args: Arguments, placed: Optional[bool], keyword: str) -> Value:
+        """What ``accelerator.prepare(model, opt, loader)`` / ``prepare_data_loader(loader)`` return:
+        each loader wrapped, yielding what it yields (its pinning kept), or its batches on the
+        device where the wrapper places them; anything else unknown. One object is returned as
+        itself, several as a tuple."""
+        callee = self.short(node.func, 40)
+
+        def wrapped(atom: Any) -> Value:
+            if not (isinstance(atom, Seq) and atom.kind == "gen"):
+                return unknown(f"pinfix does not follow what `{callee}()` makes of it", node)
+            if placed is False:
+                return Value((atom,))
+            if placed is None:
+                return unknown(f"`{callee}(...)` may put each batch on the device (`{keyword}=`)", node)
+            return Value((Seq("gen", None, collated(Value((Tensor(ACCEL),)), node), node),))
+
+        objects = [v.map(wrapped) for _, v in args.positional]
+        if args.starred or not objects:
+            return unknown(f"pinfix does not follow what `{callee}()` returns", node)
+        return objects[0] if len(objects) == 1 else Value((Seq("tuple", tuple(objects), join(*objects), node),))
+
+    def opened_method(self, atom: Opened, method: str, node: ast.Call) -> Value:
+        """A method of an open file of tensors: a read gives its tensors, ``get_slice`` a slice handle."""
+        if atom.sliced:
+            return Value((Host(),))
+        if method in atom.effect.reads:
+            step = self.step("read", node, f"`{self.short(node, 40)}` reads a tensor from the file")
+            return atom.tensors.map(lambda t: Value((t.step(step),)) if isinstance(t, Tensor) else None)
+        if method in atom.effect.slices:
+            return Value((Opened(atom.effect, atom.tensors, atom.site, sliced=True),))
+        if method == "__enter__":
+            return Value((atom,))
+        return Value((Host(),))
 
     def shares(self, effect: Shares, node: ast.Call, receiver: Optional[Tensor], state: State) -> Value:
         """``t.share_memory_()``: a CPU tensor's data now lives in shared pageable memory (the
@@ -843,6 +1029,11 @@ class Calls(Expressions):
             return unknown(node=node)
         target = self.destination_of(device[0], device[1])
         moved = collated(Value((Tensor(ACCEL if target == ACCEL else ANY_DEVICE),)), node)
+        if effect.implied_except is not None:
+            # Non_blocking unless the device is an int index or one of the blocking types.
+            if device[1].any(lambda a: isinstance(a, Const) and (isinstance(a.value, int) or str(a.value).split(":")[0] in effect.implied_except)):
+                return moved
+            nb = (device[0], Value((Const(True),)))
         if target in (CPU, "meta", "dtype") or nb is None or literal_bool(nb[0]) is False:
             return moved
         if nb[1].all(lambda a: isinstance(a, Const) and a.value is False):
@@ -975,6 +1166,70 @@ def collated(tensors: Value, node: ast.AST) -> Value:
     two levels deep: unpacking, indexing, ``.items()`` and ``.values()`` reach them."""
     inner = join(tensors, Value((Seq("list", None, tensors, node),)), Value((DictAtom((), tensors, node, record=True),)))
     return join(tensors, Value((Seq("tuple", None, inner, node),)), Value((DictAtom((), inner, node, record=True),)))
+
+
+def _handed_out(value: Value, fresh: Any, depth: int) -> Value:
+    """``value`` with each fresh pageable CPU tensor (through its tuples, lists and dicts,
+    ``depth`` levels down) replaced by ``fresh(tensor)``: what a loader hands out of what its
+    ``collate_fn`` returns (pinned by the loader where ``pin_memory=`` is true, so the loader
+    is where the fix goes)."""
+
+    def each(a: Any) -> Optional[Value]:
+        if isinstance(a, Tensor) and a.device == CPU and a.memory == PAGEABLE:
+            return Value((fresh(a),))
+        if depth <= 0:
+            return None
+        if isinstance(a, Seq):
+            items = tuple(_handed_out(v, fresh, depth - 1) for v in a.items) if a.items is not None else None
+            return Value((Seq(a.kind, items, _handed_out(a.elements, fresh, depth - 1), a.site),))
+        if isinstance(a, DictAtom):
+            entries = tuple((k, _handed_out(v, fresh, depth - 1)) for k, v in a.items)
+            return Value((DictAtom(entries, _handed_out(a.elements, fresh, depth - 1), a.site, a.record),))
+        return None
+
+    return value.map(each)
+
+
+#: Dict methods that read a dict and never add a key to it.
+_READING_DICT_METHODS = frozenset({"get", "keys", "items", "values", "copy", "pop", "__contains__"})
+
+
+def _plain_dict_names(func: ast.AST, local: FrozenSet[str]) -> FrozenSet[str]:
+    """The local names of ``func`` that every use treats as a dict whose keys the flow sees:
+    bound by assignment, stored into and read by literal keys, read by reading methods
+    (``get``, ``items``...), passed as ``**name``. Any other use (an argument, ``setdefault``,
+    ``update``, ``|=``, ``del``, a use in a nested function) may add keys pinfix does not see."""
+    ok: dict[str, bool] = {}
+    body = getattr(func, "body", [])
+    # (node, parent, inside a nested scope), walked without recursion: one visit per node.
+    stack: list[Tuple[ast.AST, Optional[ast.AST], bool]] = [(stmt, None, False) for stmt in (body if isinstance(body, list) else [body])]
+    while stack:
+        node, parent, nested = stack.pop()
+        if isinstance(node, ast.Name) and node.id in local:
+            ok[node.id] = ok.get(node.id, True) and not nested and _plain_use(node, parent)
+        inner = nested or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+        stack.extend((child, node, inner) for child in ast.iter_child_nodes(node))
+    return frozenset(name for name, plain in ok.items() if plain)
+
+
+def _plain_use(name: ast.Name, parent: Optional[ast.AST]) -> bool:
+    if isinstance(parent, ast.Assign) and name in parent.targets:
+        return True
+    if isinstance(parent, ast.Subscript) and parent.value is name:
+        return isinstance(parent.slice, ast.Constant) and not isinstance(parent.ctx, ast.Del)
+    if isinstance(parent, ast.keyword) and parent.arg is None:
+        return True
+    if isinstance(parent, ast.Attribute) and parent.value is name:
+        return parent.attr in _READING_DICT_METHODS
+    return False
+
+
+def _complete(atom: DictAtom) -> bool:
+    """Whether pinfix knows every key of the dict ``atom``: each value it may hold is one its
+    known keys hold (a display of literal keys, ``dict(k=v)``, ``d["k"] = v``); ``**other``,
+    ``d[key] = v`` and ``d.update(...)`` add values under keys pinfix does not know."""
+    held = {id(a) for _, v in atom.items for a in v}
+    return all(id(a) in held for a in atom.elements)
 
 
 def _contents(value: Value, depth: int) -> Value:

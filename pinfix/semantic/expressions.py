@@ -43,6 +43,7 @@ from .values import (
     Host,
     Instance,
     NoneValue,
+    Opened,
     Origin,
     Pending,
     Ref,
@@ -332,6 +333,10 @@ class Expressions:
         return "other", value
 
     def item_of(self, atom: Any, node: ast.Subscript, elements: List[ast.AST], kinds: List[Tuple[str, Optional[Value]]]) -> Value:
+        if isinstance(atom, Opened) and atom.sliced:
+            # `f.get_slice(name)[:, :k]`: the part read afresh from the file.
+            step = self.step("read", node, f"`{self.short(node, 40)}` reads part of a tensor from the file")
+            return atom.tensors.map(lambda t: Value((t.step(step),)) if isinstance(t, Tensor) else None)
         if isinstance(atom, Tensor):
             if len(elements) == 1 and isinstance(elements[0], ast.Constant) and isinstance(elements[0].value, str):
                 return EMPTY  # `t["key"]` raises: a path on which the value is no tensor (a dict's)

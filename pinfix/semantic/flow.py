@@ -30,6 +30,7 @@ from .values import (
     DictAtom,
     Func,
     NoneValue,
+    Opened,
     Ref,
     Seq,
     Tensor,
@@ -251,7 +252,9 @@ class Flow(Calls):
         def each(a: Any) -> Optional[Value]:
             if isinstance(a, DictAtom):
                 items = tuple((k, v) for k, v in a.items if k != key) + (((key, value),) if key is not None else ())
-                return Value((DictAtom(items, join(a.elements, value), a.site),))
+                # Under a key pinfix cannot read, the dict may now hold keys it does not know.
+                added = value if key is not None else join(value, unknown(node=target))
+                return Value((DictAtom(items, join(a.elements, added), a.site),))
             if isinstance(a, Seq) and a.kind == "list":
                 return Value((Seq("list", None, join(a.elements, value), a.site),))
             return None
@@ -404,7 +407,9 @@ class Flow(Calls):
                     before = self.default_device(state)
                 state.set(DEFAULT_DEVICE, context)
             if item.optional_vars is not None:
-                self.assign(item.optional_vars, unknown("is bound by a `with`", item.optional_vars), state, node)
+                # An open file of tensors enters as itself (`with safe_open(...) as f:`).
+                entered = context if context and context.all(lambda a: isinstance(a, Opened)) else unknown("is bound by a `with`", item.optional_vars)
+                self.assign(item.optional_vars, entered, state, node)
         self.run_block(node.body, state)
         if before is not None:
             state.set(DEFAULT_DEVICE, before)

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
+from ..effects import IMPLIED_NON_BLOCKING
 from ..settings import Settings
 from .facts import FunctionFacts, ModuleFacts
 from .scope import FunctionInfo, ModuleInfo
@@ -34,6 +35,11 @@ class ModuleContext:
         self.results: Dict[int, FunctionFacts] = {}
         self.bindings: Dict[Tuple[int, str], FunctionFacts] = {}
         self._active: set = set()
+        #: Plain mode: what each ``collate_fn`` of this module returns for a list of dataset
+        #: items (by its node; ``None`` while it is evaluated).
+        self.collated: Dict[int, Optional[Value]] = {}
+        #: The local names each function uses only as dicts whose keys the flow sees (by its node).
+        self.plain_dicts: Dict[int, FrozenSet[str]] = {}
         #: Lambdas met on the way, evaluated once the scopes around them are done.
         self.pending: List[FunctionInfo] = []
         #: Deep mode: the lines that may hold a copy (what a function's slice starts
@@ -136,7 +142,9 @@ class ModuleContext:
         return found if found is not None else unknown("is a module-level name")
 
 
-_HOT = re.compile(rb"non_blocking|\bTrue\s*[,)]")
+_HOT = re.compile(
+    rb"|".join([rb"non_blocking", rb"\bTrue\s*[,)]", *(re.escape(n.encode()) for n in sorted(IMPLIED_NON_BLOCKING))])
+)
 _STRICT_HOT = re.compile(rb"\.\s*(?:copy_|to|cuda|xpu)\s*\(")
 
 

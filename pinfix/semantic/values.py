@@ -13,6 +13,8 @@ small immutable classes, as pyflakes keeps its bindings:
   their items; :class:`Instance` of a project class with the fields the program
   sets; :class:`SliceAtom`;
 - :class:`Device`, :class:`DType`, :class:`Flag` (pinned memory is available);
+- :class:`Opened` (an open file of tensors: what its reads give), :class:`Wrapper` (a
+  library object that wraps data loaders);
 - :class:`Ref` (a library module, function or value, by qualified name),
   :class:`Func` and :class:`Class` (the project's own);
 - :class:`Unknown`, with the reason pinfix cannot tell.
@@ -282,6 +284,34 @@ class Flag(Atom):
 
     def __init__(self) -> None:
         self.key = ("P",)
+
+
+class Opened(Atom):
+    """An open file of tensors (safetensors' ``safe_open``): ``effect`` says which of its methods
+    read tensors; ``tensors`` is what each read gives. ``sliced``: a slice handle
+    (``f.get_slice(name)``), whose items are such tensors."""
+
+    __slots__ = ("effect", "site", "sliced", "tensors")
+
+    def __init__(self, effect: Any, tensors: "Value", site: Any, sliced: bool = False):
+        self.effect = effect
+        self.tensors = tensors
+        self.site = site
+        self.sliced = sliced
+        self.key = ("O", id(site), sliced)
+
+
+class Wrapper(Atom):
+    """A library object that wraps data loaders (``accelerate``'s ``Accelerator``): ``effect``
+    names its wrapping methods; ``placed`` whether it puts batches on the device (``None``:
+    pinfix cannot tell)."""
+
+    __slots__ = ("effect", "placed")
+
+    def __init__(self, effect: Any, placed: Optional[bool]):
+        self.effect = effect
+        self.placed = placed
+        self.key = ("W", placed)
 
 
 class Ref(Atom):
