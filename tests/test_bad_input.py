@@ -21,6 +21,9 @@ from pinfix.cli import main
 from pinfix.writing import WriteRefused, replace_file
 from tests.support import sigint_as_default
 
+#: The trees here are vLLM-shaped: their fixes use vLLM's helper (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("depends_on_vllm")
+
 # A file with one safe finding, and exactly what `pinfix fix` makes of it.
 SAMPLE = (
     b"import numpy as np\n"

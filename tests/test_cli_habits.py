@@ -65,6 +65,7 @@ def test_a_usage_error_shows_the_subcommands_usage(tmp_path: Path, command: str)
     assert proc.stderr.endswith(f"pinfix {command}: error: unrecognized arguments: --no-such-option\n")
 
 
+@pytest.mark.usefixtures("depends_on_vllm")
 def test_output_format_is_honoured_or_refused_by_every_command(tmp_path: Path) -> None:
     write(tmp_path / "m.py", "import torch\n\n\ndef pinned(a):\n    return torch.from_numpy(a).pin_memory()\n")
     files = pinfix("show-files", "--output-format", "json", cwd=tmp_path)

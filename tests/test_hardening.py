@@ -29,6 +29,9 @@ from tests.test_bad_input import (
     write,
 )
 
+#: The trees here are vLLM-shaped: their fixes use vLLM's helper (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("depends_on_vllm")
+
 HAS_FIFO = hasattr(os, "mkfifo")
 
 

@@ -23,7 +23,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\ndependencies = ['vllm']\n")  # vLLM's helper
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "bad.py").write_text(BAD_SOURCE)
     (tmp_path / "pkg" / "unsafe.py").write_text(UNSAFE)

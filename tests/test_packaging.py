@@ -66,6 +66,7 @@ def test_fixit_loads_our_rules_next_to_a_users_own_packages(user_project: Path) 
     assert "NoInheritFromObject" not in out and "1 file with errors" in out
 
 
+@pytest.mark.usefixtures("depends_on_vllm")
 def test_cli_does_not_need_fixit(tmp_path: Path) -> None:
     """`pinfix rule` and SARIF output read the rules' documentation without importing Fixit."""
     blocker = tmp_path / "block"

@@ -125,6 +125,7 @@ def test_check_stdin_when_stdin_is_closed_says_so_in_one_line(tmp_path: Path) ->
         ["rule", "PIN001"],
     ],
 )
+@pytest.mark.usefixtures("depends_on_vllm")  # `fix --diff` has a safe fix to print
 def test_output_to_a_closed_pipe_ends_quietly(tmp_path: Path, argv: list) -> None:
     """``pinfix ... | head -1``: the reader goes away; pinfix stops without a
     traceback or the interpreter's complaint, with the status of a process

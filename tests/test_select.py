@@ -70,6 +70,7 @@ def test_per_file_ignores(tree: Path) -> None:
     assert "rules here:    PIN001, PIN003" in proc.stdout
 
 
+@pytest.mark.usefixtures("depends_on_vllm")
 def test_per_file_ignores_keep_fixes_of_ignored_rules_out(tree: Path) -> None:
     (tree / "pyproject.toml").write_text('[tool.pinfix]\nper-file-ignores = {"tests/**" = ["PIN001"]}\n')
     proc = pinfix("fix", ".", cwd=tree)
