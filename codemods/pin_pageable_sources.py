@@ -80,4 +80,6 @@ class PinPageableSourcesCommand(CodemodCommand):
             self.applied = []
             return tree
         self.applied = [self.findings[i] for i in result.applied]
+        if result.warning:
+            self.warn(result.warning)  # the project's formatter was not used; LibCST prints it
         return cst.parse_module(result.text) if result.applied else tree

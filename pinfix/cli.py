@@ -481,10 +481,20 @@ def _stdin(args: argparse.Namespace, project, mode: Mode, style, fmt: str, out: 
         write_bytes(out, report.diff or b"")
     elif mode.fix:
         write_bytes(out, report.fixed_source if report.fixed_source is not None else data)
+    _formatter_warning([report], err)
     render(fmt, [report], err if mode.fix else out, err, style)
     if not args.quiet and fmt in ("full", "concise", "text"):
         _summary(args.command, [report], args, mode, style, err)
     return _exit_code([report], args, mode.diff_only)
+
+
+def _formatter_warning(reports: Sequence[FileReport], err: TextIO) -> None:
+    """One line, however many files, when the project's formatter could not lay
+    out fixes and the built-in layout did."""
+    said = [r for r in reports if r.warning]
+    if said:
+        more = f" (and in {len(said) - 1} more files)" if len(said) > 1 else ""
+        err.write(f"pinfix: warning: {said[0].warning}{more}\n")
 
 
 def _exit_code(reports: Sequence[FileReport], args: argparse.Namespace, diff_only: bool) -> int:
@@ -717,6 +727,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
             )
     reports += [FileReport(str(p), error=why) for p, why in errors]
     reports.sort(key=lambda r: r.path)
+    _formatter_warning(reports, err)
 
     if getattr(args, "add_noqa", False):
         for r in reports:

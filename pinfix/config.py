@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .effects import DEFAULT_HELPER
+from .settings import FORMATTERS
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -194,6 +195,13 @@ SETTINGS: Tuple[Setting, ...] = (
     Setting("pin-memory-import", "member", "none", "where `pin-memory-expr`'s name comes from, `package.module.name`", shape="package.module.name"),
     Setting("unsafe-fixes", "bool", "`false`", "also apply fixes that could change behaviour (each finding says why)", "--unsafe-fixes"),
     Setting("known-first-party", "modules", "none", "top-level packages isort treats as first-party, beyond those found on disk"),
+    Setting(
+        "formatter",
+        "choice",
+        "`auto`",
+        "how a fix's changed lines are laid out: `ruff` or `black` runs the project's own formatter on those lines only, `builtin` pinfix's layout; `auto`: the formatter the project configures (`[tool.ruff.format]` or a `ruff.toml`, else `[tool.black]`) if it is installed, else `builtin`",
+        choices=FORMATTERS,
+    ),
     Setting("line-length", "int", "`[tool.ruff] line-length`, else 88", "where a merged import wraps", low=1, high=320),
     Setting("exclude", "patterns", "ruff's list: " + ", ".join(f"`{name}`" for name in DEFAULT_EXCLUDE), "gitignore-style patterns never checked; replaces the default list", "--exclude"),
     Setting("extend-exclude", "patterns", "none", "patterns to exclude on top of `exclude`", "--extend-exclude"),
@@ -439,6 +447,9 @@ class Config:
     known_first_party: Tuple[str, ...] = ()
     #: Where isort wraps a ``from`` import (``[tool.ruff] line-length`` when set).
     line_length: int = 88
+    #: How a fix's changed lines are laid out: ``auto``, ``ruff``, ``black`` or
+    #: ``builtin`` (:mod:`pinfix.formatter`).
+    formatter: str = "auto"
     #: PIN002 fix: the expression written as ``pin_memory=<expr>`` into a CPU
     #: factory. ``None``: ``True`` is written, and the fix is unsafe (it fails
     #: on machines without an accelerator).
@@ -611,26 +622,11 @@ def read_settings(path: Path, data: Optional[Mapping[str, Any]] = None) -> Optio
 
 def _ruff_line_length(path: Path, data: Mapping[str, Any]) -> Optional[int]:
     """ruff's ``line-length`` in the same file, or in a ruff settings file or
-    ``pyproject.toml`` beside a ``pinfix.toml``."""
-    if path.name == "pyproject.toml":
-        try:
-            ruff = _tool_table(data, path, "ruff") or {}
-        except ConfigError:
-            return None
-        value = ruff.get("line-length")
-    else:
-        value = None
-        for name in (".ruff.toml", "ruff.toml", "pyproject.toml"):
-            candidate = path.with_name(name)
-            if candidate.is_file():
-                try:
-                    other = read_toml(candidate)
-                    table = (_tool_table(other, candidate, "ruff") or {}) if name == "pyproject.toml" else other
-                except ConfigError:
-                    continue
-                value = table.get("line-length")
-                break
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 320 else None
+    ``pyproject.toml`` beside a ``pinfix.toml`` (read where every formatter and
+    isort setting is: :mod:`pinfix.style`)."""
+    from .style import ruff_line_length
+
+    return ruff_line_length(path, dict(data))
 
 
 def ruff_line_length_of(pyproject: Path) -> Optional[int]:
@@ -896,12 +892,16 @@ def settings_of(config: Config) -> "Settings":
         line_length=config.line_length,
         root=config.root,
         style_file=_style_file(config),
+        formatter=config.formatter,
     )
 
 
 def _style_file(config: Config) -> Optional[Path]:
-    """The ``pyproject.toml`` holding the project's formatter and isort settings."""
+    """The ``pyproject.toml`` holding the project's formatter and isort settings
+    (named even where only a ruff settings file is there beside it)."""
+    from .style import RUFF_FILES
+
     candidate = config.root / "pyproject.toml"
-    if candidate.is_file():
+    if candidate.is_file() or any((config.root / name).is_file() for name in RUFF_FILES):
         return candidate
     return config.source if config.source is not None and config.source.name == "pyproject.toml" else None

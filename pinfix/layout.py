@@ -497,7 +497,7 @@ class _Builder:
                 raise Unsupported("a number literal the formatter would normalise")
             return text
         if isinstance(e.value, (str, bytes)):
-            return _normalized_string(text)
+            return _normalized_string(text, self.style.quote_style)
         raise Unsupported("a literal")
 
     def arguments(self, call: ast.Call, level: object) -> List[object]:
@@ -655,22 +655,27 @@ def _simple_slice_part(e: ast.expr) -> bool:
     return isinstance(e, (ast.Name, ast.Constant))
 
 
-def _normalized_string(text: str) -> str:
-    """The literal as ruff writes it (double quotes preferred); unsupported if that needs more than a quote swap."""
+def _normalized_string(text: str, quote_style: str = "double") -> str:
+    """The literal as ruff writes it with ``quote-style = quote_style`` (``double``,
+    ``single``, or ``preserve``: the source's quotes); unsupported if that needs
+    more than a quote swap."""
     prefix_end = 0
     while prefix_end < len(text) and text[prefix_end] not in "'\"":
         prefix_end += 1
     prefix, body = text[:prefix_end], text[prefix_end:]
     if prefix not in ("", "b", "r", "rb", "br") or body[:3] in ('"""', "'''"):
         raise Unsupported("a string prefix or quoting the formatter would normalise")
+    if quote_style == "preserve":
+        return text
+    preferred, other = ("'", '"') if quote_style == "single" else ('"', "'")
     quote, inner = body[0], body[1:-1]
-    if "\\" in inner and quote == "'":
-        raise Unsupported("an escaped single-quoted string")
-    if quote == "'" and '"' not in inner:
-        return prefix + '"' + inner + '"'
-    if quote == '"' and '"' in inner.replace('\\"', ""):  # pragma: no cover - cannot occur unescaped
+    if "\\" in inner and quote == other:
+        raise Unsupported("an escaped string in the quotes the formatter does not prefer")
+    if quote == other and preferred not in inner:
+        return prefix + preferred + inner + preferred
+    if quote == preferred and preferred in inner.replace("\\" + preferred, ""):  # pragma: no cover - cannot occur unescaped
         raise Unsupported("quotes")
-    if quote == '"' and '\\"' in inner and "'" not in inner:
+    if quote == preferred and "\\" + preferred in inner and other not in inner:
         raise Unsupported("a string the formatter would re-quote")
     return text
 
@@ -863,8 +868,8 @@ def relayout(old: str, new: str, line_length: int = 88, **style: object) -> str:
     """``new`` (the module after a fix) with each statement the fix changed laid
     out as the project's formatter would lay it out (see the module docstring).
 
-    ``style``: ``indent_width`` (4) and ``skip_magic_trailing_comma`` (False),
-    as in :class:`FormatStyle`. Never raises for bad input; returns ``new``
+    ``style``: ``indent_width`` (4), ``skip_magic_trailing_comma`` (False) and
+    ``quote_style`` (``double``), as in :class:`FormatStyle`. Never raises for bad input; returns ``new``
     unchanged when there is nothing it can improve.
     """
     fmt = FormatStyle(line_length=line_length, **style)  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("data", ("pinfix", "pinfix.effects", "pinfix.settings", "pinfix.edits", "pinfix.findings", "pinfix.regular", "pinfix.diffs")),
     ("engine", ("pinfix.semantic.*", "pinfix.prefilter")),
     ("rules", ("pinfix.rules.*",)),
-    ("fixes", ("pinfix.fixes.*", "pinfix.imports", "pinfix.layout", "pinfix.style")),
+    ("fixes", ("pinfix.fixes.*", "pinfix.imports", "pinfix.layout", "pinfix.style", "pinfix.formatter")),
     (
         "shell",
         (
