@@ -47,8 +47,8 @@ from typing import (
     Union,
 )
 
-from .deepcache import stamp_of
 from .config import NOQA_CODE, Config
+from .deepcache import stamp_of
 from .findings import FindingFields
 from .prefilter import gc_paused, may_contain_finding
 from .suppression import DIRECTIVE_BYTES, noqa_report, recording

@@ -524,7 +524,7 @@ def _removal(text: str, block: Sequence[ast.stmt], index: int, gone: Set[str], o
         break
     rest_of_line = text[end:line_end]
     if "#" in text[line_start:line_end] or "#" in text[start:end]:
-        return None  # a comment (`# noqa: F401`, `# keep`): the statement stays whole
+        return None  # a comment (a noqa for F401, a "keep"): the statement stays whole
     try:
         small = cst.parse_statement(text[start:end] + "\n")
     except Exception:

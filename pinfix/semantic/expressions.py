@@ -13,7 +13,15 @@ import ast
 from fnmatch import fnmatchcase
 from typing import Any, Callable, List, Optional, Tuple
 
-from ..effects import CPU_DEVICE_TYPES, NO_DATA_DEVICE_TYPES, TENSOR_ATTRIBUTES, TENSOR_METHODS, Metadata, ReadsOnHost, View
+from ..effects import (
+    CPU_DEVICE_TYPES,
+    NO_DATA_DEVICE_TYPES,
+    TENSOR_ATTRIBUTES,
+    TENSOR_METHODS,
+    Metadata,
+    ReadsOnHost,
+    View,
+)
 from . import narrowing
 from .facts import FunctionFacts, HostRead
 from .scope import COMPREHENSIONS, FunctionInfo, ModuleInfo, target_names

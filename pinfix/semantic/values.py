@@ -25,7 +25,8 @@ going, and a value's size is bounded: past :data:`MAX_ATOMS` a join *widens*
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict as TypingDict, Iterable, Iterator, List, Optional, Tuple, TypeVar
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple, TypeVar
+from typing import Dict as TypingDict
 
 CPU, ACCEL, ANY_DEVICE = "cpu", "accelerator", "unknown"
 PINNED, PAGEABLE, ANY_MEMORY = "pinned", "pageable", "unknown"
