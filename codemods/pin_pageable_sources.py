@@ -44,8 +44,12 @@ class PinPageableSourcesCommand(CodemodCommand):
         super().__init__(context)
         #: Apply only the fixes of these rule codes (all when ``None``).
         self.codes = frozenset(codes) if codes is not None else None
-        base = config if config is not None else load_config(Path(context.filename).parent if context.filename else None)
-        self.config = base.with_overrides(helper=helper, unsafe_fixes=unsafe_fixes, strict=strict, h2d_helper=h2d_helper)
+        base = (
+            config if config is not None else load_config(Path(context.filename).parent if context.filename else None)
+        )
+        self.config = base.with_overrides(
+            helper=helper, unsafe_fixes=unsafe_fixes, strict=strict, h2d_helper=h2d_helper
+        )
         #: Every finding of the last module transformed, and those the transform fixed.
         self.findings: List[Finding] = []
         self.applied: List[Finding] = []
@@ -67,7 +71,9 @@ class PinPageableSourcesCommand(CodemodCommand):
         src, self.findings = found
         allowed = {SAFE, UNSAFE} if self.config.unsafe_fixes else {SAFE}
         wanted = [
-            f.fix if f.fix is not None and f.fix.applicability in allowed and (self.codes is None or f.code in self.codes) else None
+            f.fix
+            if f.fix is not None and f.fix.applicability in allowed and (self.codes is None or f.code in self.codes)
+            else None
             for f in self.findings
         ]
         if not any(wanted):

@@ -378,7 +378,11 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
     report.fixes_applied = len(applied)
     unwritable = _unwritable(data, new_bytes, touched)
     if unwritable is not None:
-        report.error = f"{unwritable[0]}; file left unchanged" if report.error is None else f"{report.error}; {unwritable[0]}; file left unchanged"
+        report.error = (
+            f"{unwritable[0]}; file left unchanged"
+            if report.error is None
+            else f"{report.error}; {unwritable[0]}; file left unchanged"
+        )
         report.refused = unwritable[1]
         _unfix(report)
         return report
@@ -925,10 +929,14 @@ def _dependents(
         if report is not None:
             answered.append(report)
     served = {r.path for r in answered}
-    items = [(path, data, file_config, mode) for path, (data, file_config, _, _) in waiting.items() if path not in served]
+    items = [
+        (path, data, file_config, mode) for path, (data, file_config, _, _) in waiting.items() if path not in served
+    ]
     if len(items) >= 2 and jobs > 1:
         pool = _Pool(min(jobs, len(items)))
-        rechecked: Iterator[FileReport] = _collect(pool, {pool.submit(i, item): i for i, item in enumerate(items)}, items, jobs)
+        rechecked: Iterator[FileReport] = _collect(
+            pool, {pool.submit(i, item): i for i, item in enumerate(items)}, items, jobs
+        )
     else:
         rechecked = (_worker(item) for item in items)
     for report in itertools.chain(answered, rechecked):

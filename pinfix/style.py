@@ -25,6 +25,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
 
+
 @dataclass(frozen=True)
 class FormatStyle:
     """The formatter settings that decide a layout (ruff's names)."""
@@ -97,10 +98,23 @@ _ISORT_KEYS = {
 }
 #: Settings that change where or how an import is written and that pinfix does not follow.
 _UNSUPPORTED = (
-    "force-to-top", "from-first", "lines-between-types", "relative-imports-order", "sections",
-    "single-line-exclusions", "no-lines-before", "default-section", "length-sort",
-    "length-sort-straight", "classes", "constants", "variables", "required-imports",
-    "force-sort-within-types", "extra-standard-library", "known-standard-library",
+    "force-to-top",
+    "from-first",
+    "lines-between-types",
+    "relative-imports-order",
+    "sections",
+    "single-line-exclusions",
+    "no-lines-before",
+    "default-section",
+    "length-sort",
+    "length-sort-straight",
+    "classes",
+    "constants",
+    "variables",
+    "required-imports",
+    "force-sort-within-types",
+    "extra-standard-library",
+    "known-standard-library",
 )
 
 
@@ -111,8 +125,11 @@ def _table(data: Dict[str, Any], *keys: str) -> Dict[str, Any]:
 
 
 _ISORT_SECTIONS = {
-    "FUTURE": "future", "STDLIB": "standard-library", "THIRDPARTY": "third-party",
-    "FIRSTPARTY": "first-party", "LOCALFOLDER": "local-folder",
+    "FUTURE": "future",
+    "STDLIB": "standard-library",
+    "THIRDPARTY": "third-party",
+    "FIRSTPARTY": "first-party",
+    "LOCALFOLDER": "local-folder",
 }
 
 
@@ -153,7 +170,13 @@ def isort_settings(raw: Dict[str, Any]) -> IsortSettings:
             name, kind = _ISORT_KEYS[key]
             if kind is list and isinstance(value, list) and all(isinstance(v, str) for v in value):
                 values[name] = tuple(value)
-            elif kind is bool and isinstance(value, bool) or kind is int and isinstance(value, int) and not isinstance(value, bool):
+            elif (
+                kind is bool
+                and isinstance(value, bool)
+                or kind is int
+                and isinstance(value, int)
+                and not isinstance(value, bool)
+            ):
                 values[name] = value
         elif key in _UNSUPPORTED or key == "multi-line-output":
             unsupported.append(key)
@@ -221,7 +244,9 @@ def _load(path: Optional[str], stamps: Tuple[float, ...], default_line_length: i
                 return c
         return None
 
-    line_length = pick(ruff.get("line-length"), black.get("line-length"), black.get("line_length")) or default_line_length
+    line_length = (
+        pick(ruff.get("line-length"), black.get("line-length"), black.get("line_length")) or default_line_length
+    )
     indent_width = pick(ruff.get("indent-width")) or 4
     skip_magic = pick(
         ruff_format.get("skip-magic-trailing-comma"),
@@ -230,7 +255,9 @@ def _load(path: Optional[str], stamps: Tuple[float, ...], default_line_length: i
         kind=bool,
     )
     skip_normalization = pick(black.get("skip-string-normalization"), black.get("skip_string_normalization"), kind=bool)
-    quote_style = ruff_format.get("quote-style") if formatter == "ruff" else ("preserve" if skip_normalization else None)
+    quote_style = (
+        ruff_format.get("quote-style") if formatter == "ruff" else ("preserve" if skip_normalization else None)
+    )
     fmt = FormatStyle(
         line_length=line_length,
         indent_width=indent_width,

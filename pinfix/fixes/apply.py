@@ -55,7 +55,9 @@ class Applied:
     warning: Optional[str] = None
 
 
-def apply_fixes(src: SourceText, fixes: Sequence[Optional[Fix]], settings: Settings, path: Optional[Path] = None) -> Applied:
+def apply_fixes(
+    src: SourceText, fixes: Sequence[Optional[Fix]], settings: Settings, path: Optional[Path] = None
+) -> Applied:
     chosen: List[int] = []
     edits: List[Edit] = []
     skipped: List[Tuple[int, str]] = []
@@ -160,7 +162,9 @@ def _lines_of(src: SourceText, edit: Edit) -> range:
     return range(first, last + 1)
 
 
-def _imports(text: str, needed: Sequence[Tuple[str, str]], drops: Sequence[str], settings: Settings, path: Optional[Path]) -> Tuple[str, Optional[str]]:
+def _imports(
+    text: str, needed: Sequence[Tuple[str, str]], drops: Sequence[str], settings: Settings, path: Optional[Path]
+) -> Tuple[str, Optional[str]]:
     """``text`` with ``needed`` imported where the project's isort settings put it,
     and ``drops`` no longer imported where the text no longer uses them; and a
     note when an isort setting could not be followed."""

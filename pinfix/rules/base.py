@@ -116,7 +116,18 @@ class RuleContext:
         return f"{display(step.src.path)}:{step.line}"
 
 
-_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef, ast.AsyncFor, ast.AsyncWith, ast.AsyncFunctionDef)
+_COMPOUND = (
+    ast.If,
+    ast.For,
+    ast.While,
+    ast.With,
+    ast.Try,
+    ast.FunctionDef,
+    ast.ClassDef,
+    ast.AsyncFor,
+    ast.AsyncWith,
+    ast.AsyncFunctionDef,
+)
 
 
 class StatementIndex:
@@ -189,4 +200,3 @@ class Rule:
 
 def route_steps(route: Any) -> List[Step]:
     return list(steps(route))
-

@@ -62,8 +62,12 @@ def what_copies(copy: Copy, src: Any) -> str:
         given = copy.given_by
         where = f"line {given.line}" if same_source(given.src, src) else f"{display(given.src.path)}:{given.line}"
         if given.kind == "default":
-            return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` by default, {where})"
-        return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` in the call at {where})"
+            return (
+                f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` by default, {where})"
+            )
+        return (
+            f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` in the call at {where})"
+        )
     return f"`{callee}(..., non_blocking=True)`"
 
 
@@ -116,7 +120,12 @@ def _binds_other(nodes: Iterable[ast.AST], name: str, qualified: str) -> Optiona
             for alias in node.names:
                 bound = alias.asname or alias.name.split(".", 1)[0]
                 if bound == name:
-                    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == mod and alias.name == member:
+                    if (
+                        isinstance(node, ast.ImportFrom)
+                        and node.level == 0
+                        and node.module == mod
+                        and alias.name == member
+                    ):
                         continue
                     return node.lineno
         if type(node).__name__ in ("MatchAs", "MatchStar") and getattr(node, "name", None) == name:
@@ -214,7 +223,14 @@ class Judge:
         summary = f"`{view}`{held} is a gapped view, so {what} is staged through pageable memory"
         evidence = [*route.steps, Step("copied", copy.call, f"copied with {what}", self.src)]
         return self.ctx.finding(
-            "PIN002", copy.source_node, message, f"{copy.method}/non-dense", None, "gapped view", evidence, summary=summary
+            "PIN002",
+            copy.source_node,
+            message,
+            f"{copy.method}/non-dense",
+            None,
+            "gapped view",
+            evidence,
+            summary=summary,
         )
 
     # --- pageable memory ------------------------------------------------------------------------------
@@ -243,11 +259,17 @@ class Judge:
         at_text = f" ({at})" if at else ""
         bound = route.names[0] if route.names else None
         # Origins of different kinds (`torch.from_numpy` on one path, `torch.cat` on another): each named.
-        groups = [] if deep else _origin_groups([t for t in tensors if t.origin is not None and same_source(t.origin.src, self.src)])
+        groups = (
+            []
+            if deep
+            else _origin_groups([t for t in tensors if t.origin is not None and same_source(t.origin.src, self.src)])
+        )
         several = len(groups) > 1
         # `subject` is the whole account of where the memory comes from; `short` names only what is pageable.
         if several:
-            listed = ", ".join(f"{_quoted(label)} (line {', '.join(map(str, at_lines))})" for label, at_lines, _ in groups)
+            listed = ", ".join(
+                f"{_quoted(label)} (line {', '.join(map(str, at_lines))})" for label, at_lines, _ in groups
+            )
             holder = f"`{bound}` holds" if bound else f"`{self.src.short(copy.source_node)}` holds"
             subject = f"{holder} pageable memory from {len(groups)} origins: {listed}"
             short = f"{holder} pageable memory from {len(groups)} origins"
@@ -297,7 +319,9 @@ class Judge:
         parts = []
         for label, at_lines, group in groups:
             route = Route(group[0])
-            made = next((s for s in route.steps if group[0].origin is not None and s.node is group[0].origin.node), None)
+            made = next(
+                (s for s in route.steps if group[0].origin is not None and s.node is group[0].origin.node), None
+            )
             remedy = self.plan(group, route, not route.bindings and group[0].via is None, _computed(group[0], made))[0]
             parts.append((f"{_quoted(label)} (line {', '.join(map(str, at_lines))})", remedy))
         if len({r for _, r in parts}) == 1:
@@ -306,7 +330,9 @@ class Judge:
 
     # --- fixes ------------------------------------------------------------------------------------------
 
-    def plan(self, tensors: List[Tensor], route: Route, inline: bool, computed: bool) -> Tuple[str, Optional[Fix], Optional[str]]:
+    def plan(
+        self, tensors: List[Tensor], route: Route, inline: bool, computed: bool
+    ) -> Tuple[str, Optional[Fix], Optional[str]]:
         """``(remedy, fix, why no fix)``."""
         settings = self.settings
         h2d = self.h2d_plan(tensors, route, inline)
@@ -319,7 +345,9 @@ class Judge:
             return remedy, None, "the copy is fed pageable memory from more paths than pinfix keeps apart"
         return remedy, fix, note
 
-    def origin_plan(self, tensors: List[Tensor], route: Route, inline: bool, computed: bool) -> Tuple[str, Optional[Fix], Optional[str]]:
+    def origin_plan(
+        self, tensors: List[Tensor], route: Route, inline: bool, computed: bool
+    ) -> Tuple[str, Optional[Fix], Optional[str]]:
         """``(remedy, fix, why no fix)`` at the memory's origins."""
         primary = tensors[0]
         origin = primary.origin
@@ -337,8 +365,16 @@ class Judge:
             return remedy, None, f"`{primary.converted}` allocates a new pageable tensor after the source"
         if primary.gapped:
             remedy = f"`{primary.gapped}` is also a gapped view; copy dense rows and slice on the device"
-            return remedy, None, f"`{primary.gapped}` is a gapped view: pinning the base would not make the copy asynchronous"
-        others = [t for t in tensors if t.origin is None or t.origin.effect is not effect and type(t.origin.effect) is not type(effect)]
+            return (
+                remedy,
+                None,
+                f"`{primary.gapped}` is a gapped view: pinning the base would not make the copy asynchronous",
+            )
+        others = [
+            t
+            for t in tensors
+            if t.origin is None or t.origin.effect is not effect and type(t.origin.effect) is not type(effect)
+        ]
         if primary.via is not None:
             expr = settings.pin_memory_expr or "True"
             made = next((s for s in route.steps if s.node is origin.node), None)
@@ -355,9 +391,13 @@ class Judge:
                     return remedy, fix, None
             return remedy, None, "the source is made in another function; fix it there"
         if isinstance(effect, Makes) and effect.helper_fix:
-            local = (helper_local_name(self.module, settings.helper) or settings.helper_name) if settings.helper else None
+            local = (
+                (helper_local_name(self.module, settings.helper) or settings.helper_name) if settings.helper else None
+            )
             remedy = f"make the source pinned with `{local}(...)`" if local else "pin the source with `.pin_memory()`"
-            if others or any(not (isinstance(t.origin.effect, Makes) and t.origin.effect.helper_fix) for t in tensors if t.origin):
+            if others or any(
+                not (isinstance(t.origin.effect, Makes) and t.origin.effect.helper_fix) for t in tensors if t.origin
+            ):
                 return remedy, None, "the copy is fed pageable memory made in several ways"
             if local is None:
                 return remedy, *self.pin_method_fix(tensors, route, inline)
@@ -365,10 +405,17 @@ class Judge:
         if isinstance(effect, Makes) and effect.factory:
             expr = settings.pin_memory_expr or "True"
             remedy = f"allocate it pinned with `pin_memory={expr}`"
-            if any(not (isinstance(t.origin.effect, Makes) and t.origin.effect.factory) for t in tensors if t.origin) or others:
+            if (
+                any(not (isinstance(t.origin.effect, Makes) and t.origin.effect.factory) for t in tensors if t.origin)
+                or others
+            ):
                 return remedy, None, "the copy is fed pageable memory made in several ways"
             if any(t.explicit for t in tensors):
-                written = "`pin_memory=False`" if any(_literal_false(t.origin.node) for t in tensors if t.origin) else "`pin_memory=`"
+                written = (
+                    "`pin_memory=False`"
+                    if any(_literal_false(t.origin.node) for t in tensors if t.origin)
+                    else "`pin_memory=`"
+                )
                 return remedy, None, f"{written} is written out; change it by hand if pageable memory was not intended"
             sparse = self.unpinnable(tensors)
             if sparse is not None:
@@ -391,7 +438,11 @@ class Judge:
         origin = tensors[0].origin
         assert origin is not None
         call = origin.node
-        at = self.ctx.where(next(s for s in steps(tensors[0].route) if s.node is call)) if tensors[0].via is not None else f"line {call.lineno}"
+        at = (
+            self.ctx.where(next(s for s in steps(tensors[0].route) if s.node is call))
+            if tensors[0].via is not None
+            else f"line {call.lineno}"
+        )
         remedy = f"build the loader ({at}) with `pin_memory=True`, so that it hands out pinned batches"
         if any(t.origin is None or t.origin.node is not call for t in tensors):
             return remedy, None, "the copy is fed pageable memory made in several ways"
@@ -404,7 +455,9 @@ class Judge:
             return remedy, None, "the call passes `*args`/`**kwargs`"
         return remedy, Fix(SAFE, None, (self.add_keyword(call, "pin_memory", "True"),)), None
 
-    def helper_fix(self, tensors: List[Tensor], route: Route, inline: bool, local: str) -> Tuple[Optional[Fix], Optional[str]]:
+    def helper_fix(
+        self, tensors: List[Tensor], route: Route, inline: bool, local: str
+    ) -> Tuple[Optional[Fix], Optional[str]]:
         settings = self.settings
         calls = _unique([t.origin.node for t in tensors if t.origin is not None])
         if any(t.origin is not None and not same_source(t.origin.src, self.src) for t in tensors):
@@ -412,10 +465,16 @@ class Judge:
         if any(len(c.args) != 1 or c.keywords or isinstance(c.args[0], ast.Starred) for c in calls):
             return None, "the call's arguments are not the plain `(array)` form the helper takes"
         if defines(self.ctx.path, settings.helper_module):
-            return None, f"this module defines `{settings.helper_name}` ({settings.helper}); importing it here would be circular"
+            return (
+                None,
+                f"this module defines `{settings.helper_name}` ({settings.helper}); importing it here would be circular",
+            )
         line = binding_line(self.module, self.func, local, settings.helper)
         if line is not None:
-            return None, f"`{local}` is already bound to something else here (line {line}); import `{settings.helper}` under another name by hand"
+            return (
+                None,
+                f"`{local}` is already bound to something else here (line {line}); import `{settings.helper}` under another name by hand",
+            )
         drops = tuple(_unique([_root(c.func) for c in calls if _root(c.func)]))
         reason = (
             self.to_itself()
@@ -423,7 +482,9 @@ class Judge:
             or (None if inline else self.bound_hazard(tensors, route, calls, f"`{settings.helper_name}`"))
         )
         edits = tuple(Edit(*self.src.span(c.func), local) for c in calls)
-        imports = () if helper_local_name(self.module, settings.helper) else ((settings.helper_module, settings.helper_name),)
+        imports = (
+            () if helper_local_name(self.module, settings.helper) else ((settings.helper_module, settings.helper_name),)
+        )
         return Fix(UNSAFE if reason else SAFE, reason, edits, imports, drops), None
 
     def pin_method_fix(self, tensors: List[Tensor], route: Route, inline: bool) -> Tuple[Optional[Fix], Optional[str]]:
@@ -468,7 +529,9 @@ class Judge:
             "and the fixed code a copy"
         )
 
-    def bound_hazard(self, tensors: List[Tensor], route: Route, calls: Sequence[ast.Call], helper: str) -> Optional[str]:
+    def bound_hazard(
+        self, tensors: List[Tensor], route: Route, calls: Sequence[ast.Call], helper: str
+    ) -> Optional[str]:
         """Why swapping the bound ``from_numpy`` for a pinned copy could change behaviour:
         ``from_numpy`` shares the array's memory, ``helper`` (as a message names it) copies it."""
         names = route.names
@@ -483,7 +546,14 @@ class Judge:
         if name is None:
             return None
         binding = route.bindings[0].node
-        others = [n for n in self.ctx.facts.reached_uses(self.func, binding, name) if n is not copy.source_node and n is not binding and isinstance(n.ctx, ast.Load) and not _holds(copy.call, n)]
+        others = [
+            n
+            for n in self.ctx.facts.reached_uses(self.func, binding, name)
+            if n is not copy.source_node
+            and n is not binding
+            and isinstance(n.ctx, ast.Load)
+            and not _holds(copy.call, n)
+        ]
         if others:
             return (
                 f"`{name}` is also used at line {others[0].lineno}; "
@@ -508,7 +578,9 @@ class Judge:
         if any(t.origin is not None and not same_source(t.origin.src, self.src) for t in tensors):
             return "the source is made in another file; fix it there"
         calls = _unique([t.origin.node for t in tensors if t.origin is not None])
-        if any(isinstance(a, ast.Starred) for c in calls for a in c.args) or any(k.arg is None for c in calls for k in c.keywords):
+        if any(isinstance(a, ast.Starred) for c in calls for a in c.args) or any(
+            k.arg is None for c in calls for k in c.keywords
+        ):
             return "the call passes `*args`/`**kwargs`"
         imports: Tuple[Tuple[str, str], ...] = ()
         expr = settings.pin_memory_expr or "True"
@@ -543,11 +615,15 @@ class Judge:
         only dense tensors (:data:`pinfix.effects.PINNABLE_LAYOUTS`)."""
         for t in tensors:
             call = t.origin.node if t.origin is not None else None
-            layout = next((k.value for k in call.keywords if k.arg == "layout"), None) if isinstance(call, ast.Call) else None
+            layout = (
+                next((k.value for k in call.keywords if k.arg == "layout"), None)
+                if isinstance(call, ast.Call)
+                else None
+            )
             if layout is not None and last_name(layout) not in PINNABLE_LAYOUTS:
                 return (
                     f"`layout={t.origin.src.short(layout)}` may not be dense: torch refuses to pin a sparse "  # type: ignore[union-attr]
-                    "tensor (`pin_memory=True` raises \"Only dense CPU tensors can be pinned\")"
+                    'tensor (`pin_memory=True` raises "Only dense CPU tensors can be pinned")'
                 )
         return None
 
@@ -560,7 +636,11 @@ class Judge:
             name = step.message.split("`")[1] if "`" in step.message else None
             if name is None or "." in name:
                 continue
-            later = [n for n in self.ctx.facts.reached_uses(self.func, step.node, name) if position(n) > end and not _holds(copy.call, n)]
+            later = [
+                n
+                for n in self.ctx.facts.reached_uses(self.func, step.node, name)
+                if position(n) > end and not _holds(copy.call, n)
+            ]
             if later:
                 return (
                     f"`{name}` is used again at line {later[0].lineno}; once pinned the copy no longer "
@@ -576,7 +656,10 @@ class Judge:
     def function_at(self, node: ast.AST) -> FunctionInfo:
         best = self.module.body
         for f in self.module.functions.values():
-            if position(f.node) <= position(node) and (f.node.end_lineno, f.node.end_col_offset) >= (node.end_lineno, node.end_col_offset):  # type: ignore[attr-defined]
+            if position(f.node) <= position(node) and (f.node.end_lineno, f.node.end_col_offset) >= (
+                node.end_lineno,
+                node.end_col_offset,
+            ):  # type: ignore[attr-defined]
                 if position(f.node) >= position(best.node) if not best.is_module else True:
                     best = f
         return best
@@ -623,7 +706,13 @@ class Judge:
         origin = primary.origin
         # The copy's receiver is the very call that made the memory (not arithmetic,
         # an index or a view written inline: those are passed to the helper as they are).
-        direct = inline and origin is not None and origin.node is source and isinstance(source, ast.Call) and len(tensors) == 1
+        direct = (
+            inline
+            and origin is not None
+            and origin.node is source
+            and isinstance(source, ast.Call)
+            and len(tensors) == 1
+        )
         dropped: List[str] = []
         if direct and origin is not None and isinstance(source, ast.Call):
             if origin.qualified == "torch.from_numpy":
@@ -666,7 +755,9 @@ class Judge:
     def to_arguments(self, call: ast.Call) -> Optional[Tuple[ast.AST, bool, Optional[ast.AST]]]:
         """``(device, by keyword, dtype)`` of ``.to(device[, dtype][, non_blocking])``;
         ``None`` for any other signature (``copy=``, ``memory_format=``, ``to(other)``)."""
-        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None or k.arg not in _TO_KEYWORDS for k in call.keywords):
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(
+            k.arg is None or k.arg not in _TO_KEYWORDS for k in call.keywords
+        ):
             return None
         keywords = {k.arg: k.value for k in call.keywords}
         dtype = keywords.get("dtype")
@@ -709,7 +800,12 @@ class Judge:
         for k in source.keywords:
             if k.arg == "dtype":
                 dtype_kw = k.value
-            elif k.arg == "device" and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str) and k.value.value.split(":")[0] == "cpu":
+            elif (
+                k.arg == "device"
+                and isinstance(k.value, ast.Constant)
+                and isinstance(k.value.value, str)
+                and k.value.value.split(":")[0] == "cpu"
+            ):
                 continue
             else:
                 return None  # requires_grad=, pin_memory=, an accelerator device=
@@ -785,7 +881,11 @@ def _statement_value(step: Step, func: FunctionInfo) -> ast.AST:
     for stmt in func.own_nodes():
         if isinstance(stmt, ast.Assign) and any(t is target or _holds(t, target) for t in stmt.targets):
             return stmt.value
-        if isinstance(stmt, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and stmt.target is target and stmt.value is not None:
+        if (
+            isinstance(stmt, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr))
+            and stmt.target is target
+            and stmt.value is not None
+        ):
             return stmt.value
     return target
 
@@ -837,7 +937,12 @@ def _computed(tensor: Tensor, made: Optional[Step]) -> bool:
 
 
 def _is_pin001(t: Tensor) -> bool:
-    return t.origin is not None and isinstance(t.origin.effect, Makes) and t.origin.effect.code == "PIN001" and not t.converted
+    return (
+        t.origin is not None
+        and isinstance(t.origin.effect, Makes)
+        and t.origin.effect.code == "PIN001"
+        and not t.converted
+    )
 
 
 def _origin_position(t: Tensor, here: str) -> Tuple[int, int, int, int]:
@@ -853,7 +958,10 @@ def _holds(outer: ast.AST, inner: ast.AST) -> bool:
     if outer is inner:
         return True
     try:
-        return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)  # type: ignore[attr-defined]
+        return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
+            inner.end_lineno,
+            inner.end_col_offset,
+        ) <= (outer.end_lineno, outer.end_col_offset)  # type: ignore[attr-defined]
     except AttributeError:
         return False
 

@@ -15,9 +15,14 @@ _A = "import torch\nfrom accelerate.utils import send_to_device\nfrom torch.util
 
 def _picks(pinned: int, pageable: bool) -> str:
     """A function that picks one of ``pinned`` pinned allocations (and a pageable one)."""
-    lines = [f"    {'if' if i == 0 else 'elif'} k == {i}:\n        x = torch.zeros({i + 1}, pin_memory=True)\n" for i in range(pinned)]
+    lines = [
+        f"    {'if' if i == 0 else 'elif'} k == {i}:\n        x = torch.zeros({i + 1}, pin_memory=True)\n"
+        for i in range(pinned)
+    ]
     last = "        x = torch.zeros(n)\n" if pageable else "        x = torch.zeros(n, pin_memory=True)\n"
-    return _H + "def f(k, n, dev):\n" + "".join(lines) + "    else:\n" + last + "    return x.to(dev, non_blocking=True)\n"
+    return (
+        _H + "def f(k, n, dev):\n" + "".join(lines) + "    else:\n" + last + "    return x.to(dev, non_blocking=True)\n"
+    )
 
 
 class PageableCpuSource(Rule):
@@ -190,10 +195,22 @@ class PageableCpuSource(Rule):
 
     VALID = [
         # Factories given no device allocate on the default device, which these set.
-        Case(_H + "def f(n, dev):\n    with torch.device(dev):\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(ids, dev):\n    torch.set_default_device(dev)\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, dev):\n    return torch.empty(n, device=torch.get_default_device()).to(dev, non_blocking=True)\n"),
-        Case(_H + "torch.set_default_device('cuda')\n\n\ndef f(n, dev):\n    return torch.ones(n).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    with torch.device(dev):\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(ids, dev):\n    torch.set_default_device(dev)\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(n, dev):\n    return torch.empty(n, device=torch.get_default_device()).to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "torch.set_default_device('cuda')\n\n\ndef f(n, dev):\n    return torch.ones(n).to(dev, non_blocking=True)\n"
+        ),
         # Fifteen pinned allocations: merged past the bound, they stay pinned.
         Case(_picks(14, pageable=False)),
         Case(_H + "def f(ids, dev):\n    return torch.tensor(ids, device=dev).to(dev, non_blocking=True)\n"),
@@ -209,10 +226,7 @@ class PageableCpuSource(Rule):
         ),
         Case(_H + "def f(x, n, dev):\n    return torch.full((n,), 0, device=x.device).to(dev, non_blocking=True)\n"),
         # `part` may be 0-dim (an integer index): it would follow the other operand's device.
-        Case(
-            _H + "def f(t, i, x, dev):\n    part = t.cpu()[i]\n"
-            "    return (part - x).to(dev, non_blocking=True)\n"
-        ),
+        Case(_H + "def f(t, i, x, dev):\n    part = t.cpu()[i]\n    return (part - x).to(dev, non_blocking=True)\n"),
         # `x += 1` in place keeps pinned memory pinned.
         Case(
             _H + "def f(n, dev):\n    x = torch.zeros(n, pin_memory=True)\n    x += 1\n"
@@ -223,29 +237,45 @@ class PageableCpuSource(Rule):
         Case(_H + "def f(dev):\n    return torch.empty((4, 0), dtype=torch.int32).to(dev, non_blocking=True)\n"),
         Case(_H + "def f(dev):\n    return torch.full([0], 1.0).to(dev, non_blocking=True)\n"),
         Case(_H + "def f(ids, dev):\n    return torch.tensor(ids, pin_memory=True).to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(ids, dev, pin_memory=True):\n    return torch.tensor(ids, pin_memory=pin_memory).to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(ids, dev):\n    return torch.tensor(ids, pin_memory=is_pin_memory_available()).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(ids, dev, pin_memory=True):\n    return torch.tensor(ids, pin_memory=pin_memory).to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(ids, dev):\n    return torch.tensor(ids, pin_memory=is_pin_memory_available()).to(dev, non_blocking=True)\n"
+        ),
         Case(
             "import torch\nfrom vllm.utils.torch_utils import PIN_MEMORY\n\n\n"
             "def f(ids, dev):\n    return torch.tensor(ids, pin_memory=PIN_MEMORY).to(dev, non_blocking=True)\n"
         ),
         # Narrowing: a test rules the pageable path out, in every construct that branches.
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    return x.to(d, non_blocking=True) if x.is_pinned() else x.to(d)\n"),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    return x.to(d, non_blocking=True) if x.is_pinned() else x.to(d)\n"
+        ),
         Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    return x.is_pinned() and x.to(d, non_blocking=True)\n"),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    return not x.is_pinned() or x.to(d, non_blocking=True)\n"),
+        Case(
+            _H + "def f(n, d):\n    x = torch.arange(n)\n    return not x.is_pinned() or x.to(d, non_blocking=True)\n"
+        ),
         Case(
             _H + "def f(n, d):\n    x = torch.arange(n)\n    if not is_pin_memory_available():\n        y = x\n"
             "    else:\n        y = x.pin_memory()\n    return y.to(d, non_blocking=True)\n"
         ),
         Case(
-            _H + "def f(n, d):\n    x = torch.arange(n)\n    if not is_pin_memory_available():\n        return x.to(d, non_blocking=False)\n"
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    if not is_pin_memory_available():\n        return x.to(d, non_blocking=False)\n"
             "    elif x.is_pinned():\n        return x.to(d, non_blocking=True)\n    return x.pin_memory().to(d, non_blocking=True)\n"
         ),
         Case(
-            _H + "def f(n, d):\n    x = torch.arange(n)\n    y = x if not is_pin_memory_available() else x.pin_memory()\n"
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    y = x if not is_pin_memory_available() else x.pin_memory()\n"
             "    return y.to(d, non_blocking=True)\n"
         ),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    while not x.is_pinned():\n        x = x.pin_memory()\n    return x.to(d, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    while not x.is_pinned():\n        x = x.pin_memory()\n    return x.to(d, non_blocking=True)\n"
+        ),
         Case(
             _H + "def f(n, d):\n    xs = [torch.arange(n), torch.zeros(n, pin_memory=True)]\n"
             "    return [x.to(d, non_blocking=True) for x in xs if x.is_pinned()]\n"
@@ -258,17 +288,30 @@ class PageableCpuSource(Rule):
             _H + "from torch.distributed.tensor import DTensor\n\n\ndef f(n, d):\n    x = torch.arange(n)\n"
             "    if isinstance(x, DTensor):\n        return x.to(d, non_blocking=True)\n    return x\n"
         ),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if type(x) is not torch.Tensor:\n        return x.to(d, non_blocking=True)\n    return x\n"),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if isinstance(x, (np.ndarray, list)):\n        return x.to(d, non_blocking=True)\n    return x\n"),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if x is None:\n        return x.to(d, non_blocking=True)\n    return x\n"),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if not hasattr(x, 'is_pinned'):\n        return x.to(d, non_blocking=True)\n    return x\n"),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    if type(x) is not torch.Tensor:\n        return x.to(d, non_blocking=True)\n    return x\n"
+        ),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    if isinstance(x, (np.ndarray, list)):\n        return x.to(d, non_blocking=True)\n    return x\n"
+        ),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    if x is None:\n        return x.to(d, non_blocking=True)\n    return x\n"
+        ),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    if not hasattr(x, 'is_pinned'):\n        return x.to(d, non_blocking=True)\n    return x\n"
+        ),
         # A pinned allocation with a fallback where pinning is impossible counts as pinned.
         Case(
             _H + "def f(n, d):\n    try:\n        buf = torch.empty(n, pin_memory=True)\n    except RuntimeError:\n"
             "        buf = torch.empty(n)\n    return buf.to(d, non_blocking=True)\n"
         ),
         Case(
-            _H + "def f(n, d):\n    while True:\n        try:\n            buf = torch.empty(n, pin_memory=True)\n            break\n"
+            _H
+            + "def f(n, d):\n    while True:\n        try:\n            buf = torch.empty(n, pin_memory=True)\n            break\n"
             "        except (RuntimeError, MemoryError):\n            if n <= 1:\n                buf = torch.empty(n)\n                break\n"
             "            n //= 2\n    return buf.to(d, non_blocking=True)\n"
         ),
@@ -293,13 +336,20 @@ class PageableCpuSource(Rule):
         Case(_H + "def f(a, b, dev):\n    return torch.cat([a, b]).to(dev, non_blocking=True)\n"),
         Case(_H + "def f(x, dev):\n    return (x * 2).to(dev, non_blocking=True)\n"),
         # Pinned on every way to the copy.
-        Case(_H + "def f(n, dev):\n    x = torch.arange(n)\n    x = x.pin_memory()\n    return x.to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    x = torch.arange(n)\n    x = x.pin_memory()\n    return x.to(dev, non_blocking=True)\n"
+        ),
         # Unpinned only where pinned memory is unavailable: no accelerator there to block on.
         Case(
-            _H + "def f(a, dev):\n    x = torch.from_numpy(a)\n    if is_pin_memory_available():\n        x = x.pin_memory()\n"
+            _H
+            + "def f(a, dev):\n    x = torch.from_numpy(a)\n    if is_pin_memory_available():\n        x = x.pin_memory()\n"
             "    return x.to(dev, non_blocking=True)\n"
         ),
-        Case(_H + "def f(n, dev, pin_memory=True):\n    x = torch.arange(n)\n    x = x.pin_memory() if pin_memory else x\n    return x.to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev, pin_memory=True):\n    x = torch.arange(n)\n    x = x.pin_memory() if pin_memory else x\n    return x.to(dev, non_blocking=True)\n"
+        ),
         # On later iterations `acc` is the device result: only the first copy reads host memory, and it is pinned.
         Case(
             _H + "def f(xs, dev):\n    acc = torch.zeros(4, pin_memory=True)\n    for s in xs:\n"
@@ -313,27 +363,51 @@ class PageableCpuSource(Rule):
         # A 0-dim CPU tensor combines with a device tensor on the device.
         Case(_H + "def f(x, dev):\n    return (torch.tensor(5) + x).to(dev, non_blocking=True)\n"),
         # An int index is a view of pinned memory; narrow(0, ...) too.
-        Case(_H + "def f(i, n, dev):\n    buf = torch.zeros(n, 4, pin_memory=True)\n    return buf[i].to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, dev):\n    buf = torch.zeros(n, 4, pin_memory=True)\n    return buf.narrow(0, 0, 2).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(i, n, dev):\n    buf = torch.zeros(n, 4, pin_memory=True)\n    return buf[i].to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(n, dev):\n    buf = torch.zeros(n, 4, pin_memory=True)\n    return buf.narrow(0, 0, 2).to(dev, non_blocking=True)\n"
+        ),
         # A loader that pins its batches (a flag counts as pinned, as `pin_memory=` of a factory does).
-        Case(_L + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8, pin_memory=True):\n        x.to(dev, non_blocking=True)\n"),
-        Case(_L + "def f(ds, pin, dev):\n    loader = DataLoader(ds, pin_memory=pin)\n    return next(iter(loader)).to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8, pin_memory=True):\n        x.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _L
+            + "def f(ds, pin, dev):\n    loader = DataLoader(ds, pin_memory=pin)\n    return next(iter(loader)).to(dev, non_blocking=True)\n"
+        ),
         # Batches are what a collate_fn of the project's own returns; **kwargs may set pin_memory.
-        Case(_L + "def f(ds, fn, dev):\n    for b in DataLoader(ds, collate_fn=fn):\n        b.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(ds, fn, dev):\n    for b in DataLoader(ds, collate_fn=fn):\n        b.to(dev, non_blocking=True)\n"
+        ),
         Case(_L + "def f(ds, kw, dev):\n    for b in DataLoader(ds, **kw):\n        b.to(dev, non_blocking=True)\n"),
         # torch.load without map_location restores each tensor where it was saved; onto a device: not the host.
         Case(_L + "def f(path, dev):\n    return torch.load(path)['w'].to(dev, non_blocking=True)\n"),
-        Case(_L + "def f(path, dev):\n    return torch.load(path, map_location='cuda')['w'].to(dev, non_blocking=True)\n"),
+        Case(
+            _L + "def f(path, dev):\n    return torch.load(path, map_location='cuda')['w'].to(dev, non_blocking=True)\n"
+        ),
         Case(_F + "def f(path, dev):\n    return load_file(path, device='cuda:0')['w'].to(dev, non_blocking=True)\n"),
         # share_memory_() of a device tensor leaves it there.
-        Case(_L + "def f(n, dev):\n    t = torch.zeros(n, device=dev).share_memory_()\n    return t.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(n, dev):\n    t = torch.zeros(n, device=dev).share_memory_()\n    return t.to(dev, non_blocking=True)\n"
+        ),
         # accelerate's send_to_device: of pinned batches, to the host, or blocking.
-        Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=True):\n        send_to_device(b, dev, non_blocking=True)\n"),
+        Case(
+            _A
+            + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=True):\n        send_to_device(b, dev, non_blocking=True)\n"
+        ),
         Case(_A + "def f(ds):\n    for b in DataLoader(ds):\n        send_to_device(b, 'cpu', non_blocking=True)\n"),
         Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds):\n        send_to_device(b, dev)\n"),
         # Deep mode: a flag that is False by default, with no call passing True.
         Case(
-            _L + "def plan(ids, dev, non_blocking: bool = False):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
+            _L
+            + "def plan(ids, dev, non_blocking: bool = False):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
             settings=(("deep", True),),
         ),
     ]
@@ -341,8 +415,10 @@ class PageableCpuSource(Rule):
     INVALID = [
         # DataLoader batches without pin_memory=True: fresh pageable memory, in every spelling of iteration.
         Case(
-            _L + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8):\n        x.to(dev, non_blocking=True)\n",
-            fixed=_L + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8, pin_memory=True):\n        x.to(dev, non_blocking=True)\n",
+            _L
+            + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8):\n        x.to(dev, non_blocking=True)\n",
+            fixed=_L
+            + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8, pin_memory=True):\n        x.to(dev, non_blocking=True)\n",
         ),
         Case(
             _L + "def f(ds, dev):\n    loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
@@ -351,35 +427,72 @@ class PageableCpuSource(Rule):
         ),
         # `batch['ids']` of a dict batch is that batch's tensor, no conversion: the loader's fix applies.
         Case(
-            _L + "def f(ds, dev):\n    batch = next(iter(DataLoader(ds)))\n    return batch['ids'].cuda(non_blocking=True)\n",
-            fixed=_L + "def f(ds, dev):\n    batch = next(iter(DataLoader(ds, pin_memory=True)))\n    return batch['ids'].cuda(non_blocking=True)\n",
+            _L
+            + "def f(ds, dev):\n    batch = next(iter(DataLoader(ds)))\n    return batch['ids'].cuda(non_blocking=True)\n",
+            fixed=_L
+            + "def f(ds, dev):\n    batch = next(iter(DataLoader(ds, pin_memory=True)))\n    return batch['ids'].cuda(non_blocking=True)\n",
         ),
         Case(_L + "def f(ds, dev):\n    return [b[0].to(dev, non_blocking=True) for b in list(DataLoader(ds))]\n"),
-        Case(_L + "def f(a, b, dev):\n    for x, y in zip(DataLoader(a), DataLoader(b, pin_memory=True)):\n        x.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(a, b, dev):\n    for x, y in zip(DataLoader(a), DataLoader(b, pin_memory=True)):\n        x.to(dev, non_blocking=True)\n"
+        ),
         # Through a progress bar.
-        Case(_L + "from tqdm import tqdm\n\n\ndef f(ds, dev):\n    for x in tqdm(DataLoader(ds), desc='train'):\n        x.to(dev, non_blocking=True)\n"),
-        Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=False):\n        for t in b.values():\n            t.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "from tqdm import tqdm\n\n\ndef f(ds, dev):\n    for x in tqdm(DataLoader(ds), desc='train'):\n        x.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _L
+            + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=False):\n        for t in b.values():\n            t.to(dev, non_blocking=True)\n"
+        ),
         # `pin_memory=None` (positional here) is no pinning; written out, so no fix adds a second one.
-        Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, 4, False, None, None, 0, None, None):\n        b.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(ds, dev):\n    for b in DataLoader(ds, 4, False, None, None, 0, None, None):\n        b.to(dev, non_blocking=True)\n"
+        ),
         # Checkpoints and files read onto the host.
-        Case(_L + "def f(path, dev):\n    state = torch.load(path, map_location='cpu', mmap=True)\n    return state['w'].to(dev, non_blocking=True)\n"),
-        Case(_F + "def f(path, dev):\n    return {k: v.to(dev, non_blocking=True) for k, v in load_file(path).items()}\n"),
-        Case(_L + "def f(blob, dev):\n    return torch.frombuffer(blob, dtype=torch.uint8).to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(path, dev):\n    state = torch.load(path, map_location='cpu', mmap=True)\n    return state['w'].to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _F + "def f(path, dev):\n    return {k: v.to(dev, non_blocking=True) for k, v in load_file(path).items()}\n"
+        ),
+        Case(
+            _L + "def f(blob, dev):\n    return torch.frombuffer(blob, dtype=torch.uint8).to(dev, non_blocking=True)\n"
+        ),
         # share_memory_() moves a CPU tensor (pinned or not) into shared pageable memory, in place.
-        Case(_L + "def f(n, dev):\n    t = torch.zeros(n, pin_memory=True)\n    t.share_memory_()\n    return t.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(n, dev):\n    t = torch.zeros(n, pin_memory=True)\n    t.share_memory_()\n    return t.to(dev, non_blocking=True)\n"
+        ),
         # Library helpers that copy a whole batch: accelerate's send_to_device, a BatchEncoding's `.to`.
-        Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds):\n        b = send_to_device(b, dev, non_blocking=True)\n"),
+        Case(
+            _A
+            + "def f(ds, dev):\n    for b in DataLoader(ds):\n        b = send_to_device(b, dev, non_blocking=True)\n"
+        ),
         Case(_A + "def f(tok, text, dev):\n    return tok(text, return_tensors='pt').to(dev, non_blocking=True)\n"),
         # Deep mode: a flag True by default is what users of `plan` run.
         Case(
-            _L + "def plan(ids, dev, non_blocking: bool = True):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
+            _L
+            + "def plan(ids, dev, non_blocking: bool = True):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
             settings=(("deep", True),),
         ),
         # The default device is the CPU there: inside `with torch.device('cpu')`, after a
         # `with` block ends, after `set_default_device('cpu')`.
-        Case(_H + "def f(n, dev):\n    with torch.device('cpu'):\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, dev):\n    with torch.device(dev):\n        pass\n    x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(ids, dev):\n    torch.set_default_device('cpu')\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    with torch.device('cpu'):\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(n, dev):\n    with torch.device(dev):\n        pass\n    x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(ids, dev):\n    torch.set_default_device('cpu')\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"
+        ),
         Case(
             _H + "def f(n, dev):\n    torch.set_default_device('cpu')\n"
             "    return torch.empty(n, device=torch.get_default_device()).to(dev, non_blocking=True)\n"
@@ -390,7 +503,10 @@ class PageableCpuSource(Rule):
         # Flags not traced to an availability source: the path where they are false is reported,
         # in every spelling.
         Case(_H + "def f(ids, dev, pin):\n    return torch.tensor(ids, pin_memory=pin).to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, dev, allowed):\n    x = torch.zeros(n, pin_memory=allowed(dev))\n    return x.to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev, allowed):\n    x = torch.zeros(n, pin_memory=allowed(dev))\n    return x.to(dev, non_blocking=True)\n"
+        ),
         Case(
             _H + "def f(n, dev, allowed):\n    x = torch.arange(n)\n    if allowed(dev):\n        x = x.pin_memory()\n"
             "    return x.to(dev, non_blocking=True)\n"
@@ -400,14 +516,23 @@ class PageableCpuSource(Rule):
             "    return x.to(dev, non_blocking=True)\n"
         ),
         # What a test leaves open.
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    return x.to(d, non_blocking=True) if not x.is_pinned() else x.to(d)\n"),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    return x.to(d, non_blocking=True) if not x.is_pinned() else x.to(d)\n"
+        ),
         Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    return x.is_pinned() or x.to(d, non_blocking=True)\n"),
         Case(
             _H + "def f(n, d):\n    xs = [torch.arange(n), torch.zeros(n, pin_memory=True)]\n"
             "    return [x.to(d, non_blocking=True) for x in xs if not x.is_pinned()]\n"
         ),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if isinstance(x, torch.Tensor):\n        return x.to(d, non_blocking=True)\n    return x\n"),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if x is not None:\n        return x.to(d, non_blocking=True)\n    return x\n"),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    if isinstance(x, torch.Tensor):\n        return x.to(d, non_blocking=True)\n    return x\n"
+        ),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    if x is not None:\n        return x.to(d, non_blocking=True)\n    return x\n"
+        ),
         # A handler of another error is no allocation fallback; another name is not the pinned one.
         Case(
             _H + "def f(n, d):\n    try:\n        buf = torch.empty(n, pin_memory=True)\n    except ValueError:\n"
@@ -418,7 +543,10 @@ class PageableCpuSource(Rule):
             "        other = torch.empty(n)\n        return other.to(d, non_blocking=True)\n    return buf\n"
         ),
         # A sparse layout: reported, but no `pin_memory=` fix (torch refuses to pin it).
-        Case(_H + "def f(n, dev):\n    x = torch.zeros(n, n, layout=torch.sparse_coo)\n    return x.to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    x = torch.zeros(n, n, layout=torch.sparse_coo)\n    return x.to(dev, non_blocking=True)\n"
+        ),
         # A comprehension's own variable holds what its iterable holds.
         Case(
             _H + "def f(rows, dev):\n    hosts = [torch.tensor(r) for r in rows]\n"
@@ -430,7 +558,9 @@ class PageableCpuSource(Rule):
             _H + "def f(n, c, dev):\n    x = torch.zeros(n, pin_memory=True)\n    if c:\n        x = torch.zeros(n)\n"
             "    return x.to(dev, non_blocking=True)\n"
         ),
-        Case(_H + "def f(gpu_t, c, v, dev):\n    return (gpu_t if c else torch.tensor(v)).to(dev, non_blocking=True)\n"),
+        Case(
+            _H + "def f(gpu_t, c, v, dev):\n    return (gpu_t if c else torch.tensor(v)).to(dev, non_blocking=True)\n"
+        ),
         # Lists built up in a loop; conversions chained before the copy.
         Case(
             _H + "def f(n, dev):\n    a, b, c = [], [], 0\n    for i in range(n):\n        a.append(torch.arange(i))\n"
@@ -451,15 +581,22 @@ class PageableCpuSource(Rule):
             "    return batch['ids'].to(dev, non_blocking=True)\n"
         ),
         # A processor's `return_tensors="pt"` output is made on the host.
-        Case(_H + "def f(tok, text, dev):\n    enc = tok(text, return_tensors='pt')\n    return enc['input_ids'].to(dev, non_blocking=True)\n"),
         Case(
-            _H + "def f(a, n, dev):\n    x = torch.from_numpy(a)\n    if n:\n        x = torch.cat((x, torch.zeros(n)))\n"
+            _H
+            + "def f(tok, text, dev):\n    enc = tok(text, return_tensors='pt')\n    return enc['input_ids'].to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(a, n, dev):\n    x = torch.from_numpy(a)\n    if n:\n        x = torch.cat((x, torch.zeros(n)))\n"
             "    return x.to(dev, non_blocking=True)\n"
         ),
         Case(_H + "def f(x, dev):\n    x = x.cpu()\n    return x.to(dev, non_blocking=True)\n"),
         # In place: `x += 1` keeps x's (pageable) memory; `xs += [t]` extends the list.
         Case(_H + "def f(n, dev):\n    x = torch.zeros(n)\n    x += 1\n    return x.to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(dev):\n    xs = []\n    xs += [torch.zeros(4)]\n    return torch.cat(xs).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(dev):\n    xs = []\n    xs += [torch.zeros(4)]\n    return torch.cat(xs).to(dev, non_blocking=True)\n"
+        ),
         Case(
             _H + "def f(t, n, dev):\n    s = slice(0, n)\n    part = t.cpu()[s]\n"
             "    return (part - torch.minimum(part, part)).to(dev, non_blocking=True)\n"
@@ -481,7 +618,10 @@ class PageableCpuSource(Rule):
         Case(_H + "def f(a, dev):\n    return torch.asarray(np.arange(3)).to(dev, non_blocking=True)\n"),
         Case(_H + "def f(t, dev):\n    return torch.as_tensor(t.numpy()).to(dev, non_blocking=True)\n"),
         Case(_H + "def f(t, dev):\n    host = t.cpu()\n    return host.to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(ids, n, dst):\n    t = torch.tensor(ids)\n    part = t[:n]\n    dst.copy_(part, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(ids, n, dst):\n    t = torch.tensor(ids)\n    part = t[:n]\n    dst.copy_(part, non_blocking=True)\n"
+        ),
         Case(_H + "def f(ids, dev):\n    t = torch.tensor(ids).view(-1, 2)\n    return t.to(dev, non_blocking=True)\n"),
         Case(_H + "def f(ids, dev):\n    t = torch.tensor(ids)\n    return t.long().to(dev, non_blocking=True)\n"),
         Case(_H + "def f(a, dev):\n    return torch.from_numpy(a).long().to(dev, non_blocking=True)\n"),
@@ -491,33 +631,52 @@ class PageableCpuSource(Rule):
             "    return buf[:, :4].to(dev, non_blocking=True)\n"
         ),
         Case(_H + "def f(t, dev):\n    return t.pin_memory()[::2].to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, dev):\n    buf = torch.zeros(1, n, pin_memory=True)\n    return buf.expand(4, -1).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    buf = torch.zeros(1, n, pin_memory=True)\n    return buf.expand(4, -1).to(dev, non_blocking=True)\n"
+        ),
         # A later plain assignment overwrites an earlier one; a conditional's tensor branch counts.
-        Case(_H + "def f(n, dev):\n    x = torch.arange(n).pin_memory()\n    x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    x = torch.arange(n).pin_memory()\n    x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"
+        ),
         Case(_H + "def f(n, dev):\n    i = torch.arange(n)\n    i = i + 1\n    return i.to(dev, non_blocking=True)\n"),
         Case(_H + "def f(t, c, dev):\n    s = t.cpu() if c else None\n    return (s - 1).to(dev, non_blocking=True)\n"),
         # Fresh tensors computed on the CPU (report only).
-        Case(_H + "def f(n, dev):\n    return torch.cat([torch.arange(n), torch.arange(n)]).to(dev, non_blocking=True)\n"),
+        Case(
+            _H + "def f(n, dev):\n    return torch.cat([torch.arange(n), torch.arange(n)]).to(dev, non_blocking=True)\n"
+        ),
         Case(
             _H + "def f(sizes, dev):\n    parts = list()\n    for n in sizes:\n        parts.append(torch.arange(n))\n"
             "    return torch.concat(parts, dim=0).to(dev, non_blocking=True)\n"
         ),
         Case(_H + "def f(n, dev):\n    return (torch.arange(n) * 2).to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, tag, dev):\n    mask = torch.arange(n) == tag\n    return mask.to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(ids, dev):\n    return torch.tensor(ids).repeat_interleave(2).to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, dev):\n    buf = torch.zeros(n, pin_memory=True)\n    return buf[[0, 2]].to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, dev):\n    buf = torch.zeros(n, pin_memory=True)\n    return buf.clone().to(dev, non_blocking=True)\n"),
         Case(
-            _H + "def f(n, counts, dev):\n    buf = torch.zeros(n, pin_memory=True)\n    idx = np.repeat(np.arange(3), counts)\n"
+            _H + "def f(n, tag, dev):\n    mask = torch.arange(n) == tag\n    return mask.to(dev, non_blocking=True)\n"
+        ),
+        Case(_H + "def f(ids, dev):\n    return torch.tensor(ids).repeat_interleave(2).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    buf = torch.zeros(n, pin_memory=True)\n    return buf[[0, 2]].to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(n, dev):\n    buf = torch.zeros(n, pin_memory=True)\n    return buf.clone().to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(n, counts, dev):\n    buf = torch.zeros(n, pin_memory=True)\n    idx = np.repeat(np.arange(3), counts)\n"
             "    return buf[idx].to(dev, non_blocking=True)\n"
         ),
-        Case(_H + "def f(n, dev):\n    buf = torch.zeros(4, n, pin_memory=True)\n    return buf[:, :2].contiguous().to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    buf = torch.zeros(4, n, pin_memory=True)\n    return buf[:, :2].contiguous().to(dev, non_blocking=True)\n"
+        ),
         Case(
             _H + "def f(n, dst):\n    buf = torch.empty(n, 8, pin_memory=True)\n    col = buf[:, 0]\n"
             "    dst.copy_(col, non_blocking=True)\n"
         ),
     ]
-
 
     def check(self, ctx: RuleContext) -> Iterable[Finding]:
         return [f for f in pageable_findings(ctx) if f.code == self.code]

@@ -95,7 +95,14 @@ class Arguments:
 
     __slots__ = ("node", "positional", "keywords", "starred", "double_starred")
 
-    def __init__(self, node: ast.Call, positional: List[Tuple[ast.expr, Value]], keywords: List[Tuple[str, ast.expr, Value]], starred: bool, double_starred: bool):
+    def __init__(
+        self,
+        node: ast.Call,
+        positional: List[Tuple[ast.expr, Value]],
+        keywords: List[Tuple[str, ast.expr, Value]],
+        starred: bool,
+        double_starred: bool,
+    ):
         self.node = node
         self.positional = positional
         self.keywords = keywords
@@ -121,7 +128,9 @@ class Arguments:
 def _literal_keywords(node: ast.expr) -> bool:
     """Whether ``node`` is a dict display whose keys are all string literals
     (what ``**`` then passes is known: one keyword per entry)."""
-    return isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys)
+    return isinstance(node, ast.Dict) and all(
+        isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys
+    )
 
 
 def literal_bool(node: Optional[ast.AST]) -> Optional[bool]:
@@ -161,7 +170,12 @@ class Calls(Expressions):
             for atom in value.only(Const):
                 effect = KEYWORD_CALLS.get((name, atom.value)) if isinstance(atom.value, str) else None
                 if isinstance(effect, MakesBatch):
-                    tensor = self.made(node, effect, f"<{name}={atom.value!r}>", f"`{self.short(node.func, 40)}(..., {name}={atom.value!r})`")
+                    tensor = self.made(
+                        node,
+                        effect,
+                        f"<{name}={atom.value!r}>",
+                        f"`{self.short(node.func, 40)}(..., {name}={atom.value!r})`",
+                    )
                     return Value((Dict((), Value((tensor,)), node, record=True),))
         return None
 
@@ -294,7 +308,11 @@ class Calls(Expressions):
             effect = TENSOR_METHODS.get(method)
             if effect is None:
                 self.escape(args, state)
-                return Value((Tensor(atom.device),)) if atom.device != CPU else unknown(f"pinfix does not know the tensor method `.{method}()`", node)
+                return (
+                    Value((Tensor(atom.device),))
+                    if atom.device != CPU
+                    else unknown(f"pinfix does not know the tensor method `.{method}()`", node)
+                )
             return self.apply(effect, "torch.Tensor." + method, node, args, state, receiver=atom)
         if isinstance(atom, Array):
             effect = ARRAY_METHODS.get(method)
@@ -397,11 +415,15 @@ class Calls(Expressions):
 
     # --- the effects -----------------------------------------------------------------------------------
 
-    def apply(self, effect: Effect, qualified: str, node: ast.Call, args: Arguments, state: State, receiver: Optional[Tensor]) -> Value:
+    def apply(
+        self, effect: Effect, qualified: str, node: ast.Call, args: Arguments, state: State, receiver: Optional[Tensor]
+    ) -> Value:
         if isinstance(effect, Makes):
             return self.makes(effect, qualified, node, args, state)
         if isinstance(effect, Pins):
-            what = "pins it" if receiver is not None or qualified.startswith("torch.Tensor.") else "returns pinned memory"
+            what = (
+                "pins it" if receiver is not None or qualified.startswith("torch.Tensor.") else "returns pinned memory"
+            )
             return Value((self.pinned(node, effect, what, qualified),))
         if isinstance(effect, View):
             return self.view(effect, node, args, receiver)
@@ -453,7 +475,9 @@ class Calls(Expressions):
                 # Read back: what this function set, else whatever the process set (unknown).
                 return state.get(DEFAULT_DEVICE) or Value((Device(ANY_DEVICE),))
             given = args.first("device")
-            state.set(DEFAULT_DEVICE, self.devices(given[1], state) if given is not None else Value((Device(ANY_DEVICE),)))
+            state.set(
+                DEFAULT_DEVICE, self.devices(given[1], state) if given is not None else Value((Device(ANY_DEVICE),))
+            )
             return Value((NoneValue(),))
         if isinstance(effect, RecordFields):
             return self.fields_call(node, args)
@@ -505,7 +529,11 @@ class Calls(Expressions):
             for name in dict.fromkeys(names):
                 known = atom.field(name) if isinstance(atom, Instance) else None
                 if known is None:
-                    known = self.instance_attribute(atom, name, node) if isinstance(atom, Instance) else self.class_attribute(atom, name, node)
+                    known = (
+                        self.instance_attribute(atom, name, node)
+                        if isinstance(atom, Instance)
+                        else self.class_attribute(atom, name, node)
+                    )
                 out.append(known)
             return join(*out)
 
@@ -553,7 +581,9 @@ class Calls(Expressions):
                 # A flag pinfix cannot trace to an availability source: pageable where it is false.
                 scalar = qualified == "torch.tensor" and args.positional and _maybe_scalar_data(args.positional[0][0])
                 data = args.positional[0][1] if args.positional else None
-                pageable = self.on_devices(devices, lambda: self.made(node, effect, qualified, label, True, bool(scalar), data))
+                pageable = self.on_devices(
+                    devices, lambda: self.made(node, effect, qualified, label, True, bool(scalar), data)
+                )
                 return self.conditional(pinned, pageable, self.short(pin[0], 40))
         if effect.like and args.keyword("device") is None:
             first = args.first()
@@ -568,7 +598,9 @@ class Calls(Expressions):
                 if isinstance(a, Tensor):
                     return Value((a,))  # as_tensor returns a tensor it is given
                 if host_atom(a):
-                    return self.on_devices(devices, lambda: self.made(node, effect, qualified, label, scalar=_maybe_scalar_data(data[0])))
+                    return self.on_devices(
+                        devices, lambda: self.made(node, effect, qualified, label, scalar=_maybe_scalar_data(data[0]))
+                    )
                 return Value((a,)) if isinstance(a, Unknown) else unknown(node=node)
 
             return data[1].map(each)
@@ -637,7 +669,18 @@ class Calls(Expressions):
             return Value((Tensor(receiver.device, route=receiver.route, via=receiver.via),))
         self.host_read(Value((receiver,)), node, state, computing=True)
         if effect.contiguous and receiver.layout == GAPPED:
-            return Value((self.computed(node, receiver, CONTIGUOUS, "`.contiguous()`", "copies the gapped view into a fresh tensor", effect),))
+            return Value(
+                (
+                    self.computed(
+                        node,
+                        receiver,
+                        CONTIGUOUS,
+                        "`.contiguous()`",
+                        "copies the gapped view into a fresh tensor",
+                        effect,
+                    ),
+                )
+            )
         if effect.contiguous and receiver.gapped and receiver.memory == PAGEABLE:
             return Value((receiver,))
         if receiver.memory == PAGEABLE:
@@ -647,7 +690,15 @@ class Calls(Expressions):
             return Value((receiver,))
         return unknown(f"`{self.short(node)}` may or may not copy into fresh memory", node)
 
-    def computes(self, effect: Computes, qualified: str, node: ast.Call, args: Arguments, state: State, receiver: Optional[Tensor]) -> Value:
+    def computes(
+        self,
+        effect: Computes,
+        qualified: str,
+        node: ast.Call,
+        args: Arguments,
+        state: State,
+        receiver: Optional[Tensor],
+    ) -> Value:
         out = args.keyword("out")
         if out is not None:
             return out[1]  # the result is the `out=` tensor itself
@@ -717,7 +768,11 @@ class Calls(Expressions):
             return unknown(f"`{callee}(...)` passes `*args`/`**kwargs` that may set `pin_memory=`", node)
         # A `pin_memory=` written out (False, None, a name bound to False): the fix would not add a second one.
         explicit = pin is not None
-        pageable = pin is None or literal_bool(pin[0]) is False or pin[1].all(lambda a: (isinstance(a, Const) and a.value is False) or isinstance(a, NoneValue))
+        pageable = (
+            pin is None
+            or literal_bool(pin[0]) is False
+            or pin[1].all(lambda a: (isinstance(a, Const) and a.value is False) or isinstance(a, NoneValue))
+        )
         label = f"`{callee}(...)` batches"
         if not pageable:
             tensor = self.pinned(node, effect, "pins each batch it yields", qualified)
@@ -725,11 +780,15 @@ class Calls(Expressions):
         collate = args.keyword("collate_fn")
         if collate is None and effect.collate_slot < len(args.positional):
             collate = args.positional[effect.collate_slot]
-        if collate is not None and not collate[1].all(lambda a: isinstance(a, NoneValue) or (isinstance(a, Ref) and isinstance(FUNCTIONS.get(a.name), Collates))):
+        if collate is not None and not collate[1].all(
+            lambda a: isinstance(a, NoneValue) or (isinstance(a, Ref) and isinstance(FUNCTIONS.get(a.name), Collates))
+        ):
             return unknown(f"the batches of `{callee}(...)` are what its `collate_fn` returns", node)
         tensor = self.made(node, effect, qualified, label, explicit=explicit)
         how = "with `pin_memory=False`" if pin is not None else "without `pin_memory=True`"
-        step = self.step("made", node, f"`{self.short(node)}` yields batches collated into fresh pageable memory ({how})")
+        step = self.step(
+            "made", node, f"`{self.short(node)}` yields batches collated into fresh pageable memory ({how})"
+        )
         return Value((Seq("gen", None, collated(Value((tensor.evolve(route=(step, None)),)), node), node),))
 
     def reads_file(self, effect: ReadsFile, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
@@ -769,7 +828,9 @@ class Calls(Expressions):
 
     # --- sinks -----------------------------------------------------------------------------------------
 
-    def sink(self, node: ast.Call, effect: CopiesTo, receiver: Value, args: Arguments, state: State, function_form: bool) -> Value:
+    def sink(
+        self, node: ast.Call, effect: CopiesTo, receiver: Value, args: Arguments, state: State, function_form: bool
+    ) -> Value:
         positional = args.positional
         if function_form:
             if not positional:
@@ -798,13 +859,25 @@ class Calls(Expressions):
         non_blocking: Optional[bool] = None
         if nb_node is not None:
             literal = literal_bool(nb_node)
-            if literal is None and nb_value is not None and nb_value.all(lambda a: isinstance(a, Const) and a.value is True):
+            if (
+                literal is None
+                and nb_value is not None
+                and nb_value.all(lambda a: isinstance(a, Const) and a.value is True)
+            ):
                 literal = True
-            if literal is None and nb_value is not None and nb_value.all(lambda a: isinstance(a, Const) and a.value is False):
+            if (
+                literal is None
+                and nb_value is not None
+                and nb_value.all(lambda a: isinstance(a, Const) and a.value is False)
+            ):
                 literal = False
             non_blocking = literal
         if effect.source == "receiver":
-            source_node: Optional[ast.expr] = node.func.value if isinstance(node.func, ast.Attribute) and not function_form else (args.positional[0][0] if args.positional else None)
+            source_node: Optional[ast.expr] = (
+                node.func.value
+                if isinstance(node.func, ast.Attribute) and not function_form
+                else (args.positional[0][0] if args.positional else None)
+            )
             # A record's `.to` (a Hugging Face `BatchEncoding` / `BatchFeature`) copies each of its tensors.
             source = receiver.map(lambda a: join(Value((a,)), a.elements) if isinstance(a, Dict) and a.record else None)
             destination = None
@@ -817,12 +890,26 @@ class Calls(Expressions):
                 return receiver
             source_node, source = src
             destination = receiver
-        direction, device_node, result = self.copy_direction(node, effect, source, destination, positional, args, state, non_blocking)
+        direction, device_node, result = self.copy_direction(
+            node, effect, source, destination, positional, args, state, non_blocking
+        )
         if nb_node is None or non_blocking is False or source_node is None:
             return result
         if effect.method == "to" and direction == "none":
             return result
-        copy = Copy(node, effect.method, function_form, source_node, source, destination, non_blocking, nb_node, direction, device_node, self.func)
+        copy = Copy(
+            node,
+            effect.method,
+            function_form,
+            source_node,
+            source,
+            destination,
+            non_blocking,
+            nb_node,
+            direction,
+            device_node,
+            self.func,
+        )
         landed = destination if effect.method == "copy_" else result
         if landed is not None and landed.all(lambda a: isinstance(a, Tensor) and a.device == ACCEL):
             copy.target = ACCEL
@@ -847,13 +934,25 @@ class Calls(Expressions):
             return moved
         if nb[1].all(lambda a: isinstance(a, Const) and a.value is False):
             return moved
-        non_blocking = True if literal_bool(nb[0]) is True or nb[1].all(lambda a: isinstance(a, Const) and a.value is True) else None
+        non_blocking = (
+            True
+            if literal_bool(nb[0]) is True or nb[1].all(lambda a: isinstance(a, Const) and a.value is True)
+            else None
+        )
         source = _contents(given[1], MAX_NESTING)
         copy = Copy(node, effect.method, True, given[0], source, None, non_blocking, nb[0], "h2d", device[0], self.func)
         self.facts.add_copy(copy)
         return moved
 
-    def not_a_copy(self, node: ast.Call, effect: CopiesTo, receiver: Value, positional: Sequence[Tuple[ast.expr, Value]], args: Arguments, state: State) -> Value:
+    def not_a_copy(
+        self,
+        node: ast.Call,
+        effect: CopiesTo,
+        receiver: Value,
+        positional: Sequence[Tuple[ast.expr, Value]],
+        args: Arguments,
+        state: State,
+    ) -> Value:
         """What a sink's call returns where its parts cannot be placed (``copy_(*args)``):
         ``copy_`` its receiver, the others what they return whatever the flag."""
         if effect.method == "copy_":
@@ -897,7 +996,11 @@ class Calls(Expressions):
             return "none", None, self.conversion(source, node, state, True)
         if target == CPU:
             moved = self.to_cpu_result(node, source, non_blocking, state)
-            return ("h2h" if source.all(lambda a: isinstance(a, Tensor) and a.device == CPU) else "d2h"), device[0], moved
+            return (
+                ("h2h" if source.all(lambda a: isinstance(a, Tensor) and a.device == CPU) else "d2h"),
+                device[0],
+                moved,
+            )
         if target == "meta":
             return "none", device[0], Value((Tensor(ANY_DEVICE),))
         return "h2d", device[0], Value((Tensor(ACCEL if target == ACCEL else ANY_DEVICE),))
@@ -941,20 +1044,52 @@ class Calls(Expressions):
                 return Value((a,))
             if non_blocking is True:
                 step = self.step("made", node, f"`{self.short(node)}` is on the CPU")
-                return Value((Tensor(CPU, PINNED, DENSE, Origin(node, None, self.src, self.short(node), "<to-cpu>"), route=(step, None)),))
+                return Value(
+                    (
+                        Tensor(
+                            CPU,
+                            PINNED,
+                            DENSE,
+                            Origin(node, None, self.src, self.short(node), "<to-cpu>"),
+                            route=(step, None),
+                        ),
+                    )
+                )
             step = self.step("made", node, f"`{self.short(node)}` is on the CPU")
-            return Value((Tensor(CPU, ANY_MEMORY, DENSE, Origin(node, None, self.src, self.short(node), "<to-cpu>"), route=(step, None)),))
+            return Value(
+                (
+                    Tensor(
+                        CPU,
+                        ANY_MEMORY,
+                        DENSE,
+                        Origin(node, None, self.src, self.short(node), "<to-cpu>"),
+                        route=(step, None),
+                    ),
+                )
+            )
 
         if non_blocking is not True:
             self.synchronized(state)
         return source.map(each)
 
-    def pending_copy(self, node: ast.Call, copy: Copy, source_node: ast.expr, destination: Optional[Value], result: Value, state: State) -> Value:
+    def pending_copy(
+        self,
+        node: ast.Call,
+        copy: Copy,
+        source_node: ast.expr,
+        destination: Optional[Value],
+        result: Value,
+        state: State,
+    ) -> Value:
         """A non_blocking device-to-host copy: its destination is pending until a wait."""
         pending = list(state.get(PENDING) or EMPTY)
         if copy.method == "copy_":
             assert destination is not None
-            targets = [t for t in destination.tensors if t.device == CPU and t.memory == PAGEABLE and t.origin is not None and t.pending is None]
+            targets = [
+                t
+                for t in destination.tensors
+                if t.device == CPU and t.memory == PAGEABLE and t.origin is not None and t.pending is None
+            ]
             root = node.func.value if isinstance(node.func, ast.Attribute) else None
             while isinstance(root, (ast.Subscript, ast.Attribute)):
                 root = root.value
@@ -1026,7 +1161,9 @@ def _to_positional_non_blocking(positional: Sequence[Tuple[ast.expr, Value]]) ->
         return positional[2]
     if len(positional) > 1 and literal_bool(positional[1][0]) is not None:
         first_node, first = positional[0]
-        if first.any(lambda a: isinstance(a, (Tensor, DType))) or (first.unknown and _by_spelling(first_node) == "dtype"):
+        if first.any(lambda a: isinstance(a, (Tensor, DType))) or (
+            first.unknown and _by_spelling(first_node) == "dtype"
+        ):
             return positional[1]
         if first.unknown and not _device_like(first_node):
             return positional[1]  # `.to(other, True)`: another tensor

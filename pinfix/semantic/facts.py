@@ -272,7 +272,9 @@ def _blocks_around(body: Sequence[ast.AST], node: ast.AST) -> List[Tuple[Sequenc
     return out
 
 
-def _swept_into(node: Any, starts: List[Tuple[int, int]], statements: Sequence[ast.AST], cursors: List[int], k: int) -> bool:
+def _swept_into(
+    node: Any, starts: List[Tuple[int, int]], statements: Sequence[ast.AST], cursors: List[int], k: int
+) -> bool:
     """Whether ``node`` lies within one of ``statements`` (in written order, ``starts``
     their positions), for nodes asked in written order: ``cursors[k]`` is the first
     statement that may hold the next one."""
