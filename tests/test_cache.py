@@ -156,7 +156,9 @@ def test_a_one_file_deep_check_keeps_the_plain_runs_cache(project: Path, monkeyp
     assert first[0] == 1 and first[1].count("PIN001") == 3
     assert check("--deep", str(project))[0] == 1
     assert check("--deep", str(bad))[0] == 1
-    monkeypatch.setattr("pinfix.engine._worker", lambda item: (_ for _ in ()).throw(AssertionError(f"analysed {item[0]}")))
+    monkeypatch.setattr(
+        "pinfix.engine._worker", lambda item: (_ for _ in ()).throw(AssertionError(f"analysed {item[0]}"))
+    )
     assert check(str(project)) == first
 
 

@@ -144,7 +144,9 @@ def test_an_empty_directory_becomes_the_cache_and_clean_removes_it(workspace: Pa
 
 
 @pytest.mark.parametrize("same_stat", [False, True])
-def test_an_edit_saved_between_flush_and_rename_survives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, same_stat: bool) -> None:
+def test_an_edit_saved_between_flush_and_rename_survives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, same_stat: bool
+) -> None:
     """The save lands in the last window: after pinfix flushed its new bytes, before
     the rename. ``same_stat``: the edit keeps the size and the modification time."""
     import pinfix.writing

@@ -16,7 +16,18 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from tests.support import REPO
 
 LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
-    ("data", ("pinfix", "pinfix.effects", "pinfix.settings", "pinfix.edits", "pinfix.findings", "pinfix.regular", "pinfix.diffs")),
+    (
+        "data",
+        (
+            "pinfix",
+            "pinfix.effects",
+            "pinfix.settings",
+            "pinfix.edits",
+            "pinfix.findings",
+            "pinfix.regular",
+            "pinfix.diffs",
+        ),
+    ),
     ("engine", ("pinfix.semantic.*", "pinfix.prefilter")),
     ("rules", ("pinfix.rules.*",)),
     ("fixes", ("pinfix.fixes.*", "pinfix.imports", "pinfix.layout", "pinfix.style", "pinfix.formatter")),
@@ -265,7 +276,17 @@ def test_a_run_whose_files_are_all_ruled_out_loads_neither_rules_nor_analysis(tm
 
 #: What deciding a test's refinements takes: defined in :mod:`pinfix.semantic.narrowing` only.
 REFINING_FUNCTIONS = frozenset(
-    {"narrow", "refinements", "availability", "settled", "value_of_test", "tested_cpu", "memory_test", "truth_of", "preconditions"}
+    {
+        "narrow",
+        "refinements",
+        "availability",
+        "settled",
+        "value_of_test",
+        "tested_cpu",
+        "memory_test",
+        "truth_of",
+        "preconditions",
+    }
 )
 #: The spellings of what a test says of a value (tensor tests, class and attribute tests).
 TEST_SPELLINGS = frozenset({"is_pinned", "is_cpu", "is_cuda", "isinstance", "hasattr"})
@@ -283,11 +304,20 @@ def test_only_the_narrowing_module_refines_a_value_on_a_test() -> None:
         tree = ast.parse(path.read_bytes())
         where = path.relative_to(REPO)
         for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.lstrip("_") in REFINING_FUNCTIONS:
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.name.lstrip("_") in REFINING_FUNCTIONS
+            ):
                 bad.append(f"{where}:{node.lineno}: defines {node.name}")
         if not name.startswith("pinfix.semantic."):
             continue
-        nested = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f) if n is not f}
+        nested = {
+            id(n)
+            for f in ast.walk(tree)
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for n in ast.walk(f)
+            if n is not f
+        }
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and node.value in TEST_SPELLINGS:
                 bad.append(f"{where}:{node.lineno}: reads the test spelling {node.value!r}")
