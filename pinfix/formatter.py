@@ -148,7 +148,9 @@ def _builtin(old: str, new: str, style: ProjectStyle) -> str:
 
 
 def _run(command: Sequence[str], text: str, path: Optional[Path], root: Optional[Path]) -> str:
-    name = str(path) if path is not None else "fixed.py"
+    # Absolute: the formatter runs in the project root, and finds its settings
+    # from the file's own directory up (a relative path would be read from there).
+    name = os.path.abspath(path if path is not None else os.path.join(root or ".", "fixed.py"))
     argv = [*command, "--stdin-filename", name, "-"]
     try:
         done = subprocess.run(

@@ -204,3 +204,15 @@ def test_statement_ranges_cover_whole_statements_and_headers_only():
     assert statement_ranges(text, [3]) == [(2, 4)]
     assert statement_ranges(text, [5]) == [(5, 5)]
     assert statement_ranges(text, [1, 2]) == [(1, 4)]
+
+
+def test_the_formatter_reads_the_settings_nearest_the_file_wherever_pinfix_runs(tmp_path):
+    """Run from above the project with a relative path: ruff still finds the
+    ``ruff.toml`` of the file's own directory (single quotes there), not only the
+    project root's settings (double quotes)."""
+    project = tmp_path / "proj"
+    path = _project(project, "[tool.ruff]\nline-length = 60\n\n[tool.ruff.format]\n", "ruff")
+    write_text(project / "pkg" / "ruff.toml", 'line-length = 60\n[format]\nquote-style = "single"\n')
+    proc = pinfix("fix", "--no-cache", "proj/pkg/m.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert WRAPPED in path.read_text()
