@@ -255,9 +255,9 @@ class ResultCache:
         except OSError:
             self.usable = False
 
-    def put(
+    def put(  # type: ignore[no-untyped-def]
         self, path: str, data: bytes, config: Optional[Config] = None, report=None, baseline=None, blamed=None
-    ) -> None:  # type: ignore[no-untyped-def]
+    ) -> None:
         """Remember a clean check (no error, nothing changed) of these bytes
         (``baseline``: a deep dependent's findings before what it read changed;
         ``blamed``: the path of the file whose change it was rechecked for)."""

@@ -170,9 +170,9 @@ class CommandParser(argparse.ArgumentParser):
 
     commands: Dict[str, argparse.ArgumentParser]
 
-    def parse_args(
+    def parse_args(  # type: ignore[override]
         self, args: Optional[Sequence[str]] = None, namespace: Optional[argparse.Namespace] = None
-    ) -> argparse.Namespace:  # type: ignore[override]
+    ) -> argparse.Namespace:
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
             self.commands.get(getattr(parsed, "command", None) or "", self).error(
@@ -479,9 +479,9 @@ def _progress(total: int, stream: TextIO):  # type: ignore[no-untyped-def]
     return Progress(transient=True, console=Console(file=stream))
 
 
-def _summary(
+def _summary(  # type: ignore[no-untyped-def]
     command: str, reports: Sequence[FileReport], args: argparse.Namespace, mode: Mode, style, err: TextIO
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from .output import fixable, plural
 
     notes = sum(1 for r in reports for d in r.diagnostics if d.severity == "info" and not d.fixed)
@@ -523,9 +523,9 @@ def _left_because(d: Diagnostic) -> str:
     return "unsafe fix (use --unsafe-fixes)" if d.fix_safety == "unsafe" else "no fix available"
 
 
-def _stdin(
+def _stdin(  # type: ignore[no-untyped-def]
     args: argparse.Namespace, project, mode: Mode, style, fmt: str, out: TextIO, err: TextIO, stdin: BinaryIO
-) -> int:  # type: ignore[no-untyped-def]
+) -> int:
     """``check -`` / ``fix -``: one source from stdin, with the settings of
     ``--stdin-filename`` (the working directory's without it). ``fix -``
     writes the fixed source (``--diff``: the patch) to stdout, and findings
