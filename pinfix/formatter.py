@@ -44,6 +44,10 @@ __all__ = ["FORMATTERS", "Layout", "lay_out", "formatter_command", "statement_ra
 
 #: Seconds one formatter call may take.
 TIMEOUT = 60
+#: The most changed statements given to a formatter in one file: ruff formats one
+#: range per call, each call reads the whole file, so past this the built-in
+#: layout (one pass) keeps the cost of a fix linear in the file.
+MAX_RANGES = 32
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,12 @@ def lay_out(
     ranges = statement_ranges(new, changed_lines(old, new))
     if not ranges:
         return Layout(new, by=tool)
+    if len(ranges) > MAX_RANGES:
+        return Layout(
+            _builtin(old, new, style),
+            warning=f"{len(ranges)} changed statements in one file, more than {tool} is run for ({MAX_RANGES}); "
+            "used the built-in layout",
+        )
     try:
         if tool == "ruff":
             text = new

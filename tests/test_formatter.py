@@ -216,3 +216,23 @@ def test_the_formatter_reads_the_settings_nearest_the_file_wherever_pinfix_runs(
     proc = pinfix("fix", "--no-cache", "proj/pkg/m.py", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert WRAPPED in path.read_text()
+
+
+def test_a_file_with_more_changed_statements_than_the_formatter_is_run_for_gets_the_builtin_layout(monkeypatch):
+    """ruff reads the whole file once per range: past ``MAX_RANGES`` statements the
+    built-in layout (one pass) keeps a fix's cost linear in the file; the
+    formatter is never started."""
+    import pinfix.formatter as formatter
+
+    monkeypatch.setattr(formatter, "formatter_command", lambda tool: [sys.executable, "-c", "import sys; sys.exit(9)"])
+    count = formatter.MAX_RANGES + 1
+    old = "".join(f"x{i} = g({i})\n\n" for i in range(count))
+    new = "".join(f"x{i} = g({i}, 'y')\n\n" for i in range(count))
+    done = lay_out(old, new, project_style(None), "ruff")
+    assert done.by == "builtin" and done.text == new.replace("'y'", '"y"')
+    assert (
+        done.warning
+        == f"{count} changed statements in one file, more than ruff is run for (32); used the built-in layout"
+    )
+    fewer = lay_out("x = g(1)\n", "x = g(1, 'y')\n", project_style(None), "ruff")
+    assert fewer.warning is not None and "ruff could not lay out the fix (exit 9)" in fewer.warning
