@@ -117,7 +117,12 @@ def measure(
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(
-            list(cmd), cwd=str(cwd), env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+            list(cmd),
+            cwd=str(cwd),
+            env=env,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
         peak = [0]
@@ -150,8 +155,14 @@ def measure(
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
-        sample = Sample(wall, usage.ru_maxrss, max(peak[0], usage.ru_maxrss), proc.returncode,
-                        usage.ru_utime + usage.ru_stime, timed_out[0])
+        sample = Sample(
+            wall,
+            usage.ru_maxrss,
+            max(peak[0], usage.ru_maxrss),
+            proc.returncode,
+            usage.ru_utime + usage.ru_stime,
+            timed_out[0],
+        )
         if keep_output:
             out.seek(0)
             err.seek(0)
@@ -201,9 +212,7 @@ def parse_findings(sample: Sample) -> Tuple[Optional[List[tuple]], Optional[list
         doc = json.loads(sample.stdout.decode("utf-8", "replace"))
     except ValueError as e:
         return None, None, f"unparsable JSON ({e})"
-    findings = sorted(
-        (f.get("path"), f.get("line"), f.get("column"), f.get("code")) for f in doc.get("findings", [])
-    )
+    findings = sorted((f.get("path"), f.get("line"), f.get("column"), f.get("code")) for f in doc.get("findings", []))
     errors = doc.get("errors", [])
     return findings, errors, ""
 
@@ -263,7 +272,8 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
         plain_warm(pin_cmd, work, args.rounds if extra else 0),
         # Deep mode (sources followed into other functions and files), once this pinfix has it.
         Tool(DEEP_LABEL, [*pin_cmd[:2], "--deep", *pin_cmd[2:]], base_env(), (0, 1), args.rounds, keep_output=True)
-        if deep else None,
+        if deep
+        else None,
         # Deep with its cache, nothing changed since the last run: each round is preceded by an
         # untimed run that brings the cache up to date (the row below edits a file every round).
         deep_warm(pin_cmd, work, args.rounds) if extra and deep else None,
@@ -272,12 +282,34 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
         one_changed_file(pinfix, tree, args.rounds) if extra and deep else None,
         # The same with an edit that changes the module's meaning: its dependents are rechecked.
         one_changed_file(pinfix, tree, args.rounds, code=True) if extra and deep else None,
-        Tool(f"pinfix check, shortcuts off ({NO_PREFILTER_ENV}=1)", pin_cmd, no_pre_env, (0, 1),
-             args.no_prefilter_rounds, timeout=args.no_prefilter_timeout, keep_output=True),
-        Tool("ruff check --select F --no-cache", [tools["ruff"], "check", "--select", "F", "--no-cache", str(tree)],
-             base_env(), (0, 1), args.rounds) if tools.get("ruff") else None,
-        Tool(f"fixit lint (--rules {RULE})", [tools["fixit"], "--rules", RULE, "lint", str(tree)],
-             base_env(), (0, 1), args.fixit_rounds, timeout=args.fixit_timeout) if tools.get("fixit") else None,
+        Tool(
+            f"pinfix check, shortcuts off ({NO_PREFILTER_ENV}=1)",
+            pin_cmd,
+            no_pre_env,
+            (0, 1),
+            args.no_prefilter_rounds,
+            timeout=args.no_prefilter_timeout,
+            keep_output=True,
+        ),
+        Tool(
+            "ruff check --select F --no-cache",
+            [tools["ruff"], "check", "--select", "F", "--no-cache", str(tree)],
+            base_env(),
+            (0, 1),
+            args.rounds,
+        )
+        if tools.get("ruff")
+        else None,
+        Tool(
+            f"fixit lint (--rules {RULE})",
+            [tools["fixit"], "--rules", RULE, "lint", str(tree)],
+            base_env(),
+            (0, 1),
+            args.fixit_rounds,
+            timeout=args.fixit_timeout,
+        )
+        if tools.get("fixit")
+        else None,
         Tool("grep -rl non_blocking", ["grep", "-rl", "non_blocking", str(tree)], base_env(), (0, 1), args.rounds),
     ]
     line_tools = [t for t in line_tools if t is not None and t.rounds > 0]
@@ -292,7 +324,9 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
             s = measure(t.cmd, cwd=work, env=t.env, timeout=t.timeout, keep_output=t.keep_output and r == 0)
             t.samples.append(s)
             status = "TIMED OUT" if s.timed_out else f"rc={s.rc}"
-            log(f"    {s.wall:.2f} s (cpu {s.cpu:.1f} s), {s.maxrss_kib / 1024:.0f} MiB (tree {s.tree_rss_kib / 1024:.0f} MiB), {status}")
+            log(
+                f"    {s.wall:.2f} s (cpu {s.cpu:.1f} s), {s.maxrss_kib / 1024:.0f} MiB (tree {s.tree_rss_kib / 1024:.0f} MiB), {status}"
+            )
             if not s.timed_out and s.rc not in t.ok_rc:
                 t.note = f"unexpected exit code {s.rc}"
                 log(f"    WARNING: {t.label}: exit code {s.rc}; stderr: {s.stderr[-500:]!r}")
@@ -310,8 +344,10 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
     if fixit_t and all(s.timed_out for s in fixit_t.samples):
         fixit_lower = args.fixit_timeout
 
-    report.append("| tool | runs | median wall s | median CPU s | peak RSS MiB (largest process) "
-                  "| peak RSS MiB (process tree) | ratio to ruff | ratio to fixit |")
+    report.append(
+        "| tool | runs | median wall s | median CPU s | peak RSS MiB (largest process) "
+        "| peak RSS MiB (process tree) | ratio to ruff | ratio to fixit |"
+    )
     report.append("|---|---:|---:|---:|---:|---:|---:|---:|")
     for t in line_tools:
         w = wall_of(t)
@@ -328,8 +364,10 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
             to_fixit = fmt_ratio(w, fixit_w)
         label = t.label + (f" [{t.note}]" if t.note else "")
         cpu = median([s.cpu for s in t.samples if not s.timed_out])
-        report.append(f"| {label} | {len(t.samples)} | {wall_s} | {cpu:.2f} | {rss:.0f} | {trss:.0f} | {fmt_ratio(w, ruff_w)} "
-                      f"| {to_fixit} |")
+        report.append(
+            f"| {label} | {len(t.samples)} | {wall_s} | {cpu:.2f} | {rss:.0f} | {trss:.0f} | {fmt_ratio(w, ruff_w)} "
+            f"| {to_fixit} |"
+        )
     report.append("")
     if extra:
         report.append("pinfix was run with `--no-cache` (it supports one), like ruff.")
@@ -368,18 +406,25 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
     deep_t = by_label.get(DEEP_LABEL)
     warm_t, one_t = by_label.get(DEEP_WARM_LABEL), by_label.get(DEEP_ONE_LABEL)
     code_t = by_label.get(DEEP_CODE_LABEL)
-    return {"pinfix": wall_of(pin_t), "ruff": ruff_w, "fixit": fixit_w, "fixit_lower": fixit_lower or 0.0,
-            "deep": wall_of(deep_t) if deep_t else float("nan"),
-            "deep_warm": wall_of(warm_t) if warm_t else float("nan"),
-            "deep_one": wall_of(one_t) if one_t else float("nan"),
-            "deep_code": wall_of(code_t) if code_t else float("nan")}
+    return {
+        "pinfix": wall_of(pin_t),
+        "ruff": ruff_w,
+        "fixit": fixit_w,
+        "fixit_lower": fixit_lower or 0.0,
+        "deep": wall_of(deep_t) if deep_t else float("nan"),
+        "deep_warm": wall_of(warm_t) if warm_t else float("nan"),
+        "deep_one": wall_of(one_t) if one_t else float("nan"),
+        "deep_code": wall_of(code_t) if code_t else float("nan"),
+    }
 
 
 def plain_warm(pin_cmd: List[str], work: Path, rounds: int) -> Tool:
     cmd = [c for c in pin_cmd if c != "--no-cache"]
 
     def fill() -> None:
-        subprocess.run(cmd, cwd=str(work), env=base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(
+            cmd, cwd=str(work), env=base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+        )
 
     return Tool("pinfix check, warm cache", cmd, base_env(), (0, 1), rounds, keep_output=True, before=fill)
 
@@ -388,7 +433,9 @@ def deep_warm(pin_cmd: List[str], work: Path, rounds: int) -> Tool:
     cmd = [*pin_cmd[:2], "--deep", *[c for c in pin_cmd[2:] if c != "--no-cache"]]
 
     def fill() -> None:
-        subprocess.run(cmd, cwd=str(work), env=base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(
+            cmd, cwd=str(work), env=base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+        )
 
     return Tool(DEEP_WARM_LABEL, cmd, base_env(), (0, 1), rounds, before=fill)
 
@@ -449,8 +496,12 @@ def precommit_path(args, work: Path, tree: Path, tools: Dict[str, str], report: 
                     picked.append(p)
         env_off = base_env()
         env_off[NO_PREFILTER_ENV] = "1"
-        s = measure([pinfix, "check", "--no-progress", "--output-format", "json", *map(str, picked)],
-                    cwd=work, env=env_off, keep_output=True)
+        s = measure(
+            [pinfix, "check", "--no-progress", "--output-format", "json", *map(str, picked)],
+            cwd=work,
+            env=env_off,
+            keep_output=True,
+        )
         found, _, _ = parse_findings(s)
         holding = {Path(f[0]) for f in (found or [])}
         if not holding:
@@ -479,7 +530,11 @@ def precommit_path(args, work: Path, tree: Path, tools: Dict[str, str], report: 
     w = median(walls)
     imp = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "pinfix", "check", "--no-progress", *files],
-        cwd=str(pre), env=env, check=False, capture_output=True, text=True,
+        cwd=str(pre),
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
     )
     modules = set()
     for line in imp.stderr.splitlines():
@@ -526,7 +581,9 @@ def scaling(args, work: Path, tree: Path, tools: Dict[str, str], report: List[st
         w = median(walls)
         rows.append((k, k * one_mb, w, median(cpus), max(rss) / 1024))
         shutil.rmtree(root)
-    report.append("| copies | .py MB | median wall s | wall s per MB | median CPU s | CPU s per MB | peak RSS MiB (tree) |")
+    report.append(
+        "| copies | .py MB | median wall s | wall s per MB | median CPU s | CPU s per MB | peak RSS MiB (tree) |"
+    )
     report.append("|---:|---:|---:|---:|---:|---:|---:|")
     for k, mb, w, c, r in rows:
         report.append(f"| {k}x | {mb:.1f} | {w:.2f} | {w / mb:.4f} | {c:.2f} | {c / mb:.4f} | {r:.0f} |")
@@ -538,7 +595,9 @@ def scaling(args, work: Path, tree: Path, tools: Dict[str, str], report: List[st
             + ", ".join(f"{k}x -> {w / w0:.2f}" for k, _, w, _, _ in rows)
             + "; CPU relative to 1x: "
             + ", ".join(f"{k}x -> {c / c0:.2f}" for k, _, _, c, _ in rows)
-            + " (linear would be " + ", ".join(f"{k / k0:.0f}" for k, *_ in rows) + ")."
+            + " (linear would be "
+            + ", ".join(f"{k / k0:.0f}" for k, *_ in rows)
+            + ")."
         )
     report.append("")
 
@@ -575,8 +634,9 @@ def versions(tools: Dict[str, str]) -> str:
 
 def pinfix_revision() -> str:
     """The commit of this checkout (pinfix is usually installed editable from it)."""
-    res = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
-                         check=False, capture_output=True, text=True)
+    res = subprocess.run(
+        ["git", "-C", str(REPO), "describe", "--always", "--dirty"], check=False, capture_output=True, text=True
+    )
     return f"checkout {res.stdout.strip()}" if res.returncode == 0 else "an unknown revision"
 
 
@@ -592,23 +652,39 @@ def compile_bytecode() -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--fetch-tool", default=str(REPO.parent / "shared" / "tools" / "fetch-sdist"),
-                    help="the fetch-sdist tool (default: ../shared/tools/fetch-sdist from the repo root)")
+    ap.add_argument(
+        "--fetch-tool",
+        default=str(REPO.parent / "shared" / "tools" / "fetch-sdist"),
+        help="the fetch-sdist tool (default: ../shared/tools/fetch-sdist from the repo root)",
+    )
     ap.add_argument("--cache-dir", default="/tmp/pinfix-bench", help="where sdists are downloaded and unpacked")
     ap.add_argument("--vllm-version", default="0.34.0")
     ap.add_argument("--tree", help="use this source tree instead of fetching one (it is still copied)")
     ap.add_argument("--rounds", type=int, default=5, help="rounds for pinfix, ruff and grep (default 5)")
-    ap.add_argument("--no-prefilter-rounds", type=int, default=1,
-                    help="rounds for pinfix with every shortcut off; it parses every file (default 1)")
+    ap.add_argument(
+        "--no-prefilter-rounds",
+        type=int,
+        default=1,
+        help="rounds for pinfix with every shortcut off; it parses every file (default 1)",
+    )
     ap.add_argument("--no-prefilter-timeout", type=float, default=1800.0, help="seconds (default 1800)")
     ap.add_argument("--fixit-rounds", type=int, default=1, help="rounds for fixit; 0 skips it (default 1)")
-    ap.add_argument("--fixit-timeout", type=float, default=2400.0,
-                    help="seconds per fixit run; on timeout ratios become bounds (default 2400)")
+    ap.add_argument(
+        "--fixit-timeout",
+        type=float,
+        default=2400.0,
+        help="seconds per fixit run; on timeout ratios become bounds (default 2400)",
+    )
     ap.add_argument("--precommit-rounds", type=int, default=15)
     ap.add_argument("--scaling-rounds", type=int, default=3)
     ap.add_argument("--scales", type=int, nargs="*", default=[1, 2, 4], help="tree copies to time (default 1 2 4)")
-    ap.add_argument("--skip", action="append", default=[], choices=["compare", "precommit", "scaling"],
-                    help="skip a section (repeatable)")
+    ap.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        choices=["compare", "precommit", "scaling"],
+        help="skip a section (repeatable)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = ap.parse_args(argv)
 
@@ -647,26 +723,36 @@ def main(argv: Optional[List[str]] = None) -> int:
             walls = main_comparison(args, work, tree, tools, report)
             if walls["ruff"] == walls["ruff"]:
                 ok = walls["pinfix"] <= walls["ruff"]
-                report.append(f"Target pinfix <= ruff: {'met' if ok else 'NOT met'} "
-                              f"({walls['pinfix']:.2f} s vs {walls['ruff']:.2f} s).")
+                report.append(
+                    f"Target pinfix <= ruff: {'met' if ok else 'NOT met'} "
+                    f"({walls['pinfix']:.2f} s vs {walls['ruff']:.2f} s)."
+                )
             if walls["ruff"] == walls["ruff"] and walls["deep"] == walls["deep"]:
                 ok = walls["deep"] <= 3 * walls["ruff"]
-                report.append(f"Target pinfix --deep <= 3x ruff: {'met' if ok else 'NOT met'} "
-                              f"({walls['deep']:.2f} s vs {walls['ruff']:.2f} s, {walls['deep'] / walls['ruff']:.2f}x).")
+                report.append(
+                    f"Target pinfix --deep <= 3x ruff: {'met' if ok else 'NOT met'} "
+                    f"({walls['deep']:.2f} s vs {walls['ruff']:.2f} s, {walls['deep'] / walls['ruff']:.2f}x)."
+                )
             if walls["ruff"] == walls["ruff"] and walls["deep_warm"] == walls["deep_warm"]:
                 ok = walls["deep_warm"] <= 0.5 * walls["ruff"]
-                report.append(f"Target pinfix --deep, warm cache <= 0.5x ruff: {'met' if ok else 'NOT met'} "
-                              f"({walls['deep_warm']:.2f} s, {walls['deep_warm'] / walls['ruff']:.2f}x).")
+                report.append(
+                    f"Target pinfix --deep, warm cache <= 0.5x ruff: {'met' if ok else 'NOT met'} "
+                    f"({walls['deep_warm']:.2f} s, {walls['deep_warm'] / walls['ruff']:.2f}x)."
+                )
             for key, what in (("deep_one", "a comment"), ("deep_code", "code")):
                 if walls[key] == walls[key]:
                     ok = walls[key] <= 0.3
-                    report.append(f"Target one changed file ({what}), deep, warm cache <= 300 ms: {'met' if ok else 'NOT met'} "
-                                  f"({walls[key] * 1000:.0f} ms).")
+                    report.append(
+                        f"Target one changed file ({what}), deep, warm cache <= 300 ms: {'met' if ok else 'NOT met'} "
+                        f"({walls[key] * 1000:.0f} ms)."
+                    )
             if walls["fixit"] == walls["fixit"]:
                 speed = walls["fixit"] / walls["pinfix"]
                 report.append(f"Target >= 20x faster than fixit: {'met' if speed >= 20 else 'NOT met'} ({speed:.0f}x).")
             elif walls["fixit_lower"]:
-                report.append(f"fixit timed out: pinfix is at least {walls['fixit_lower'] / walls['pinfix']:.0f}x faster.")
+                report.append(
+                    f"fixit timed out: pinfix is at least {walls['fixit_lower'] / walls['pinfix']:.0f}x faster."
+                )
             report.append("")
         if "precommit" not in args.skip:
             report.append("### Pre-commit path")

@@ -374,7 +374,7 @@ VERDICTS_BASE.update(
         ("vllm/v1/utils.py", 661): (
             "true",
             (
-                "`copy_slice` of `allowed_token_ids_mask_cpu_tensor`, a plain `torch.zeros(..., device=\"cpu\")` of "
+                '`copy_slice` of `allowed_token_ids_mask_cpu_tensor`, a plain `torch.zeros(..., device="cpu")` of '
                 "the input batch: pageable, copied non_blocking to the device"
             ),
         ),
@@ -446,7 +446,7 @@ VERDICTS.update(
         ("vllm/v1/worker/dp_utils.py", 74): (
             "unclear",
             (
-                "`pin_memory=PIN_MEMORY and torch.device(device).type == \"cuda\"`: pinned on CUDA, pageable (and "
+                '`pin_memory=PIN_MEMORY and torch.device(device).type == "cuda"`: pinned on CUDA, pageable (and '
                 "blocking) on other accelerators by design"
             ),
         ),

@@ -37,7 +37,12 @@ HEAD = ["import torch", "", "", "def f(d, n, c, xs):"]
 
 
 def rebinding(k: int) -> str:
-    return "\n".join(HEAD + ["    x = torch.zeros(4)"] + ["    x = x * x + x"] * (64 * k) + ["    return x.to(d, non_blocking=True)", ""])
+    return "\n".join(
+        HEAD
+        + ["    x = torch.zeros(4)"]
+        + ["    x = x * x + x"] * (64 * k)
+        + ["    return x.to(d, non_blocking=True)", ""]
+    )
 
 
 def straight(k: int) -> str:
@@ -115,7 +120,9 @@ def main() -> int:
             text = FAMILIES[name](k)
             lines = text.count("\n")
             seconds, found = measure(text, args.rounds)
-            print(f"| {name} | {k}x | {lines:,} | {seconds:.3f} | {seconds / lines * 1000:.4f} | {'yes' if found == 1 else f'no ({found})'} |")
+            print(
+                f"| {name} | {k}x | {lines:,} | {seconds:.3f} | {seconds / lines * 1000:.4f} | {'yes' if found == 1 else f'no ({found})'} |"
+            )
             sys.stdout.flush()
     return 0
 

@@ -133,8 +133,8 @@ def stages(data: bytes) -> Dict[str, float]:
     from pinfix.diffs import unified_diff
     from pinfix.engine import MAX_SYNTAX_DEPTH, deep_recursion, nested_deeper_than, on_deep_stack
     from pinfix.fixes import apply_fixes
-    from pinfix.prefilter import gc_paused, may_contain_finding
     from pinfix.fixes.plan import planned_findings
+    from pinfix.prefilter import gc_paused, may_contain_finding
     from pinfix.semantic import SourceError, SourceText, analyze_module
     from pinfix.writing import unintended_change
 
@@ -217,17 +217,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     env = base_env()
     bytecode = compile_bytecode()
     work = Path(tempfile.mkdtemp(prefix="pinfix-stress-"))
+
     def emit(lines: List[str]) -> None:  # each table as soon as it is complete
         print("\n".join(lines), flush=True)
 
-    emit([
-        "## Stress inputs",
-        "",
-        f"{machine()}; {versions(tools)}; pinfix {pinfix_revision()}, {bytecode}.",
-        "Each cell: wall s / CPU s (growth of CPU over the 1x size) / peak MB of the process tree;",
-        "B/B: peak bytes of memory per byte of source.",
-        "",
-    ])
+    emit(
+        [
+            "## Stress inputs",
+            "",
+            f"{machine()}; {versions(tools)}; pinfix {pinfix_revision()}, {bytecode}.",
+            "Each cell: wall s / CPU s (growth of CPU over the 1x size) / peak MB of the process tree;",
+            "B/B: peak bytes of memory per byte of source.",
+            "",
+        ]
+    )
     try:
         for shape in shapes:
             make, base_size, unit = SHAPES[shape]
@@ -248,20 +251,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 results = {}
                 results["check"] = measure(
                     [tools["pinfix"], "check", "--no-cache", "--no-progress", "-j", "1", str(path)],
-                    cwd=work, env=env, timeout=args.timeout,
+                    cwd=work,
+                    env=env,
+                    timeout=args.timeout,
                 )
                 if not args.no_fix:
                     copy = work / f"fix_{shape}_{n}.py"
                     shutil.copyfile(path, copy)
                     results["fix"] = measure(
                         [tools["pinfix"], "fix", "--no-progress", "-j", "1", str(copy)],
-                        cwd=work, env=env, timeout=args.timeout,
+                        cwd=work,
+                        env=env,
+                        timeout=args.timeout,
                     )
                     copy.unlink()
                 if tools["ruff"]:
                     results["ruff"] = measure(
                         [tools["ruff"], "check", "--isolated", "--no-cache", "--select", "F", str(path)],
-                        cwd=work, env=env, timeout=args.timeout,
+                        cwd=work,
+                        env=env,
+                        timeout=args.timeout,
                     )
                 for key, sample in results.items():
                     first.setdefault(key, sample)
@@ -270,7 +279,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 rows.append(f"| {n:,} | {len(data) / 1e6:.2f} | " + " | ".join(cells) + " |")
                 if args.stages:
                     times = stages_apart(path)
-                    stage_rows.append(f"| {n:,} | " + " | ".join(f"{times.get(s, 0.0):.2f}" for s in STAGE_NAMES) + " |")
+                    stage_rows.append(
+                        f"| {n:,} | " + " | ".join(f"{times.get(s, 0.0):.2f}" for s in STAGE_NAMES) + " |"
+                    )
                 if not args.keep:
                     path.unlink()
             report = rows + [""]

@@ -112,7 +112,9 @@ VARIANTS = {
         Variant("unsafe", unsafe=True),
         Variant("vllm", pinfix=VLLM_SETTINGS),
         Variant("vllm-unsafe", unsafe=True, pinfix=VLLM_SETTINGS),
-        Variant("force-single-line", pinfix=VLLM_SETTINGS, table=("[tool.ruff.lint.isort]", "force-single-line = true")),
+        Variant(
+            "force-single-line", pinfix=VLLM_SETTINGS, table=("[tool.ruff.lint.isort]", "force-single-line = true")
+        ),
         Variant("isort-black", pinfix=VLLM_SETTINGS, table=("[tool.isort]", 'profile = "black"')),
     )
 }
@@ -156,8 +158,12 @@ def project_ruff(version: str) -> str:
     if binary.exists():
         return str(binary)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-    proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"ruff=={version}"],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"ruff=={version}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0 or not binary.exists():
         raise ToolFailure(f"cannot install ruff=={version}: {proc.stderr.strip()[-500:]}")
     return str(binary)
@@ -172,14 +178,19 @@ def unformatted(ruff: str, root: Path, files: Sequence[Path]) -> Set[str]:
     """Which of ``files`` the tree's own ``ruff format --check`` would reformat."""
     out: Set[str] = set()
     for i in range(0, len(files), 500):
-        part = [str(f) for f in files[i:i + 500]]
-        proc = subprocess.run([ruff, "format", "--check", "--no-cache", "--", *part],
-                              cwd=root, capture_output=True, text=True, check=False)
+        part = [str(f) for f in files[i : i + 500]]
+        proc = subprocess.run(
+            [ruff, "format", "--check", "--no-cache", "--", *part],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if proc.returncode not in (0, 1):
             raise ToolFailure(f"project ruff format failed ({proc.returncode}): {proc.stderr.strip()[:2000]}")
         for line in proc.stdout.splitlines():
             if line.startswith("Would reformat: "):
-                out.add(Path(root / line[len("Would reformat: "):]).resolve().relative_to(root.resolve()).as_posix())
+                out.add(Path(root / line[len("Would reformat: ") :]).resolve().relative_to(root.resolve()).as_posix())
     return out
 
 
@@ -202,7 +213,9 @@ def resolve_tree(name: str, sdist_dir: Path) -> Path:
         raise SystemExit(f"sweep: {unpacked} not found and no fetch-sdist tool at {FETCH_SDIST}")
     out = subprocess.run(
         [sys.executable, str(FETCH_SDIST), package, version, str(sdist_dir)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if out.returncode != 0:
         raise SystemExit(f"sweep: fetch-sdist {package} {version} failed: {out.stderr.strip()}")
@@ -251,7 +264,7 @@ def ruff_json(ruff: str, root: Path, files: Sequence[Path], options: Sequence[st
     """Relative path -> Counter of (code, message) from ``ruff check OPTIONS FILES`` (run in ``root``)."""
     result: Dict[str, Counter] = {}
     for i in range(0, len(files), 500):
-        part = [str(f) for f in files[i:i + 500]]
+        part = [str(f) for f in files[i : i + 500]]
         cmd = [ruff, "check", *options, "--no-cache", "--output-format", "json", "--exit-zero", "--", *part]
         proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
@@ -302,6 +315,7 @@ def allowed_lines(lines: Sequence[bytes], imports: Set[int], changed: Iterable[i
           side, is an import line (isort's blank line between sections, or the
           blank left when an import block goes).
     """
+
     def blank(i: int) -> bool:
         return not lines[i].strip()
 
@@ -344,9 +358,13 @@ def call_lines(tree: ast.AST, before: bool) -> Set[int]:
             continue
         f = node.func
         if before:
-            hit = isinstance(f, ast.Attribute) and f.attr == "to" and (
-                any(k.arg == "non_blocking" for k in node.keywords)
-                or any(isinstance(a, ast.Constant) and a.value is True for a in node.args)
+            hit = (
+                isinstance(f, ast.Attribute)
+                and f.attr == "to"
+                and (
+                    any(k.arg == "non_blocking" for k in node.keywords)
+                    or any(isinstance(a, ast.Constant) and a.value is True for a in node.args)
+                )
             )
         else:
             hit = isinstance(f, ast.Name) and f.id == name or isinstance(f, ast.Attribute) and f.attr == name
@@ -385,13 +403,13 @@ def _squashed(text: bytes) -> bytes:
     return re.sub(rb",([)\]])", rb"\1", flat)
 
 
-def pin_memory_statement_lines(tree_before: ast.AST, a: Sequence[bytes], tree_after: ast.AST, b: Sequence[bytes]) -> Set[int]:
+def pin_memory_statement_lines(
+    tree_before: ast.AST, a: Sequence[bytes], tree_after: ast.AST, b: Sequence[bytes]
+) -> Set[int]:
     """0-based lines (before the fix) of statements that gained only a ``pin_memory=`` argument
     (PIN002), whatever their new layout."""
     gained = {
-        _squashed(_PIN_MEMORY_ARG.sub(b"", text))
-        for _, text in _statements(tree_after, b)
-        if b"pin_memory=" in text
+        _squashed(_PIN_MEMORY_ARG.sub(b"", text)) for _, text in _statements(tree_after, b) if b"pin_memory=" in text
     }
     return {i for span, text in _statements(tree_before, a) if _squashed(text) in gained for i in span}
 
@@ -416,7 +434,9 @@ def check_hunks(before: bytes, after: bytes, tree_before: ast.AST, tree_after: a
         added.extend(range(j1, j2))
     problems = []
     spans_a = (
-        import_lines(tree_before) | call_lines(tree_before, True) | fix_statement_lines(tree_before, a)
+        import_lines(tree_before)
+        | call_lines(tree_before, True)
+        | fix_statement_lines(tree_before, a)
         | pin_memory_statement_lines(tree_before, a, tree_after, b)
     )
     spans_b = import_lines(tree_after) | call_lines(tree_after, False) | fix_statement_lines(tree_after, b)
@@ -505,8 +525,13 @@ def parse_stderr(tree: Path, stderr: str, result: TreeResult, label: str) -> Tup
 
 
 def sweep_tree(
-    name: str, source: Path, jobs: Optional[int], keep: bool, max_show: int,
-    variant: Variant = VARIANTS["unsafe"], own_checks: bool = False,
+    name: str,
+    source: Path,
+    jobs: Optional[int],
+    keep: bool,
+    max_show: int,
+    variant: Variant = VARIANTS["unsafe"],
+    own_checks: bool = False,
 ) -> TreeResult:
     global H2D_HELPER
     result = TreeResult(name, variant=variant.name)
@@ -593,7 +618,9 @@ def sweep_tree(
                 new = own_after.get(rel, Counter()) - own_before.get(rel, Counter())
                 new_total += sum(new.values())
                 for (code, message), n in sorted(new.items(), key=str):
-                    result.violations.append(f"{rel}: new diagnostic of the tree's ruff {version}: {code} {message!r} (x{n})")
+                    result.violations.append(
+                        f"{rel}: new diagnostic of the tree's ruff {version}: {code} {message!r} (x{n})"
+                    )
             result.new_project_diagnostics = new_total
             now_unformatted = unformatted(own_ruff, tree, changed_paths) if changed_paths else set()
             newly = sorted(now_unformatted - unformatted_before)
@@ -652,16 +679,22 @@ def check_changed_file(
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tree", action="append", choices=KNOWN_TREES,
-                        help="a known tree to sweep (repeatable; default: all three)")
+    parser.add_argument(
+        "--tree", action="append", choices=KNOWN_TREES, help="a known tree to sweep (repeatable; default: all three)"
+    )
     parser.add_argument("--path", action="append", type=Path, default=[], help="another tree to sweep (repeatable)")
     parser.add_argument("--sdist-dir", type=Path, default=DEFAULT_SDIST_DIR, help="where sdists are unpacked/fetched")
     parser.add_argument("--jobs", "-j", type=int, default=None, help="pinfix --jobs (default: pinfix's)")
     parser.add_argument("--h2d-helper", default=None, help="sweep with [tool.pinfix] h2d-helper set to this")
-    parser.add_argument("--variant", action="append", choices=sorted(VARIANTS),
-                        help="settings variant for the vLLM trees (repeatable; default: all); torch: unsafe only")
-    parser.add_argument("--no-own-checks", action="store_true",
-                        help="skip the tree's own pinned ruff check / format --check")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        choices=sorted(VARIANTS),
+        help="settings variant for the vLLM trees (repeatable; default: all); torch: unsafe only",
+    )
+    parser.add_argument(
+        "--no-own-checks", action="store_true", help="skip the tree's own pinned ruff check / format --check"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary copies")
     parser.add_argument("--max-show", type=int, default=20, help="violations shown per tree")
     args = parser.parse_args(argv)
@@ -706,13 +739,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     def shown(value: Optional[int]) -> str:
         return "n/a" if value is None else str(value)
 
-    print("\n| tree | variant | files | findings | fixes | errors | changed | time (s) | own ruff | "
-          "new ruff diagnostics | files to reformat | violations |")
+    print(
+        "\n| tree | variant | files | findings | fixes | errors | changed | time (s) | own ruff | "
+        "new ruff diagnostics | files to reformat | violations |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
     for r in results:
-        print(f"| {r.name} | {r.variant} | {r.files} | {r.findings} | {r.fixes} | {r.errors} | {r.changed} | "
-              f"{r.seconds:.1f} | {r.project_ruff or 'n/a'} | {shown(r.new_project_diagnostics)} | "
-              f"{shown(r.new_unformatted)} | {len(r.violations)} |")
+        print(
+            f"| {r.name} | {r.variant} | {r.files} | {r.findings} | {r.fixes} | {r.errors} | {r.changed} | "
+            f"{r.seconds:.1f} | {r.project_ruff or 'n/a'} | {shown(r.new_project_diagnostics)} | "
+            f"{shown(r.new_unformatted)} | {len(r.violations)} |"
+        )
     return 1 if any(r.violations for r in results) else 0
 
 

@@ -45,8 +45,12 @@ class PinPageableSourcesCommand(CodemodCommand):
         super().__init__(context)
         #: Apply only the fixes of these rule codes (all when ``None``).
         self.codes = frozenset(codes) if codes is not None else None
-        base = config if config is not None else load_config(Path(context.filename).parent if context.filename else None)
-        self.config = base.with_overrides(helper=helper, unsafe_fixes=unsafe_fixes, strict=strict, h2d_helper=h2d_helper)
+        base = (
+            config if config is not None else load_config(Path(context.filename).parent if context.filename else None)
+        )
+        self.config = base.with_overrides(
+            helper=helper, unsafe_fixes=unsafe_fixes, strict=strict, h2d_helper=h2d_helper
+        )
         #: Every finding of the last module transformed, and those the transform fixed.
         self.findings: List[Finding] = []
         self.applied: List[Finding] = []
@@ -76,4 +80,6 @@ class PinPageableSourcesCommand(CodemodCommand):
             self.applied = []
             return tree
         self.applied = [self.findings[i] for i in result.applied]
+        if result.warning:
+            self.warn(result.warning)  # the project's formatter was not used; LibCST prints it
         return cst.parse_module(result.text) if result.applied else tree

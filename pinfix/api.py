@@ -43,7 +43,12 @@ def fix_text(
     config: Optional[Config] = None,
 ) -> str:
     """``source`` with every applicable fix applied (unchanged if none)."""
-    report = process_source(path or "<string>", source.encode("utf-8"), _config(helper, unsafe_fixes, strict, config), Mode(fix=True, diff_only=True))
+    report = process_source(
+        path or "<string>",
+        source.encode("utf-8"),
+        _config(helper, unsafe_fixes, strict, config),
+        Mode(fix=True, diff_only=True),
+    )
     if report.error:
         raise SourceError(report.error)
     if not report.changed:

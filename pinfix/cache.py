@@ -70,6 +70,8 @@ SETTINGS_NAME = re.compile(r"[0-9a-f]{16}")
 MAX_ENTRY = 16 * 1024 * 1024
 #: Per settings directory: the files the byte pre-filter ruled out, by their stat.
 RULED_OUT_NAME = "ruled-out.json"
+
+
 @lru_cache(maxsize=None)
 def _code_fingerprint() -> str:
     """Hash of pinfix's analysis sources: a changed rule never reuses old results."""
@@ -92,9 +94,7 @@ def _code_fingerprint() -> str:
 def _salt(config: Config) -> bytes:
     """Hash of the code and of every setting that changes what is reported
     (not those that only decide how a run prints or where it caches)."""
-    settings = {
-        f.name: _canonical(getattr(config, f.name)) for f in fields(config) if f.metadata.get("key", True)
-    }
+    settings = {f.name: _canonical(getattr(config, f.name)) for f in fields(config) if f.metadata.get("key", True)}
     return hashlib.sha256((_code_fingerprint() + json.dumps(settings, sort_keys=True)).encode()).digest()
 
 
@@ -160,7 +160,11 @@ def committed_blob(path: "str | Path") -> Optional[str]:
     try:
         proc = subprocess.run(
             ["git", "rev-parse", "--verify", "--quiet", f"HEAD:./{where.name}"],
-            cwd=where.parent, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+            cwd=where.parent,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -231,13 +235,17 @@ class ResultCache:
                 return None
             if deep:
                 verdicts = self.verdicts(entry)
-                if not (isinstance(raw.get("deep"), dict) and verdicts.still_valid(path, raw["deep"], raw["diagnostics"])):
+                if not (
+                    isinstance(raw.get("deep"), dict) and verdicts.still_valid(path, raw["deep"], raw["diagnostics"])
+                ):
                     return None  # something its verdict read has changed
                 if verdicts.refreshed:
                     # Modules changed in their bytes only: the entry takes them as they are now.
                     raw["deep"]["modules"].update(verdicts.refreshed)
                     self._rewrite(entry, raw)
-            return FileReport(path, [Diagnostic(**d) for d in raw["diagnostics"]], parsed=raw["parsed"], reads=raw.get("reads"))
+            return FileReport(
+                path, [Diagnostic(**d) for d in raw["diagnostics"]], parsed=raw["parsed"], reads=raw.get("reads")
+            )
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
             return None  # absent, not ours, or not a regular file: a miss
 
@@ -249,19 +257,15 @@ class ResultCache:
         except OSError:
             self.usable = False
 
-    def put(self, path: str, data: bytes, config: Optional[Config] = None, report=None, baseline=None, blamed=None) -> None:  # type: ignore[no-untyped-def]
+    def put(  # type: ignore[no-untyped-def]
+        self, path: str, data: bytes, config: Optional[Config] = None, report=None, baseline=None, blamed=None
+    ) -> None:
         """Remember a clean check (no error, nothing changed) of these bytes
         (``baseline``: a deep dependent's findings before what it read changed;
         ``blamed``: the path of the file whose change it was rechecked for)."""
         from .writing import atomic_write
 
-        if (
-            not self.usable
-            or report is None
-            or report.error is not None
-            or report.changed
-            or not self._covers(path)
-        ):
+        if not self.usable or report is None or report.error is not None or report.changed or not self._covers(path):
             return
         entry = self._entry(path, data, config)
         kept = {
@@ -316,7 +320,9 @@ class ResultCache:
         kept = self._ruled_out_before(self._settings_directory(config)).get(absolute)
         return isinstance(kept, list) and tuple(kept) == stamp
 
-    def remember_read(self, path: str, stamp: Optional[Stamp], worth_reading: bool, config: Optional[Config] = None) -> None:
+    def remember_read(
+        self, path: str, stamp: Optional[Stamp], worth_reading: bool, config: Optional[Config] = None
+    ) -> None:
         """What reading ``path`` (its stamp taken *before* the read) showed: ruled out
         by the pre-filter (remembered unless the stamp is racy), or worth reading."""
         absolute = os.path.abspath(path)
@@ -370,7 +376,9 @@ class ResultCache:
         from .regular import read_regular
 
         try:
-            raw = json.loads(read_regular(self._entry(path, b"", config), follow_symlinks=False, limit=MAX_ENTRY).decode("utf-8"))
+            raw = json.loads(
+                read_regular(self._entry(path, b"", config), follow_symlinks=False, limit=MAX_ENTRY).decode("utf-8")
+            )
             blamed = raw.get("blamed")
             if "baseline" in raw and not (blamed and committed_blob(blamed["path"]) == blamed["blob"]):
                 return [(str(c), int(li), int(co), str(m)) for c, li, co, m in raw["baseline"]]
@@ -438,7 +446,11 @@ class ResultCache:
             return
         try:
             for version in os.scandir(self.directory):
-                if version.is_dir(follow_symlinks=False) and version.name != __version__ and _marked_version(version.path):
+                if (
+                    version.is_dir(follow_symlinks=False)
+                    and version.name != __version__
+                    and _marked_version(version.path)
+                ):
                     shutil.rmtree(version.path, ignore_errors=True)
             here = self.directory / __version__
             if real_directory(here) is not True or not _marked_version(str(here)):

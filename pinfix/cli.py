@@ -41,8 +41,7 @@ MAX_STDIN_BYTES = 1 << 28
 PROGRESS_MIN_FILES = 200
 
 DESCRIPTION = (
-    "Find non_blocking host-to-device copies whose CPU source is pageable memory, "
-    "and rewrite them to pinned sources."
+    "Find non_blocking host-to-device copies whose CPU source is pageable memory, and rewrite them to pinned sources."
 )
 
 RUN = ("check", "fix")
@@ -55,28 +54,73 @@ _CONFIG_HELP = (
 #: Options that are no setting: (flags, argparse keywords, the commands that take them).
 OPTIONS: Tuple[Tuple[Tuple[str, ...], Dict[str, Any], Tuple[str, ...]], ...] = (
     (("--config",), dict(action="append", default=[], metavar="FILE|KEY=VALUE", help=_CONFIG_HELP), RUN + INSPECT),
-    (("--jobs", "-j"), dict(type=int, default=None, help="parallel processes (default: the CPUs this process may use; in deep mode, no more than one per 2 GiB of available memory)"), RUN),
+    (
+        ("--jobs", "-j"),
+        dict(
+            type=int,
+            default=None,
+            help="parallel processes (default: the CPUs this process may use; in deep mode, no more than one per 2 GiB of available memory)",
+        ),
+        RUN,
+    ),
     (("--no-cache",), dict(action="store_true", help="neither read nor write the check cache"), RUN),
     (("--no-progress",), dict(action="store_true", help="never show a progress bar"), RUN),
-    (("--quiet", "-q"), dict(action="store_true", help="print findings and errors only: no summary, no list of fixed files"), RUN),
-    (("--verbose", "-v"), dict(action="store_true", help="also say how many files were parsed, with how many processes"), RUN),
+    (
+        ("--quiet", "-q"),
+        dict(action="store_true", help="print findings and errors only: no summary, no list of fixed files"),
+        RUN,
+    ),
+    (
+        ("--verbose", "-v"),
+        dict(action="store_true", help="also say how many files were parsed, with how many processes"),
+        RUN,
+    ),
     (("--exit-zero",), dict(action="store_true", help="exit 0 even when findings are left (errors still exit 2)"), RUN),
     (("--statistics",), dict(action="store_true", help="print a count per rule instead of each finding"), RUN),
-    (("--show-fixes",), dict(action="store_true", help="list the fixes applied (fix) or that `pinfix fix` would apply (check), per file and rule"), RUN),
-    (("--stdin-filename",), dict(metavar="PATH", help="read the source from stdin; PATH names it and picks its settings"), RUN),
-    (("--add-noqa",), dict(action="store_true", help="write `# noqa: PINxxx` on a line of each finding (a baseline), then exit 0"), ("check",)),
-    (("--fix",), dict(action="store_true", help="apply the fixes, as `pinfix fix` does (ruff's `check --fix`)"), ("check",)),
+    (
+        ("--show-fixes",),
+        dict(
+            action="store_true",
+            help="list the fixes applied (fix) or that `pinfix fix` would apply (check), per file and rule",
+        ),
+        RUN,
+    ),
+    (
+        ("--stdin-filename",),
+        dict(metavar="PATH", help="read the source from stdin; PATH names it and picks its settings"),
+        RUN,
+    ),
+    (
+        ("--add-noqa",),
+        dict(action="store_true", help="write `# noqa: PINxxx` on a line of each finding (a baseline), then exit 0"),
+        ("check",),
+    ),
+    (
+        ("--fix",),
+        dict(action="store_true", help="apply the fixes, as `pinfix fix` does (ruff's `check --fix`)"),
+        ("check",),
+    ),
     (("--diff",), dict(action="store_true", help="print a unified diff, write nothing"), ("fix",)),
     (
         ("--follow-symlinks",),
-        dict(action="store_true", help="take linked files inside the tree in walks, and let fix write through symbolic links"),
+        dict(
+            action="store_true",
+            help="take linked files inside the tree in walks, and let fix write through symbolic links",
+        ),
         RUN,
     ),
 )
 #: Positional arguments, per command.
 ARGUMENTS: Dict[str, Tuple[str, Dict[str, Any]]] = {
     "check": ("paths", dict(nargs="*", metavar="PATH", help="files or directories (default: .); `-` reads stdin")),
-    "fix": ("paths", dict(nargs="*", metavar="PATH", help="files or directories (default: .); `-` reads stdin and writes the fixed source to stdout")),
+    "fix": (
+        "paths",
+        dict(
+            nargs="*",
+            metavar="PATH",
+            help="files or directories (default: .); `-` reads stdin and writes the fixed source to stdout",
+        ),
+    ),
     "rule": ("code", dict(nargs="?", help="rule code, e.g. PIN001 (default: list the rules)")),
     "show-settings": ("path", dict(metavar="FILE", help="the file whose settings to print")),
     "show-files": ("paths", dict(nargs="*", metavar="PATH", help="files or directories (default: .)")),
@@ -108,9 +152,13 @@ def _add_setting_options(parser: argparse.ArgumentParser) -> None:
             continue
         dest = "setting_" + setting.attribute
         if setting.kind == "bool":
-            parser.add_argument(setting.option, dest=dest, action=argparse.BooleanOptionalAction, default=None, help=setting.help)
+            parser.add_argument(
+                setting.option, dest=dest, action=argparse.BooleanOptionalAction, default=None, help=setting.help
+            )
         elif setting.kind in ("rules", "patterns"):
-            parser.add_argument(setting.option, dest=dest, action="append", default=None, metavar="A,B", help=setting.help)
+            parser.add_argument(
+                setting.option, dest=dest, action="append", default=None, metavar="A,B", help=setting.help
+            )
         elif setting.kind == "choice":
             parser.add_argument(setting.option, dest=dest, choices=setting.choices, default=None, help=setting.help)
         else:
@@ -123,10 +171,14 @@ class CommandParser(argparse.ArgumentParser):
 
     commands: Dict[str, argparse.ArgumentParser]
 
-    def parse_args(self, args: Optional[Sequence[str]] = None, namespace: Optional[argparse.Namespace] = None) -> argparse.Namespace:  # type: ignore[override]
+    def parse_args(  # type: ignore[override]
+        self, args: Optional[Sequence[str]] = None, namespace: Optional[argparse.Namespace] = None
+    ) -> argparse.Namespace:
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
-            self.commands.get(getattr(parsed, "command", None) or "", self).error("unrecognized arguments: " + " ".join(extra))
+            self.commands.get(getattr(parsed, "command", None) or "", self).error(
+                "unrecognized arguments: " + " ".join(extra)
+            )
         return parsed
 
 
@@ -147,7 +199,13 @@ def parser() -> argparse.ArgumentParser:
         if command in SETTINGS_COMMANDS:
             _add_setting_options(one)
         elif command == "clean":
-            one.add_argument("--cache-dir", dest="setting_cache_dir", default=None, metavar="VALUE", help="also remove this cache directory")
+            one.add_argument(
+                "--cache-dir",
+                dest="setting_cache_dir",
+                default=None,
+                metavar="VALUE",
+                help="also remove this cache directory",
+            )
     return top
 
 
@@ -200,7 +258,9 @@ def _project(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _output_format(args: argparse.Namespace, base: Config, out: TextIO) -> str:
-    chosen = getattr(args, "setting_output_format", None) or os.environ.get("PINFIX_OUTPUT_FORMAT") or base.output_format
+    chosen = (
+        getattr(args, "setting_output_format", None) or os.environ.get("PINFIX_OUTPUT_FORMAT") or base.output_format
+    )
     if chosen is None:
         try:
             return "full" if out.isatty() else "concise"
@@ -282,7 +342,9 @@ def _inspect_format(args: argparse.Namespace) -> str:
     """``--output-format`` for ``show-*``: honoured (text or json) or refused."""
     chosen = getattr(args, "setting_output_format", None) or "text"
     if chosen not in INSPECT_FORMATS:
-        raise ConfigError(f"{args.command}: --output-format {chosen} is not supported here (text, concise, full or json)")
+        raise ConfigError(
+            f"{args.command}: --output-format {chosen} is not supported here (text, concise, full or json)"
+        )
     return INSPECT_FORMATS[chosen]
 
 
@@ -299,15 +361,18 @@ def _show_settings(args: argparse.Namespace, out: TextIO) -> int:
     path = args.path
     config = project.config_for(path)
     if fmt == "json":
-        _json_out(out, {
-            "path": str(path),
-            "settings_file": str(config.source) if config.source else None,
-            "project_root": str(config.root),
-            "cache": str(_cache_dir(args, project.base)),
-            "rules": sorted(config.codes_for(path)),
-            "excluded": project.explicitly_excluded(path),
-            "settings": dict(describe(config)),
-        })
+        _json_out(
+            out,
+            {
+                "path": str(path),
+                "settings_file": str(config.source) if config.source else None,
+                "project_root": str(config.root),
+                "cache": str(_cache_dir(args, project.base)),
+                "rules": sorted(config.codes_for(path)),
+                "excluded": project.explicitly_excluded(path),
+                "settings": dict(describe(config)),
+            },
+        )
         return EXIT_CLEAN
     out.write(f"Settings for {path}\n")
     out.write(f"  settings file: {config.source or '(none: the defaults)'}\n")
@@ -415,7 +480,9 @@ def _progress(total: int, stream: TextIO):  # type: ignore[no-untyped-def]
     return Progress(transient=True, console=Console(file=stream))
 
 
-def _summary(command: str, reports: Sequence[FileReport], args: argparse.Namespace, mode: Mode, style, err: TextIO) -> None:  # type: ignore[no-untyped-def]
+def _summary(  # type: ignore[no-untyped-def]
+    command: str, reports: Sequence[FileReport], args: argparse.Namespace, mode: Mode, style, err: TextIO
+) -> None:
     from .output import fixable, plural
 
     notes = sum(1 for r in reports for d in r.diagnostics if d.severity == "info" and not d.fixed)
@@ -448,14 +515,18 @@ def _summary(command: str, reports: Sequence[FileReport], args: argparse.Namespa
             for i, d in enumerate(r.diagnostics)
             if _fails(d)
         )
-        err.write(f"pinfix: {plural(len(left), 'finding')} left: " + ", ".join(f"{n} {k}" for k, n in why.items()) + "\n")
+        err.write(
+            f"pinfix: {plural(len(left), 'finding')} left: " + ", ".join(f"{n} {k}" for k, n in why.items()) + "\n"
+        )
 
 
 def _left_because(d: Diagnostic) -> str:
     return "unsafe fix (use --unsafe-fixes)" if d.fix_safety == "unsafe" else "no fix available"
 
 
-def _stdin(args: argparse.Namespace, project, mode: Mode, style, fmt: str, out: TextIO, err: TextIO, stdin: BinaryIO) -> int:  # type: ignore[no-untyped-def]
+def _stdin(  # type: ignore[no-untyped-def]
+    args: argparse.Namespace, project, mode: Mode, style, fmt: str, out: TextIO, err: TextIO, stdin: BinaryIO
+) -> int:
     """``check -`` / ``fix -``: one source from stdin, with the settings of
     ``--stdin-filename`` (the working directory's without it). ``fix -``
     writes the fixed source (``--diff``: the patch) to stdout, and findings
@@ -482,10 +553,20 @@ def _stdin(args: argparse.Namespace, project, mode: Mode, style, fmt: str, out: 
         write_bytes(out, report.diff or b"")
     elif mode.fix:
         write_bytes(out, report.fixed_source if report.fixed_source is not None else data)
+    _formatter_warning([report], err)
     render(fmt, [report], err if mode.fix else out, err, style)
     if not args.quiet and fmt in ("full", "concise", "text"):
         _summary(args.command, [report], args, mode, style, err)
     return _exit_code([report], args, mode.diff_only)
+
+
+def _formatter_warning(reports: Sequence[FileReport], err: TextIO) -> None:
+    """One line, however many files, when the project's formatter could not lay
+    out fixes and the built-in layout did."""
+    said = [r for r in reports if r.warning]
+    if said:
+        more = f" (and in {len(said) - 1} more files)" if len(said) > 1 else ""
+        err.write(f"pinfix: warning: {said[0].warning}{more}\n")
 
 
 def _exit_code(reports: Sequence[FileReport], args: argparse.Namespace, diff_only: bool) -> int:
@@ -588,7 +669,7 @@ def _command(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional
 
 
 def _interrupted(e: KeyboardInterrupt) -> str:
-    """"interrupted", naming the signal when it was not Ctrl-C."""
+    """ "interrupted", naming the signal when it was not Ctrl-C."""
     if isinstance(e, Stopped):
         import signal
 
@@ -651,7 +732,11 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
     fixing = args.command == "fix"
     diff = bool(getattr(args, "diff", False))
     style = Style(
-        color=use_color(out), width=_width(out), root=base.root, unsafe_fixes=base.unsafe_fixes, plan_fixes=_plan(project.config_for)
+        color=use_color(out),
+        width=_width(out),
+        root=base.root,
+        unsafe_fixes=base.unsafe_fixes,
+        plan_fixes=_plan(project.config_for),
     )
     if args.paths == ["-"] or (args.stdin_filename and not args.paths):
         if stdin is None and sys.stdin is None:  # started with descriptor 0 closed
@@ -696,7 +781,12 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
             with progress:
                 task = progress.add_task("pinfix", total=len(files))  # type: ignore[arg-type]
                 reports += run(
-                    files, project.config_for, mode, jobs=jobs, cache=cache, on_progress=lambda n: progress.advance(task, n)
+                    files,
+                    project.config_for,
+                    mode,
+                    jobs=jobs,
+                    cache=cache,
+                    on_progress=lambda n: progress.advance(task, n),
                 )
     except KeyboardInterrupt as e:
         if mode.fix and not mode.diff_only:
@@ -718,6 +808,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: Optional[Bin
             )
     reports += [FileReport(str(p), error=why) for p, why in errors]
     reports.sort(key=lambda r: r.path)
+    _formatter_warning(reports, err)
 
     if getattr(args, "add_noqa", False):
         for r in reports:

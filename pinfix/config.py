@@ -22,9 +22,23 @@ import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    FrozenSet,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 from .effects import DEFAULT_HELPER
+from .settings import FORMATTERS
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -131,10 +145,33 @@ def resolve_rules(layers: Iterable[RuleLayer], start: FrozenSet[str] = DEFAULT_R
 #: pinfix's own cache). ``build`` is excluded only when it is not a Python
 #: package (see :func:`pinfix.project.build_output`).
 DEFAULT_EXCLUDE: Tuple[str, ...] = (
-    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
-    ".nox", ".pants.d", ".pinfix_cache", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn",
-    ".tox", ".venv", ".vscode", "__pypackages__", "_build", "buck-out", "build", "dist",
-    "node_modules", "site-packages", "venv",
+    ".bzr",
+    ".direnv",
+    ".eggs",
+    ".git",
+    ".git-rewrite",
+    ".hg",
+    ".ipynb_checkpoints",
+    ".mypy_cache",
+    ".nox",
+    ".pants.d",
+    ".pinfix_cache",
+    ".pyenv",
+    ".pytest_cache",
+    ".pytype",
+    ".ruff_cache",
+    ".svn",
+    ".tox",
+    ".venv",
+    ".vscode",
+    "__pypackages__",
+    "_build",
+    "buck-out",
+    "build",
+    "dist",
+    "node_modules",
+    "site-packages",
+    "venv",
 )
 
 #: Output formats; ``text`` is the old name of ``concise``.
@@ -173,15 +210,37 @@ class Setting:
 
 
 SETTINGS: Tuple[Setting, ...] = (
-    Setting("select", "rules", "`PIN001`, `PIN002`, `PIN003`", "rules to report: codes or prefixes (`PIN`, `ALL`); replaces the default set", "--select"),
+    Setting(
+        "select",
+        "rules",
+        "`PIN001`, `PIN002`, `PIN003`",
+        "rules to report: codes or prefixes (`PIN`, `ALL`); replaces the default set",
+        "--select",
+    ),
     Setting("extend-select", "rules", "none", "rules to report on top of `select` (e.g. `PIN100`)", "--extend-select"),
     Setting("ignore", "rules", "none", "rules never to report", "--ignore"),
-    Setting("per-file-ignores", "per-file-ignores", "none", 'rules to ignore in matching files: `{"tests/**" = ["PIN002"]}` (gitignore-style patterns, relative to the settings file)'),
-    Setting("show-unknown", "bool", "`false`", "also note copies whose source memory cannot be told (PIN004; the same as `extend-select = [\"PIN004\"]`)", "--show-unknown"),
+    Setting(
+        "per-file-ignores",
+        "per-file-ignores",
+        "none",
+        'rules to ignore in matching files: `{"tests/**" = ["PIN002"]}` (gitignore-style patterns, relative to the settings file)',
+    ),
+    Setting(
+        "show-unknown",
+        "bool",
+        "`false`",
+        'also note copies whose source memory cannot be told (PIN004; the same as `extend-select = ["PIN004"]`)',
+        "--show-unknown",
+    ),
     Setting("strict", "bool", "`false`", "also report `non_blocking=<expression>`", "--strict"),
     Setting("deep", "bool", "`false`", "follow tensors across functions, attributes and files", "--deep"),
     Setting("pinned-producers", "members", "none", "functions (`package.module.name`) that return pinned CPU memory"),
-    Setting("cpu-tensor-names", "names", "none", "name patterns (fnmatch) of variables and attributes that hold CPU tensors by the project's convention (vLLM: `*_cpu`)"),
+    Setting(
+        "cpu-tensor-names",
+        "names",
+        "none",
+        "name patterns (fnmatch) of variables and attributes that hold CPU tensors by the project's convention (vLLM: `*_cpu`)",
+    ),
     Setting(
         "helper",
         "member",
@@ -189,18 +248,85 @@ SETTINGS: Tuple[Setting, ...] = (
         "the pinned drop-in for `torch.from_numpy`, `package.module.name`; none: the fix appends `.pin_memory()` (unsafe)",
         "--helper",
     ),
-    Setting("h2d-helper", "member", "none (off)", "a `(data, device, dtype=None)` helper that pins and copies; `.to(dev, non_blocking=True)` sinks are rewritten to it", "--h2d-helper"),
-    Setting("pin-memory-expr", "expression", "none (`True`, an unsafe fix)", "PIN002's fix: the value written as `pin_memory=<expr>`; its names must be builtins or `pin-memory-import`'s"),
-    Setting("pin-memory-import", "member", "none", "where `pin-memory-expr`'s name comes from, `package.module.name`", shape="package.module.name"),
-    Setting("unsafe-fixes", "bool", "`false`", "also apply fixes that could change behaviour (each finding says why)", "--unsafe-fixes"),
-    Setting("known-first-party", "modules", "none", "top-level packages isort treats as first-party, beyond those found on disk"),
+    Setting(
+        "h2d-helper",
+        "member",
+        "none (off)",
+        "a `(data, device, dtype=None)` helper that pins and copies; `.to(dev, non_blocking=True)` sinks are rewritten to it",
+        "--h2d-helper",
+    ),
+    Setting(
+        "pin-memory-expr",
+        "expression",
+        "none (`True`, an unsafe fix)",
+        "PIN002's fix: the value written as `pin_memory=<expr>`; its names must be builtins or `pin-memory-import`'s",
+    ),
+    Setting(
+        "pin-memory-import",
+        "member",
+        "none",
+        "where `pin-memory-expr`'s name comes from, `package.module.name`",
+        shape="package.module.name",
+    ),
+    Setting(
+        "unsafe-fixes",
+        "bool",
+        "`false`",
+        "also apply fixes that could change behaviour (each finding says why)",
+        "--unsafe-fixes",
+    ),
+    Setting(
+        "known-first-party",
+        "modules",
+        "none",
+        "top-level packages isort treats as first-party, beyond those found on disk",
+    ),
+    Setting(
+        "formatter",
+        "choice",
+        "`auto`",
+        "how a fix's changed lines are laid out: `ruff` or `black` runs the project's own formatter on those lines only, `builtin` pinfix's layout; `auto`: the formatter the project configures (`[tool.ruff.format]` or a `ruff.toml`, else `[tool.black]`) if it is installed, else `builtin`",
+        choices=FORMATTERS,
+    ),
     Setting("line-length", "int", "`[tool.ruff] line-length`, else 88", "where a merged import wraps", low=1, high=320),
-    Setting("exclude", "patterns", "ruff's list: " + ", ".join(f"`{name}`" for name in DEFAULT_EXCLUDE), "gitignore-style patterns never checked; replaces the default list", "--exclude"),
+    Setting(
+        "exclude",
+        "patterns",
+        "ruff's list: " + ", ".join(f"`{name}`" for name in DEFAULT_EXCLUDE),
+        "gitignore-style patterns never checked; replaces the default list",
+        "--exclude",
+    ),
     Setting("extend-exclude", "patterns", "none", "patterns to exclude on top of `exclude`", "--extend-exclude"),
-    Setting("force-exclude", "bool", "`false`", "apply the exclusions to files named on the command line too (the pre-commit hooks pass it)", "--force-exclude"),
-    Setting("max-dependents", "int", "`8`", "deep mode with the cache: at most this many files whose verdict read a checked file are rechecked, those that read the fewest files first (`0`: all); a note names the rest", low=0, high=1_000_000),
-    Setting("cache-dir", "path", "`.pinfix_cache` at the project root", "where `check` keeps its results (relative to the settings file, and inside its project; also `PINFIX_CACHE_DIR`)", "--cache-dir"),
-    Setting("output-format", "choice", "`full` on a terminal, else `concise`", "how findings are printed (also `PINFIX_OUTPUT_FORMAT`)", "--output-format", choices=OUTPUT_FORMATS),
+    Setting(
+        "force-exclude",
+        "bool",
+        "`false`",
+        "apply the exclusions to files named on the command line too (the pre-commit hooks pass it)",
+        "--force-exclude",
+    ),
+    Setting(
+        "max-dependents",
+        "int",
+        "`8`",
+        "deep mode with the cache: at most this many files whose verdict read a checked file are rechecked, those that read the fewest files first (`0`: all); a note names the rest",
+        low=0,
+        high=1_000_000,
+    ),
+    Setting(
+        "cache-dir",
+        "path",
+        "`.pinfix_cache` at the project root",
+        "where `check` keeps its results (relative to the settings file, and inside its project; also `PINFIX_CACHE_DIR`)",
+        "--cache-dir",
+    ),
+    Setting(
+        "output-format",
+        "choice",
+        "`full` on a terminal, else `concise`",
+        "how findings are printed (also `PINFIX_OUTPUT_FORMAT`)",
+        "--output-format",
+        choices=OUTPUT_FORMATS,
+    ),
 )
 
 SETTINGS_BY_KEY: Mapping[str, Setting] = {s.key: s for s in SETTINGS}
@@ -294,12 +420,16 @@ def _expression(value: Any, origin: str, key: str) -> str:
     try:
         call = ast.parse(f"_(pin_memory={text})", mode="eval").body
     except SyntaxError:
-        raise ConfigError(f"{_where(origin, key)} must be a Python expression usable as `pin_memory=<expr>`, got {value!r}") from None
+        raise ConfigError(
+            f"{_where(origin, key)} must be a Python expression usable as `pin_memory=<expr>`, got {value!r}"
+        ) from None
     if not (isinstance(call, ast.Call) and not call.args and len(call.keywords) == 1):
         raise ConfigError(f"{_where(origin, key)} must be a single expression (parenthesise a tuple), got {value!r}")
     for node in ast.walk(tree):
         if isinstance(node, (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr, ast.Starred)):
-            what = {ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield", ast.NamedExpr: ":="}.get(type(node), "*")
+            what = {ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield", ast.NamedExpr: ":="}.get(
+                type(node), "*"
+            )
             raise ConfigError(f"{_where(origin, key)}: `{what}` cannot be written into every call, got {value!r}")
     return text
 
@@ -332,7 +462,9 @@ def free_names(expression: str) -> FrozenSet[str]:
 
 def _per_file_ignores(value: Any, origin: str, key: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
     if not isinstance(value, dict):
-        raise ConfigError(f'{_where(origin, key)} must be a table of pattern = [rules] (e.g. "tests/**" = ["PIN002"]), got {_show(value)}')
+        raise ConfigError(
+            f'{_where(origin, key)} must be a table of pattern = [rules] (e.g. "tests/**" = ["PIN002"]), got {_show(value)}'
+        )
     out = []
     for pattern, selectors in value.items():
         check_patterns([pattern], origin, key)
@@ -362,7 +494,9 @@ def check_value(setting: Setting, value: Any, origin: str) -> Any:
     if kind == "member":
         return _dotted(value, origin, key, shape=setting.shape)
     if kind == "members":
-        return tuple(_dotted(v, origin, f"{key} entries", shape=setting.shape) for v in _string_list(value, origin, key))
+        return tuple(
+            _dotted(v, origin, f"{key} entries", shape=setting.shape) for v in _string_list(value, origin, key)
+        )
     if kind == "modules":
         return tuple(_dotted(v, origin, f"{key} entry", 1, "package") for v in _string_list(value, origin, key))
     if kind == "names":
@@ -439,6 +573,9 @@ class Config:
     known_first_party: Tuple[str, ...] = ()
     #: Where isort wraps a ``from`` import (``[tool.ruff] line-length`` when set).
     line_length: int = 88
+    #: How a fix's changed lines are laid out: ``auto``, ``ruff``, ``black`` or
+    #: ``builtin`` (:mod:`pinfix.formatter`).
+    formatter: str = "auto"
     #: PIN002 fix: the expression written as ``pin_memory=<expr>`` into a CPU
     #: factory. ``None``: ``True`` is written, and the fix is unsafe (it fails
     #: on machines without an accelerator).
@@ -611,26 +748,11 @@ def read_settings(path: Path, data: Optional[Mapping[str, Any]] = None) -> Optio
 
 def _ruff_line_length(path: Path, data: Mapping[str, Any]) -> Optional[int]:
     """ruff's ``line-length`` in the same file, or in a ruff settings file or
-    ``pyproject.toml`` beside a ``pinfix.toml``."""
-    if path.name == "pyproject.toml":
-        try:
-            ruff = _tool_table(data, path, "ruff") or {}
-        except ConfigError:
-            return None
-        value = ruff.get("line-length")
-    else:
-        value = None
-        for name in (".ruff.toml", "ruff.toml", "pyproject.toml"):
-            candidate = path.with_name(name)
-            if candidate.is_file():
-                try:
-                    other = read_toml(candidate)
-                    table = (_tool_table(other, candidate, "ruff") or {}) if name == "pyproject.toml" else other
-                except ConfigError:
-                    continue
-                value = table.get("line-length")
-                break
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 320 else None
+    ``pyproject.toml`` beside a ``pinfix.toml`` (read where every formatter and
+    isort setting is: :mod:`pinfix.style`)."""
+    from .style import ruff_line_length
+
+    return ruff_line_length(path, dict(data))
 
 
 def ruff_line_length_of(pyproject: Path) -> Optional[int]:
@@ -770,7 +892,11 @@ def _names_vllm(root: Path) -> bool:
     if setup_py.is_file():
         try:
             tree = ast.parse(setup_py.read_bytes())
-            named.extend(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) < 200)
+            named.extend(
+                n.value
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) < 200
+            )
         except (SyntaxError, ValueError, OSError, RecursionError):
             pass
     for requirements in [*root.glob("requirements*.txt"), *root.glob("requirements/*.txt")]:
@@ -876,7 +1002,6 @@ def settings_markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
-
 def settings_of(config: Config) -> "Settings":
     """What the analysis, the rules and the fixes need of ``config``."""
     from .settings import Settings
@@ -896,12 +1021,16 @@ def settings_of(config: Config) -> "Settings":
         line_length=config.line_length,
         root=config.root,
         style_file=_style_file(config),
+        formatter=config.formatter,
     )
 
 
 def _style_file(config: Config) -> Optional[Path]:
-    """The ``pyproject.toml`` holding the project's formatter and isort settings."""
+    """The ``pyproject.toml`` holding the project's formatter and isort settings
+    (named even where only a ruff settings file is there beside it)."""
+    from .style import RUFF_FILES
+
     candidate = config.root / "pyproject.toml"
-    if candidate.is_file():
+    if candidate.is_file() or any((config.root / name).is_file() for name in RUFF_FILES):
         return candidate
     return config.source if config.source is not None and config.source.name == "pyproject.toml" else None

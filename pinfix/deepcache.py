@@ -222,7 +222,9 @@ class DeepVerdicts:
             from .regular import read_regular
 
             try:
-                raw = json.loads(read_regular(self.directory / LISTINGS_DIR / digest, follow_symlinks=False, limit=1 << 26))
+                raw = json.loads(
+                    read_regular(self.directory / LISTINGS_DIR / digest, follow_symlinks=False, limit=1 << 26)
+                )
                 self._stored[digest] = {k: tuple(int(x) for x in v) for k, v in raw.items()}  # type: ignore[misc]
             except (OSError, ValueError, TypeError, IndexError, AttributeError, RecursionError):
                 self._stored[digest] = None

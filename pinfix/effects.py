@@ -346,7 +346,9 @@ FUNCTIONS: Mapping[str, Effect] = {
     "torch.full": Makes(factory=True, sized=True, varargs_size=False),
     "torch.randint": Makes(factory=True),
     "torch.linspace": Makes(factory=True),
-    **_entries(Makes(factory=True, like=True), "zeros_like ones_like empty_like full_like rand_like randn_like", "torch."),
+    **_entries(
+        Makes(factory=True, like=True), "zeros_like ones_like empty_like full_like rand_like randn_like", "torch."
+    ),
     # Legacy constructors: always a fresh CPU tensor, no pin_memory=: report only.
     **_entries(Makes(), LEGACY_CONSTRUCTORS, "torch."),
     # --- computed on the inputs' device --------------------------------------------
@@ -413,7 +415,9 @@ FUNCTIONS: Mapping[str, Effect] = {
     "torch.get_default_device": DefaultDevice(),
     "torch.set_default_device": DefaultDevice(sets=True),
     # --- waits and availability -----------------------------------------------------
-    **_entries(Waits(), "torch.cuda.synchronize torch.xpu.synchronize torch.accelerator.synchronize torch.mps.synchronize"),
+    **_entries(
+        Waits(), "torch.cuda.synchronize torch.xpu.synchronize torch.accelerator.synchronize torch.mps.synchronize"
+    ),
     **_entries(
         Availability(),
         "torch.cuda.is_available torch.xpu.is_available torch.accelerator.is_available "

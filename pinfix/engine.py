@@ -290,7 +290,9 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
 
         try:
             with deep_recursion():
-                result = fix_findings(src, findings, settings_of(config), Path(path), Applicability.required(config.unsafe_fixes))
+                result = fix_findings(
+                    src, findings, settings_of(config), Path(path), Applicability.required(config.unsafe_fixes)
+                )
         except FixError as e:
             report.error = str(e) if report.error is None else f"{report.error}; {e}"
             result = None
@@ -302,6 +304,7 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
             applied = set(result.applied)
             new_bytes = result.data
             touched = result.touched
+            report.warning = result.warning
             if result.note:
                 for i in applied:
                     f = findings[i]
@@ -315,7 +318,11 @@ def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSe
     report.fixes_applied = len(applied)
     unwritable = _unwritable(data, new_bytes, touched)
     if unwritable is not None:
-        report.error = f"{unwritable[0]}; file left unchanged" if report.error is None else f"{report.error}; {unwritable[0]}; file left unchanged"
+        report.error = (
+            f"{unwritable[0]}; file left unchanged"
+            if report.error is None
+            else f"{report.error}; {unwritable[0]}; file left unchanged"
+        )
         report.refused = unwritable[1]
         _unfix(report)
         return report

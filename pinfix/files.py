@@ -12,8 +12,21 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 
 #: Directories never worth walking into (ruff skips the same kind).
 ALWAYS_SKIPPED = frozenset(
-    {".git", ".hg", ".svn", ".tox", ".nox", ".venv", "__pycache__", "node_modules", ".mypy_cache",
-     ".ruff_cache", ".pytest_cache", ".pinfix_cache", "__pypackages__"}
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".tox",
+        ".nox",
+        ".venv",
+        "__pycache__",
+        "node_modules",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+        ".pinfix_cache",
+        "__pypackages__",
+    }
 )
 
 
@@ -175,7 +188,10 @@ class _Ignores:
     file of a large tree."""
 
     def __init__(
-        self, exclude: Sequence[str], root: Path, excluded_in: Optional[Callable[[str], Callable[[str, bool], bool]]] = None
+        self,
+        exclude: Sequence[str],
+        root: Path,
+        excluded_in: Optional[Callable[[str], Callable[[str, bool], bool]]] = None,
     ):
         self.exclude = _Spec(exclude) if exclude else None
         self.root = str(root)

@@ -109,6 +109,9 @@ class FileReport:
     #: and which of ``diagnostics`` they were (by index).
     refused: Optional[str] = None
     unwritten: List[int] = field(default_factory=list)
+    #: Why the project's formatter could not lay out this file's fixes (the built-in
+    #: layout did), in one line; the CLI says it once per run.
+    warning: Optional[str] = None
     #: ``--deep``: what the verdict read besides the file (``f:<path>`` of other
     #: modules, ``g:<word>\0<pattern>`` of searches of the project's text); ``None``: nothing
     #: was analysed (the pre-filter answered), so the verdict stands on the file alone.

@@ -38,6 +38,7 @@ def code_of(node: cst.CSTNode) -> str:
     """The source text of ``node``."""
     return cst.Module([]).code_for_node(node)
 
+
 FUTURE, STDLIB, THIRD_PARTY, FIRST_PARTY, LOCAL = range(5)
 _SECTION_NAMES = dict(zip(DEFAULT_SECTIONS, range(5)))
 
@@ -140,8 +141,10 @@ def first_party_detector(file_path: Optional[Path], root: Path, known: Sequence[
 
 
 def _import_statement(stmt: cst.BaseStatement) -> Optional[Sequence[cst.BaseSmallStatement]]:
-    if isinstance(stmt, cst.SimpleStatementLine) and stmt.body and all(
-        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+    if (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and stmt.body
+        and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
     ):
         return stmt.body
     return None
@@ -239,14 +242,23 @@ def _magic_trailing_comma(node: cst.ImportFrom) -> bool:
     return node.lpar is not None and isinstance(names, Sequence) and isinstance(names[-1].comma, cst.Comma)
 
 
-def _laid_out(from_module: str, aliases: Sequence[cst.ImportAlias], isort: IsortSettings, line_length: int,
-              prefix: str, keep_vertical: bool) -> cst.ImportFrom:
+def _laid_out(
+    from_module: str,
+    aliases: Sequence[cst.ImportAlias],
+    isort: IsortSettings,
+    line_length: int,
+    prefix: str,
+    keep_vertical: bool,
+) -> cst.ImportFrom:
     """The statement as ruff writes it: on one line when it fits, else one name
     per line in parentheses with a trailing comma."""
     names = [_alias_text(a) for a in aliases]
     flat = f"from {from_module} import {', '.join(names)}"
-    wrap_aliases = isort.force_wrap_aliases and isort.combine_as_imports and len(names) > 1 and any(
-        a.asname is not None for a in aliases
+    wrap_aliases = (
+        isort.force_wrap_aliases
+        and isort.combine_as_imports
+        and len(names) > 1
+        and any(a.asname is not None for a in aliases)
     )
     vertical = wrap_aliases or len(prefix + flat) > line_length or (keep_vertical and isort.split_on_trailing_comma)
     text = f"from {from_module} import (\n" + "".join(f"    {n},\n" for n in names) + ")" if vertical else flat
@@ -255,7 +267,9 @@ def _laid_out(from_module: str, aliases: Sequence[cst.ImportAlias], isort: Isort
     return node.body[0]  # type: ignore[return-value]
 
 
-def _merge_name(node: cst.ImportFrom, name: str, isort: IsortSettings, line_length: int, line_prefix: str) -> cst.ImportFrom:
+def _merge_name(
+    node: cst.ImportFrom, name: str, isort: IsortSettings, line_length: int, line_prefix: str
+) -> cst.ImportFrom:
     aliases = list(node.names)  # type: ignore[arg-type]
     if any(code_of(a.name) == name and a.asname is None for a in aliases):
         return node
@@ -502,7 +516,10 @@ def unused_scoped_imports(text: str, names: Collection[str]) -> List[Tuple[int, 
                 stack.append((part.body, part, inner_scope, inner_guard))
             if owner is tree or guarded or not isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 continue  # top-level imports: the head's own clean-up
-            bound = [a.asname or (a.name if isinstance(stmt, ast.ImportFrom) else a.name.split(".", 1)[0]) for a in stmt.names]
+            bound = [
+                a.asname or (a.name if isinstance(stmt, ast.ImportFrom) else a.name.split(".", 1)[0])
+                for a in stmt.names
+            ]
             gone = {b for b in bound if b in wanted and b not in read_in(scope)}
             if not gone or "*" in bound:
                 continue
@@ -512,7 +529,9 @@ def unused_scoped_imports(text: str, names: Collection[str]) -> List[Tuple[int, 
     return sorted(edits)
 
 
-def _removal(text: str, block: Sequence[ast.stmt], index: int, gone: Set[str], offset: Callable[[int, int], int]) -> Optional[Tuple[int, int, str]]:
+def _removal(
+    text: str, block: Sequence[ast.stmt], index: int, gone: Set[str], offset: Callable[[int, int], int]
+) -> Optional[Tuple[int, int, str]]:
     """The edit that drops the aliases binding ``gone`` from ``block[index]``."""
     stmt = block[index]
     start = offset(stmt.lineno, stmt.col_offset)
@@ -524,7 +543,7 @@ def _removal(text: str, block: Sequence[ast.stmt], index: int, gone: Set[str], o
         break
     rest_of_line = text[end:line_end]
     if "#" in text[line_start:line_end] or "#" in text[start:end]:
-        return None  # a comment (`# noqa: F401`, `# keep`): the statement stays whole
+        return None  # a comment (a noqa for F401, a "keep"): the statement stays whole
     try:
         small = cst.parse_statement(text[start:end] + "\n")
     except Exception:

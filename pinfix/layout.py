@@ -310,17 +310,51 @@ PAREN = "paren"
 
 _BINARY_PRIORITY = {
     # Lower binds looser; a chain of one priority is flattened into one group.
-    ast.Or: 1, ast.And: 2,
-    ast.BitOr: 4, ast.BitXor: 5, ast.BitAnd: 6, ast.LShift: 7, ast.RShift: 7,
-    ast.Add: 8, ast.Sub: 8, ast.Mult: 9, ast.MatMult: 9, ast.Div: 9, ast.FloorDiv: 9, ast.Mod: 9,
+    ast.Or: 1,
+    ast.And: 2,
+    ast.BitOr: 4,
+    ast.BitXor: 5,
+    ast.BitAnd: 6,
+    ast.LShift: 7,
+    ast.RShift: 7,
+    ast.Add: 8,
+    ast.Sub: 8,
+    ast.Mult: 9,
+    ast.MatMult: 9,
+    ast.Div: 9,
+    ast.FloorDiv: 9,
+    ast.Mod: 9,
 }
 _COMPARE_PRIORITY = 3
 _OPERATOR_TEXT = {
-    ast.Or: "or", ast.And: "and", ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&", ast.LShift: "<<",
-    ast.RShift: ">>", ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.MatMult: "@", ast.Div: "/",
-    ast.FloorDiv: "//", ast.Mod: "%", ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=",
-    ast.Gt: ">", ast.GtE: ">=", ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
-    ast.UAdd: "+", ast.USub: "-", ast.Invert: "~", ast.Not: "not ",
+    ast.Or: "or",
+    ast.And: "and",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.BitAnd: "&",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.MatMult: "@",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.UAdd: "+",
+    ast.USub: "-",
+    ast.Invert: "~",
+    ast.Not: "not ",
 }
 #: ruff's precedence for "may the optional parentheses be left out": higher splits first.
 _PRECEDENCE_ATTRIBUTE = 1
@@ -342,8 +376,11 @@ class _Source:
         if len(self.tree.body) != 1:
             raise Unsupported("not one statement")
         self.lines = text.split("\n")
-        self.tokens = [t for t in tokens if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
-                                                           tokenize.DEDENT, tokenize.ENDMARKER)]
+        self.tokens = [
+            t
+            for t in tokens
+            if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+        ]
         for t in self.tokens:
             if t.type == tokenize.COMMENT:
                 raise Unsupported("a comment")
@@ -388,7 +425,7 @@ def _count_brackets(source: _Source) -> None:
     for node in ast.walk(source.tree):
         if isinstance(node, ast.Call):
             expected["("] += 1
-        elif isinstance(node, ast.Tuple) and source.lines[node.lineno - 1][node.col_offset:].startswith("("):
+        elif isinstance(node, ast.Tuple) and source.lines[node.lineno - 1][node.col_offset :].startswith("("):
             expected["("] += 1
         elif isinstance(node, (ast.Subscript, ast.List)):
             expected["["] += 1
@@ -454,7 +491,9 @@ class _Builder:
             if isinstance(e.value, ast.Constant):
                 raise Unsupported("an attribute of a literal")
             return [*self.expr(e.value, level), "." + e.attr]
-        if isinstance(e, (ast.Call, ast.Subscript)) and isinstance(e.func if isinstance(e, ast.Call) else e.value, (ast.Call, ast.Subscript)):
+        if isinstance(e, (ast.Call, ast.Subscript)) and isinstance(
+            e.func if isinstance(e, ast.Call) else e.value, (ast.Call, ast.Subscript)
+        ):
             raise Unsupported("brackets right after brackets")
         if isinstance(e, ast.Call):
             if _fluent(e):
@@ -486,7 +525,7 @@ class _Builder:
         raise Unsupported(f"a {type(e).__name__} expression")
 
     def _parenthesized_tuple(self, e: ast.Tuple) -> bool:
-        return self.src.lines[e.lineno - 1][e.col_offset:].startswith("(")
+        return self.src.lines[e.lineno - 1][e.col_offset :].startswith("(")
 
     def constant(self, e: ast.Constant) -> str:
         text = self.src.segment(e)
@@ -497,7 +536,7 @@ class _Builder:
                 raise Unsupported("a number literal the formatter would normalise")
             return text
         if isinstance(e.value, (str, bytes)):
-            return _normalized_string(text)
+            return _normalized_string(text, self.style.quote_style)
         raise Unsupported("a literal")
 
     def arguments(self, call: ast.Call, level: object) -> List[object]:
@@ -623,7 +662,11 @@ class _Builder:
                 level = PAREN
             content = self.expr(e, level)
             return [Group([IfBreaks(["("]), Indent([Line(SOFT), *content], gid), Line(SOFT), IfBreaks([")"])], gid)]
-        if isinstance(e, (ast.List, ast.Tuple)) and e.elts and (isinstance(e, ast.List) or self._parenthesized_tuple(e)):
+        if (
+            isinstance(e, (ast.List, ast.Tuple))
+            and e.elts
+            and (isinstance(e, ast.List) or self._parenthesized_tuple(e))
+        ):
             return self.expr(e, TOP)
         if self.best_fit(e):
             # ruff's "best fit": flat when the text up to the call's (or
@@ -655,22 +698,29 @@ def _simple_slice_part(e: ast.expr) -> bool:
     return isinstance(e, (ast.Name, ast.Constant))
 
 
-def _normalized_string(text: str) -> str:
-    """The literal as ruff writes it (double quotes preferred); unsupported if that needs more than a quote swap."""
+def _normalized_string(text: str, quote_style: str = "double") -> str:
+    """The literal as ruff writes it with ``quote-style = quote_style`` (``double``,
+    ``single``, or ``preserve``: the source's quotes); unsupported if that needs
+    more than a quote swap."""
     prefix_end = 0
     while prefix_end < len(text) and text[prefix_end] not in "'\"":
         prefix_end += 1
     prefix, body = text[:prefix_end], text[prefix_end:]
     if prefix not in ("", "b", "r", "rb", "br") or body[:3] in ('"""', "'''"):
         raise Unsupported("a string prefix or quoting the formatter would normalise")
+    if quote_style == "preserve":
+        return text
+    preferred, other = ("'", '"') if quote_style == "single" else ('"', "'")
     quote, inner = body[0], body[1:-1]
-    if "\\" in inner and quote == "'":
-        raise Unsupported("an escaped single-quoted string")
-    if quote == "'" and '"' not in inner:
-        return prefix + '"' + inner + '"'
-    if quote == '"' and '"' in inner.replace('\\"', ""):  # pragma: no cover - cannot occur unescaped
+    if "\\" in inner and quote == other:
+        raise Unsupported("an escaped string in the quotes the formatter does not prefer")
+    if quote == other and preferred not in inner:
+        return prefix + preferred + inner + preferred
+    if quote == preferred and preferred in inner.replace(
+        "\\" + preferred, ""
+    ):  # pragma: no cover - cannot occur unescaped
         raise Unsupported("quotes")
-    if quote == '"' and '\\"' in inner and "'" not in inner:
+    if quote == preferred and "\\" + preferred in inner and other not in inner:
         raise Unsupported("a string the formatter would re-quote")
     return text
 
@@ -802,7 +852,7 @@ def format_statement(text: str, style: FormatStyle = FormatStyle()) -> str:
 
 
 def _dedent(text: str, indent: str) -> str:
-    return "\n".join(line[len(indent):] if line.startswith(indent) else line for line in text.split("\n"))
+    return "\n".join(line[len(indent) :] if line.startswith(indent) else line for line in text.split("\n"))
 
 
 def _must_fit(items: Sequence[object]) -> List[object]:
@@ -842,17 +892,24 @@ def _leaf_statements(text: str) -> Optional[List[_Stmt]]:
             if any(isinstance(b, list) and b for b in inner):
                 for b in inner:
                     if isinstance(b, list):
-                        walk([x for x in b if isinstance(x, ast.stmt)] + [
-                            y for h in b if isinstance(h, (ast.ExceptHandler,)) or type(h).__name__ == "match_case"
-                            for y in h.body
-                        ])
+                        walk(
+                            [x for x in b if isinstance(x, ast.stmt)]
+                            + [
+                                y
+                                for h in b
+                                if isinstance(h, (ast.ExceptHandler,)) or type(h).__name__ == "match_case"
+                                for y in h.body
+                            ]
+                        )
                 continue
             first, last = s.lineno - 1, (s.end_lineno or s.lineno) - 1
             head = lines[first][: s.col_offset]
-            tail = lines[last][s.end_col_offset:]
+            tail = lines[last][s.end_col_offset :]
             if head.strip() or tail.strip():
                 continue  # shares a line (``a; b``) or has a trailing comment
-            out.append(_Stmt(first, last, "\n".join(lines[first : last + 1]), isinstance(s, (ast.Import, ast.ImportFrom))))
+            out.append(
+                _Stmt(first, last, "\n".join(lines[first : last + 1]), isinstance(s, (ast.Import, ast.ImportFrom)))
+            )
 
     walk(tree.body)
     out.sort(key=lambda st: st.first)
@@ -863,8 +920,8 @@ def relayout(old: str, new: str, line_length: int = 88, **style: object) -> str:
     """``new`` (the module after a fix) with each statement the fix changed laid
     out as the project's formatter would lay it out (see the module docstring).
 
-    ``style``: ``indent_width`` (4) and ``skip_magic_trailing_comma`` (False),
-    as in :class:`FormatStyle`. Never raises for bad input; returns ``new``
+    ``style``: ``indent_width`` (4), ``skip_magic_trailing_comma`` (False) and
+    ``quote_style`` (``double``), as in :class:`FormatStyle`. Never raises for bad input; returns ``new``
     unchanged when there is nothing it can improve.
     """
     fmt = FormatStyle(line_length=line_length, **style)  # type: ignore[arg-type]
@@ -947,7 +1004,8 @@ def _wrap_line(text: str, row: int, fmt: FormatStyle) -> Optional[str]:
     lines = text.split("\n")
     shift = len(indent)
     calls = [
-        n for n in ast.walk(tree)
+        n
+        for n in ast.walk(tree)
         if isinstance(n, ast.Call) and n.lineno - 1 == row and n.end_lineno == n.lineno and (n.args or n.keywords)
     ]
     if not calls:
@@ -965,7 +1023,7 @@ def _wrap_line(text: str, row: int, fmt: FormatStyle) -> Optional[str]:
         if not isinstance(expr, ast.Expr):
             return None
         builder = _Builder(source, fmt)
-        doc = [prefix[len(line_indent):], *builder.expr(expr.value, TOP), suffix]
+        doc = [prefix[len(line_indent) :], *builder.expr(expr.value, TOP), suffix]
     except Unsupported:
         return None
     printer = _Printer(fmt.line_length, " " * fmt.indent_width, line_indent)

@@ -161,7 +161,12 @@ def _chain(d: Diagnostic) -> List[Dict[str, object]]:
     names it, another relative to the working directory."""
     own = file_identity(d.path) if d.evidence else ""
     return [
-        {"path": d.path if same_file(e.path, own) else display(e.path), "line": e.line, "column": e.column, "message": e.message}
+        {
+            "path": d.path if same_file(e.path, own) else display(e.path),
+            "line": e.line,
+            "column": e.column,
+            "message": e.message,
+        }
         for e in d.evidence
     ]
 
@@ -197,9 +202,8 @@ def _head(d: Diagnostic, style: Style, paint: _Paint) -> Tuple[str, int]:
     mark = "[*] " if fixable(d, style.unsafe_fixes) else ""
     path = shown(d.path)
     plain = f"{path}:{d.line}:{d.column}: {d.code} {mark}"
-    text = (
-        f"{paint(path, 'bold')}:{d.line}:{d.column}: {paint(d.code, 'bold', color)} "
-        + (paint("[*]", "cyan") + " " if mark else "")
+    text = f"{paint(path, 'bold')}:{d.line}:{d.column}: {paint(d.code, 'bold', color)} " + (
+        paint("[*]", "cyan") + " " if mark else ""
     )
     return text, len(plain)
 
@@ -227,7 +231,9 @@ def _full(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style)
 
 def _full_one(d: Diagnostic, lines: List[str], style: Style, paint: _Paint) -> str:
     head, width = _head(d, style, paint)
-    wrapped = textwrap.wrap(d.summary, max(style.width, width + 20), initial_indent=" " * width, subsequent_indent="    ")
+    wrapped = textwrap.wrap(
+        d.summary, max(style.width, width + 20), initial_indent=" " * width, subsequent_indent="    "
+    )
     parts = [head + wrapped[0][width:] if wrapped else head.rstrip(), *wrapped[1:]]
     rows = [n for n in range(d.line, min(d.end_line, d.line + 2) + 1) if 0 < n <= len(lines)]
     gutter = len(str(rows[-1])) if rows else 1
@@ -244,12 +250,21 @@ def _full_one(d: Diagnostic, lines: List[str], style: Style, paint: _Paint) -> s
         parts.append(bar)
     if d.message != d.summary:
         parts.extend(
-            textwrap.wrap(f"= why: {d.message}", max(style.width, 40), initial_indent=" " * (gutter + 1), subsequent_indent=" " * (gutter + 3))
+            textwrap.wrap(
+                f"= why: {d.message}",
+                max(style.width, 40),
+                initial_indent=" " * (gutter + 1),
+                subsequent_indent=" " * (gutter + 3),
+            )
         )
     if d.evidence:
         parts.append(" " * gutter + " = evidence:")
         for step in _chain(d):
-            parts.append(" " * (gutter + 5) + paint(f"{shown(str(step['path']))}:{step['line']}:{step['column']}", "dim") + f" {step['message']}")
+            parts.append(
+                " " * (gutter + 5)
+                + paint(f"{shown(str(step['path']))}:{step['line']}:{step['column']}", "dim")
+                + f" {step['message']}"
+            )
     title = f"{d.fix_title}; " if d.fix_title else ""
     if d.fix_safety == "safe":
         fix = f"fix (safe): {title}`pinfix fix` applies it"
@@ -259,7 +274,12 @@ def _full_one(d: Diagnostic, lines: List[str], style: Style, paint: _Paint) -> s
         fix = "no fix"
     note = f"; {d.fix_note}" if d.fix_note and d.fix_note not in d.message else ""
     parts.extend(
-        textwrap.wrap(f"= {fix}{note}", max(style.width, 40), initial_indent=" " * (gutter + 1), subsequent_indent=" " * (gutter + 3))
+        textwrap.wrap(
+            f"= {fix}{note}",
+            max(style.width, 40),
+            initial_indent=" " * (gutter + 1),
+            subsequent_indent=" " * (gutter + 3),
+        )
     )
     return "\n".join(parts) + "\n\n"
 
@@ -544,7 +564,9 @@ def _gitlab(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Styl
                 "check_name": "pinfix-error",
                 "description": f"pinfix: {r.error}",
                 "severity": "critical",
-                "fingerprint": hashlib.sha256(f"error\0{r.path}\0{r.error}".encode("utf-8", "surrogateescape")).hexdigest()[:32],
+                "fingerprint": hashlib.sha256(
+                    f"error\0{r.path}\0{r.error}".encode("utf-8", "surrogateescape")
+                ).hexdigest()[:32],
                 "location": {"path": relative(r.path, base) or r.path, "lines": {"begin": 1}},
             }
         )
@@ -571,17 +593,32 @@ def _junit(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style
     findings = _open(reports)
     errors = _errors(reports)
     suites = ET.Element(
-        "testsuites", name="pinfix", tests=str(max(1, len(findings) + len(errors))), failures=str(len(findings)), errors=str(len(errors))
+        "testsuites",
+        name="pinfix",
+        tests=str(max(1, len(findings) + len(errors))),
+        failures=str(len(findings)),
+        errors=str(len(errors)),
     )
     for report, diagnostics in _by_file(reports):
         suite = ET.SubElement(
-            suites, "testsuite", name=report.path, tests=str(len(diagnostics)), disabled="0", errors="0",
-            failures=str(len(diagnostics)), package="org.pinfix",
+            suites,
+            "testsuite",
+            name=report.path,
+            tests=str(len(diagnostics)),
+            disabled="0",
+            errors="0",
+            failures=str(len(diagnostics)),
+            package="org.pinfix",
         )
         classname = re.sub(r"\.py$", "", report.path)
         for d in diagnostics:
             case = ET.SubElement(
-                suite, "testcase", name=f"org.pinfix.{d.code}", classname=classname, line=str(d.line), column=str(d.column)
+                suite,
+                "testcase",
+                name=f"org.pinfix.{d.code}",
+                classname=classname,
+                line=str(d.line),
+                column=str(d.column),
             )
             props = ET.SubElement(case, "properties")
             ET.SubElement(props, "property", name="severity", value=d.severity)
@@ -589,14 +626,22 @@ def _junit(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style
             failure.text = f"line {d.line}, col {d.column}, {d.message}"
     if errors:
         suite = ET.SubElement(
-            suites, "testsuite", name="pinfix", tests=str(len(errors)), disabled="0", errors=str(len(errors)), failures="0",
+            suites,
+            "testsuite",
+            name="pinfix",
+            tests=str(len(errors)),
+            disabled="0",
+            errors=str(len(errors)),
+            failures="0",
             package="org.pinfix",
         )
         for r in errors:
             case = ET.SubElement(suite, "testcase", name="org.pinfix.error", classname=r.path)
             ET.SubElement(case, "error", message=r.error or "").text = r.error
     if not findings and not errors:
-        suite = ET.SubElement(suites, "testsuite", name="pinfix", tests="1", disabled="0", errors="0", failures="0", package="org.pinfix")
+        suite = ET.SubElement(
+            suites, "testsuite", name="pinfix", tests="1", disabled="0", errors="0", failures="0", package="org.pinfix"
+        )
         ET.SubElement(suite, "testcase", name="No findings")
     for element in suites.iter():  # every name and message, in one place
         element.text = xml_safe(element.text) if element.text is not None else None
@@ -657,7 +702,7 @@ def fix_listing(reports: Sequence[FileReport], out: TextIO, applied: bool, style
     per_file: Dict[str, Counter] = {}
     for r in reports:
         for d in r.diagnostics:
-            if (d.fixed if applied else fixable(d, style.unsafe_fixes)):
+            if d.fixed if applied else fixable(d, style.unsafe_fixes):
                 per_file.setdefault(r.path, Counter())[d.code] += 1
     total = sum(sum(c.values()) for c in per_file.values())
     if not total:

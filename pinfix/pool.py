@@ -544,10 +544,14 @@ def _dependents(
         if report is not None:
             answered.append(report)
     served = {r.path for r in answered}
-    items = [(path, data, file_config, mode) for path, (data, file_config, _, _) in waiting.items() if path not in served]
+    items = [
+        (path, data, file_config, mode) for path, (data, file_config, _, _) in waiting.items() if path not in served
+    ]
     if len(items) >= 2 and jobs > 1:
         pool = _Pool(min(jobs, len(items)))
-        rechecked: Iterator[FileReport] = _collect(pool, {pool.submit(i, item): i for i, item in enumerate(items)}, items, jobs)
+        rechecked: Iterator[FileReport] = _collect(
+            pool, {pool.submit(i, item): i for i, item in enumerate(items)}, items, jobs
+        )
     else:
         rechecked = (_worker(item) for item in items)
     for report in itertools.chain(answered, rechecked):

@@ -81,6 +81,7 @@ class Options(Protocol):
     @property
     def pinned_producers(self) -> FrozenSet[str]: ...  # pragma: no cover
 
+
 PREFILTER_OFF = os.environ.get("PINFIX_NO_PREFILTER", "") not in ("", "0")
 
 #: What each kind of effect is to the shortcut: an ``origin`` of CPU memory a
@@ -142,7 +143,9 @@ _SINK_OPEN = re.compile(rb"\.(?:\s|" + _CONTINUATION + rb")*(?:" + _SINK_NAMES +
 _TRUE_THEN_CLOSE = re.compile(rb"True(?=(?:\s|" + _CONTINUATION + rb")*[,)#])")
 _BACK_GAP = frozenset(b" \t\x0b\x0c\r\n\\")
 #: Where the one pass over the code stops: parentheses, commas, `True`, comments, strings.
-_EVENT = re.compile(rb"(?P<open>\()|(?P<close>\))|(?P<comma>,)|(?P<true>\bTrue\b)|(?P<comment>#)|(?P<quote>'''|\"\"\"|'|\")")
+_EVENT = re.compile(
+    rb"(?P<open>\()|(?P<close>\))|(?P<comma>,)|(?P<true>\bTrue\b)|(?P<comment>#)|(?P<quote>'''|\"\"\"|'|\")"
+)
 _LINE_END = re.compile(rb"[\r\n]")
 #: The rest of a string literal after its opening quote (escapes skipped; a
 #: one-quote string ends at its line).
@@ -359,4 +362,3 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
-

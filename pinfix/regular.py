@@ -29,7 +29,9 @@ class NotRegularFile(OSError):
         super().__init__(errno.EINVAL, "not a regular file", os.fspath(path))
 
 
-def read_regular(path: "Union[str, os.PathLike[str]]", follow_symlinks: bool = True, limit: Optional[int] = None) -> bytes:
+def read_regular(
+    path: "Union[str, os.PathLike[str]]", follow_symlinks: bool = True, limit: Optional[int] = None
+) -> bytes:
     """The bytes of the regular file at ``path``.
 
     Opened with ``O_NONBLOCK`` (opening a FIFO for reading would otherwise

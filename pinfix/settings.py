@@ -13,6 +13,9 @@ from typing import FrozenSet, Optional, Tuple
 
 from .effects import DEFAULT_HELPER
 
+#: The values of the ``formatter`` setting (:mod:`pinfix.formatter`).
+FORMATTERS = ("auto", "ruff", "black", "builtin")
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -45,6 +48,8 @@ class Settings:
     root: Path = field(default_factory=Path.cwd)
     #: The ``pyproject.toml`` whose formatter and isort settings fixes follow.
     style_file: Optional[Path] = None
+    #: How a fix's changed lines are laid out: ``auto``, ``ruff``, ``black`` or ``builtin``.
+    formatter: str = "auto"
 
     @property
     def helper_module(self) -> str:

@@ -166,9 +166,7 @@ def _noqa(comment: str, start: int, end: int, line: int, column: int) -> Directi
         codes.append(text)
         columns.append((column + offset + token.start(), column + offset + token.end()))
     if not codes:
-        return Directive(
-            line, column + start, "noqa", (), problem="names no rule code (write e.g. `# noqa: PIN001`)"
-        )
+        return Directive(line, column + start, "noqa", (), problem="names no rule code (write e.g. `# noqa: PIN001`)")
     return Directive(line, column + start, "noqa", tuple(codes), tuple(columns))
 
 
@@ -302,7 +300,15 @@ class SourceDirectives:
             text = self.lines[row - 1]
             if d.problem is not None:
                 if "PIN" in text[d.column :].upper():
-                    out.append(_unused(row, d.column, len(text), f"`noqa` directive {d.problem}; it suppresses nothing", "malformed"))
+                    out.append(
+                        _unused(
+                            row,
+                            d.column,
+                            len(text),
+                            f"`noqa` directive {d.problem}; it suppresses nothing",
+                            "malformed",
+                        )
+                    )
                 continue
             if d.codes is None:
                 continue
@@ -312,7 +318,11 @@ class SourceDirectives:
                 code = name if name in RULES else next((c for c, n in RULES.items() if n.upper() == name), None)
                 if code is None:
                     if name.startswith("PIN"):
-                        out.append(_unused(row, start, end, f"unknown rule code `{listed}` in a suppression comment", "unknown"))
+                        out.append(
+                            _unused(
+                                row, start, end, f"unknown rule code `{listed}` in a suppression comment", "unknown"
+                            )
+                        )
                     continue
                 if code in enabled and code in d.used:
                     continue
@@ -479,7 +489,10 @@ def add_noqa(data: bytes, findings: Sequence[Tuple[str, int, int]]) -> Tuple[byt
             (lo, _), (_, hi) = directive.code_columns[0], directive.code_columns[-1]
             old = {c.upper(): c for c in directive.codes}
             merged = ", ".join(old.get(c, c) for c in sorted(set(old) | codes))
-            a, b = _byte_offset(raw, directives.lines[row - 1], lo, encoding), _byte_offset(raw, directives.lines[row - 1], hi, encoding)
+            a, b = (
+                _byte_offset(raw, directives.lines[row - 1], lo, encoding),
+                _byte_offset(raw, directives.lines[row - 1], hi, encoding),
+            )
             new = raw[:a] + merged.encode("ascii") + raw[b:]
             added += len(codes - set(old))
         else:

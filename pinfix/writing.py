@@ -214,7 +214,11 @@ def replace_file(path: Path, expected: bytes, new: bytes, follow_symlinks: bool 
     if not follow_symlinks:
         link = symlink_in_path(path)
         if link is not None:
-            where = "is a symbolic link" if os.path.abspath(link) == os.path.abspath(path) else f"is reached through the symbolic link {link}"
+            where = (
+                "is a symbolic link"
+                if os.path.abspath(link) == os.path.abspath(path)
+                else f"is reached through the symbolic link {link}"
+            )
             raise WriteRefused(f"{where}; not changed (use --follow-symlinks to write through links)", "symbolic link")
     target = Path(os.path.realpath(path))
     try:
@@ -323,4 +327,3 @@ def atomic_write(directory: Path, name: str, data: bytes) -> None:
         except OSError:
             pass
         raise
-

@@ -13,13 +13,16 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.fixture(autouse=True)
-def _a_project_that_depends_on_vllm(tmp_path: Path) -> None:
-    """The suite's trees are vLLM-shaped (the seed is vLLM's): each test's
-    ``tmp_path`` holds a ``requirements.txt`` naming vLLM, so a tree there without
-    metadata of its own gets vLLM's helper by default. The default elsewhere is
-    tested in a tree of its own below it (``tests/test_default_helper.py``)."""
+@pytest.fixture
+def depends_on_vllm(tmp_path: Path) -> Path:
+    """``tmp_path`` as a project that depends on vLLM (a ``requirements.txt``
+    naming it), so a tree there without metadata of its own gets vLLM's helper by
+    default, as the seed's trees do. Tests that expect that helper ask for it (or
+    list it in ``pytestmark``); every other ``tmp_path`` holds only what its test
+    writes, and gets the default of a project without vLLM
+    (``tests/test_default_helper.py``)."""
     (tmp_path / "requirements.txt").write_text("vllm\n")
+    return tmp_path
 
 
 @pytest.fixture(autouse=True)

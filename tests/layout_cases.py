@@ -17,7 +17,9 @@ class StatementGenerator:
     def name(self) -> str:
         n = self.rng.choice([1, 3, 5, 8, 12, 20, 30] if self.long_names else [1, 3, 5])
         first = self.rng.choice("abcdefghxyz_")
-        return (first + "".join(self.rng.choice("abcdefghijklmnopqrstuvwxyz_0123456789") for _ in range(n - 1))).rstrip("_") or "v"
+        return (first + "".join(self.rng.choice("abcdefghijklmnopqrstuvwxyz_0123456789") for _ in range(n - 1))).rstrip(
+            "_"
+        ) or "v"
 
     def atom(self) -> str:
         r = self.rng.random()

@@ -52,6 +52,7 @@ def fix_in_project(project: Path, name: str, source: str, **kw) -> str:
 
 # --- Running the `pinfix` command in a subprocess (issue 15's CLI tests) -----
 
+
 def write_text(path: Path, text: str) -> Path:
     """``text`` at ``path``, its directories made."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,7 +63,9 @@ def write_text(path: Path, text: str) -> Path:
 BAD_SOURCE = "import torch\n\n\ndef f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n"
 
 
-def pinfix(*args: str, cwd: Path, stdin: "bytes | None" = None, env: "dict | None" = None) -> subprocess.CompletedProcess:
+def pinfix(
+    *args: str, cwd: Path, stdin: "bytes | None" = None, env: "dict | None" = None
+) -> subprocess.CompletedProcess:
     """``python -m pinfix ARGS`` in ``cwd``: exit code, stdout and stderr as text
     (stdout as bytes when ``stdin`` is given). No colour unless ``env`` asks."""
     import os

@@ -21,6 +21,9 @@ from pinfix.cli import main
 from pinfix.writing import WriteRefused, replace_file
 from tests.support import sigint_as_default
 
+#: The trees here are vLLM-shaped: their fixes use vLLM's helper (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("depends_on_vllm")
+
 # A file with one safe finding, and exactly what `pinfix fix` makes of it.
 SAMPLE = (
     b"import numpy as np\n"
@@ -385,7 +388,9 @@ def _variant(i: int, template: bytes = SAMPLE) -> bytes:
     return template.replace(b"def load(a)", f"def load_{i}(a)".encode()) + body.encode()
 
 
-def variant_tree(tree: Path, count: int = 300, mode: Optional[int] = None) -> Tuple[Dict[Path, bytes], Dict[Path, bytes]]:
+def variant_tree(
+    tree: Path, count: int = 300, mode: Optional[int] = None
+) -> Tuple[Dict[Path, bytes], Dict[Path, bytes]]:
     """``count`` distinct files with a finding under ``tree``: their bytes now, and fixed."""
     originals, fixed = {}, {}
     for i in range(count):
@@ -397,12 +402,17 @@ def variant_tree(tree: Path, count: int = 300, mode: Optional[int] = None) -> Tu
     return originals, fixed
 
 
-def fix_stopped(tree: Path, originals: Dict[Path, bytes], jobs: str, signum: int, preexec: Callable[[], None]) -> Tuple[int, str]:
+def fix_stopped(
+    tree: Path, originals: Dict[Path, bytes], jobs: str, signum: int, preexec: Callable[[], None]
+) -> Tuple[int, str]:
     """``pinfix fix`` over ``tree``, sent ``signum`` (to its whole process group, as a terminal
     or a service manager does) as soon as the first file is rewritten: its status and stderr."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "pinfix", "fix", "-j", jobs, "--no-progress", str(tree)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
         preexec_fn=preexec,
     )
     deadline = time.monotonic() + 60
@@ -447,7 +457,6 @@ def test_sigint_during_parallel_fix_leaves_every_file_old_or_new(tmp_path: Path)
     assert "Traceback" not in err, err
 
 
-
 def _children(pid: int) -> List[int]:
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
@@ -465,7 +474,10 @@ def test_workers_leave_sigint_to_the_parent(tmp_path: Path) -> None:
         write(tree / f"m{i:03d}.py", _variant(i))
     proc = subprocess.Popen(
         [sys.executable, "-m", "pinfix", "fix", "-j", "2", "--no-progress", str(tree)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
         preexec_fn=sigint_as_default,
     )
     interrupted = 0

@@ -73,14 +73,15 @@ def test_the_code_fingerprint_covers_the_engine_packages(monkeypatch) -> None:
         assert module in read, module
 
 
-
 def test_the_code_fingerprint_without_the_codemod_installed(project: Path, monkeypatch) -> None:
     # pinfix run from a checkout that was never installed has no `pinfix.codemods`: the
     # cached check must still run (it raised AttributeError on the missing spec).
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pinfix.codemods" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pinfix.codemods" else real(name, *a)
+    )
     cache_module._code_fingerprint.cache_clear()
     try:
         (project / "vllm" / "v1" / "bad.py").write_text(BAD)
@@ -88,6 +89,7 @@ def test_the_code_fingerprint_without_the_codemod_installed(project: Path, monke
     finally:
         cache_module._code_fingerprint.cache_clear()
     assert code == 1 and "Traceback" not in err and "bad.py:5:15: PIN001" in out
+
 
 # --- files the pre-filter ruled out are not read again while their stat is unchanged ------------
 
@@ -172,7 +174,9 @@ def test_a_one_file_deep_check_keeps_the_plain_runs_cache(project: Path, monkeyp
     assert first[0] == 1 and first[1].count("PIN001") == 3
     assert check("--deep", str(project))[0] == 1
     assert check("--deep", str(bad))[0] == 1
-    monkeypatch.setattr("pinfix.pool._worker", lambda item: (_ for _ in ()).throw(AssertionError(f"analysed {item[0]}")))
+    monkeypatch.setattr(
+        "pinfix.pool._worker", lambda item: (_ for _ in ()).throw(AssertionError(f"analysed {item[0]}"))
+    )
     assert check(str(project)) == first
 
 

@@ -42,7 +42,10 @@ def test_a_module_missing_when_the_verdict_was_made_is_seen_once_created(tmp_pat
 
 
 def test_a_module_reached_through_a_link_that_is_repointed(tmp_path: Path) -> None:
-    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/b.py": COPIER, "impl/pinned.py": PINNED_MAKER, "impl/pageable.py": PAGEABLE_MAKER})
+    root = tree(
+        tmp_path,
+        {"pkg/__init__.py": "", "pkg/b.py": COPIER, "impl/pinned.py": PINNED_MAKER, "impl/pageable.py": PAGEABLE_MAKER},
+    )
     (root / "pkg/a.py").symlink_to(root / "impl/pinned.py")
     assert found(check(root, "pkg/b.py")) == []
     (root / "pkg/a.py").unlink()
@@ -91,7 +94,9 @@ def test_names_with_non_ascii_letters_are_searched_as_python_spells_them(tmp_pat
         sender = f"def {name}(x, dev):\n    return x.to(dev, non_blocking=True)\n"
         root = tree(tmp_path / name, {"pkg/__init__.py": "", "pkg/b.py": sender})
         assert found(check(root, "pkg/b.py")) == []
-        caller = f"import torch\n\nfrom pkg.b import {name}\n\n\ndef go(dev):\n    return {name}(torch.arange(3), dev)\n"
+        caller = (
+            f"import torch\n\nfrom pkg.b import {name}\n\n\ndef go(dev):\n    return {name}(torch.arange(3), dev)\n"
+        )
         (root / "pkg/c.py").write_text(caller)
         proc = check(root, "pkg/b.py")
         assert "Traceback" not in proc.stderr, proc.stderr
@@ -105,7 +110,9 @@ def test_names_with_non_ascii_letters_are_searched_as_python_spells_them(tmp_pat
 def test_a_regular_package_comes_before_a_module_of_the_same_name(tmp_path: Path) -> None:
     copier = COPIER.replace("from pkg.a import make", "from a import make")
     root = tree(tmp_path, {"a.py": PAGEABLE_MAKER, "a/__init__.py": PINNED_MAKER, "b.py": copier})
-    real = subprocess.run([sys.executable, "-c", "import a; print(a.__file__)"], cwd=root, capture_output=True, text=True, check=True)
+    real = subprocess.run(
+        [sys.executable, "-c", "import a; print(a.__file__)"], cwd=root, capture_output=True, text=True, check=True
+    )
     assert real.stdout.strip() == str(root / "a" / "__init__.py")  # Python's own answer
     assert found(check(root, "b.py")) == []
     # Without the package, the module.

@@ -11,7 +11,9 @@ import pytest
 
 from pinfix.cli import main
 
-BAD = "import torch\n\n\ndef f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n    return torch.int32\n"
+BAD = (
+    "import torch\n\n\ndef f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n    return torch.int32\n"
+)
 GOOD = "import torch\n\n\ndef f(dst, a):\n    dst.copy_(torch.from_numpy(a))\n"
 
 
@@ -85,7 +87,9 @@ def test_diff_writes_nothing_and_exits_one(tree: Path) -> None:
     assert "+    dst.copy_(np_to_pinned_tensor(a), non_blocking=True)" in out
     assert "would change 1 file" in err
     # A patch that applies cleanly, as printed.
-    subprocess.run(["patch", "-p1", "--dry-run", "-d", "/", "-i", "-"], input=out, text=True, check=True, capture_output=True)
+    subprocess.run(
+        ["patch", "-p1", "--dry-run", "-d", "/", "-i", "-"], input=out, text=True, check=True, capture_output=True
+    )
 
 
 def test_unsafe_findings_are_left_with_reason(tree: Path) -> None:

@@ -65,23 +65,35 @@ def test_a_usage_error_shows_the_subcommands_usage(tmp_path: Path, command: str)
     assert proc.stderr.endswith(f"pinfix {command}: error: unrecognized arguments: --no-such-option\n")
 
 
+@pytest.mark.usefixtures("depends_on_vllm")
 def test_output_format_is_honoured_or_refused_by_every_command(tmp_path: Path) -> None:
     write(tmp_path / "m.py", "import torch\n\n\ndef pinned(a):\n    return torch.from_numpy(a).pin_memory()\n")
     files = pinfix("show-files", "--output-format", "json", cwd=tmp_path)
     assert files.returncode == 0 and json.loads(files.stdout) == {"files": ["m.py"], "errors": []}
     producers = pinfix("show-producers", "--output-format", "json", cwd=tmp_path)
-    assert json.loads(producers.stdout) == {"producers": [{"path": "m.py", "line": 4, "name": "m.pinned"}], "errors": []}
+    assert json.loads(producers.stdout) == {
+        "producers": [{"path": "m.py", "line": 4, "name": "m.pinned"}],
+        "errors": [],
+    }
     settings = json.loads(pinfix("show-settings", "--output-format", "json", "m.py", cwd=tmp_path).stdout)
     assert settings["rules"] == ["PIN001", "PIN002", "PIN003"] and settings["path"] == "m.py"
     assert settings["settings"]["helper"] == '"vllm.utils.torch_utils.np_to_pinned_tensor"'
     for command in ("show-files", "show-producers"):
-        assert pinfix(command, "--output-format", "concise", cwd=tmp_path).stdout == pinfix(command, cwd=tmp_path).stdout
+        assert (
+            pinfix(command, "--output-format", "concise", cwd=tmp_path).stdout == pinfix(command, cwd=tmp_path).stdout
+        )
         refused = pinfix(command, "--output-format", "sarif", cwd=tmp_path)
         assert refused.returncode == 2 and refused.stdout == ""
-        assert refused.stderr == f"pinfix: {command}: --output-format sarif is not supported here (text, concise, full or json)\n"
+        assert (
+            refused.stderr
+            == f"pinfix: {command}: --output-format sarif is not supported here (text, concise, full or json)\n"
+        )
     for command in ("rule", "clean"):  # they print no findings: the option is no option of theirs
         refused = pinfix(command, "--output-format", "json", cwd=tmp_path)
-        assert refused.returncode == 2 and f"pinfix {command}: error: unrecognized arguments: --output-format" in refused.stderr
+        assert (
+            refused.returncode == 2
+            and f"pinfix {command}: error: unrecognized arguments: --output-format" in refused.stderr
+        )
 
 
 def test_show_producers_reads_a_function_holding_a_lambda(tmp_path: Path) -> None:

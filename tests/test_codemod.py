@@ -12,7 +12,7 @@ from tests.support import ruff_clean_before_and_after
 CASES = {
     # The seed's XPU shape: merged into the existing torch_utils import.
     "merge_into_existing_import": (
-        '''\
+        """\
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,8 +33,8 @@ class Builder(AttentionBackend):
             torch.from_numpy(ids), non_blocking=True
         )
         init_logger(is_quantized_kv_cache)
-''',
-        '''\
+""",
+        """\
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,11 +55,11 @@ class Builder(AttentionBackend):
             np_to_pinned_tensor(ids), non_blocking=True
         )
         init_logger(is_quantized_kv_cache)
-''',
+""",
     ),
     # The seed's ROCm shape: a new line between vllm.triton_utils and vllm.v1.
     "new_line_in_isort_place": (
-        '''\
+        """\
 import numpy as np
 import torch
 
@@ -75,8 +75,8 @@ class Builder(AttentionBackend, AttentionLayer):
     def build(self, ids: np.ndarray, buf: torch.Tensor) -> None:
         buf[: len(ids)].copy_(torch.from_numpy(ids), non_blocking=True)
         current_platform(tl)
-''',
-        '''\
+""",
+        """\
 import numpy as np
 import torch
 
@@ -93,10 +93,10 @@ class Builder(AttentionBackend, AttentionLayer):
     def build(self, ids: np.ndarray, buf: torch.Tensor) -> None:
         buf[: len(ids)].copy_(np_to_pinned_tensor(ids), non_blocking=True)
         current_platform(tl)
-''',
+""",
     ),
     "merge_into_parenthesized_import": (
-        '''\
+        """\
 import torch
 
 from vllm.utils.torch_utils import (
@@ -108,8 +108,8 @@ from vllm.utils.torch_utils import (
 def f(dst: torch.Tensor, a) -> None:
     dst.copy_(torch.from_numpy(a), non_blocking=True)
     set_default_torch_dtype(is_quantized_kv_cache)
-''',
-        '''\
+""",
+        """\
 import torch
 
 from vllm.utils.torch_utils import (
@@ -122,10 +122,10 @@ from vllm.utils.torch_utils import (
 def f(dst: torch.Tensor, a) -> None:
     dst.copy_(np_to_pinned_tensor(a), non_blocking=True)
     set_default_torch_dtype(is_quantized_kv_cache)
-''',
+""",
     ),
     "merge_wraps_past_line_length": (
-        '''\
+        """\
 import torch
 
 from vllm.utils.torch_utils import is_quantized_kv_cache, set_default_torch_dtype
@@ -134,8 +134,8 @@ from vllm.utils.torch_utils import is_quantized_kv_cache, set_default_torch_dtyp
 def f(dst: torch.Tensor, a) -> None:
     dst.copy_(torch.from_numpy(a), non_blocking=True)
     set_default_torch_dtype(is_quantized_kv_cache)
-''',
-        '''\
+""",
+        """\
 import torch
 
 from vllm.utils.torch_utils import (
@@ -148,11 +148,11 @@ from vllm.utils.torch_utils import (
 def f(dst: torch.Tensor, a) -> None:
     dst.copy_(np_to_pinned_tensor(a), non_blocking=True)
     set_default_torch_dtype(is_quantized_kv_cache)
-''',
+""",
     ),
     # A first-party section that does not exist yet opens after a blank line.
     "new_first_party_section": (
-        '''\
+        """\
 import os
 
 import torch
@@ -161,8 +161,8 @@ import torch
 def f(dst: torch.Tensor, a) -> None:
     dst.copy_(torch.from_numpy(a), non_blocking=True)
     os.getcwd()
-''',
-        '''\
+""",
+        """\
 import os
 
 import torch
@@ -173,7 +173,7 @@ from vllm.utils.torch_utils import np_to_pinned_tensor
 def f(dst: torch.Tensor, a) -> None:
     dst.copy_(np_to_pinned_tensor(a), non_blocking=True)
     os.getcwd()
-''',
+""",
     ),
     "docstring_and_future_first": (
         '''\
@@ -228,7 +228,7 @@ def f(dst, a):
     ),
     # `from torch import from_numpy` left unused is removed; `torch` stays used.
     "unused_from_import_removed": (
-        '''\
+        """\
 import torch
 from torch import from_numpy
 
@@ -238,8 +238,8 @@ from vllm.logger import init_logger
 def f(dst: torch.Tensor, a) -> None:
     dst.copy_(from_numpy(a), non_blocking=True)
     init_logger()
-''',
-        '''\
+""",
+        """\
 import torch
 
 from vllm.logger import init_logger
@@ -249,11 +249,11 @@ from vllm.utils.torch_utils import np_to_pinned_tensor
 def f(dst: torch.Tensor, a) -> None:
     dst.copy_(np_to_pinned_tensor(a), non_blocking=True)
     init_logger()
-''',
+""",
     ),
     # Still used elsewhere: kept.
     "from_import_still_used_kept": (
-        '''\
+        """\
 from torch import from_numpy
 
 from vllm.logger import init_logger
@@ -262,8 +262,8 @@ from vllm.logger import init_logger
 def f(dst, a):
     dst.copy_(from_numpy(a), non_blocking=True)
     return init_logger(from_numpy(a))
-''',
-        '''\
+""",
+        """\
 from torch import from_numpy
 
 from vllm.logger import init_logger
@@ -273,10 +273,10 @@ from vllm.utils.torch_utils import np_to_pinned_tensor
 def f(dst, a):
     dst.copy_(np_to_pinned_tensor(a), non_blocking=True)
     return init_logger(from_numpy(a))
-''',
+""",
     ),
     "aliased_torch_and_aliased_helper": (
-        '''\
+        """\
 import torch as th
 
 from vllm.utils.torch_utils import np_to_pinned_tensor as pinned
@@ -285,8 +285,8 @@ from vllm.utils.torch_utils import np_to_pinned_tensor as pinned
 def f(dst: th.Tensor, a) -> None:
     dst.copy_(th.from_numpy(a), non_blocking=True)
     pinned(a)
-''',
-        '''\
+""",
+        """\
 import torch as th
 
 from vllm.utils.torch_utils import np_to_pinned_tensor as pinned
@@ -295,10 +295,10 @@ from vllm.utils.torch_utils import np_to_pinned_tensor as pinned
 def f(dst: th.Tensor, a) -> None:
     dst.copy_(pinned(a), non_blocking=True)
     pinned(a)
-''',
+""",
     ),
     "multi_line_call_with_comments": (
-        '''\
+        """\
 import torch
 
 
@@ -314,8 +314,8 @@ def f(dst: torch.Tensor, a, dev) -> torch.Tensor:
         "cuda",
         non_blocking=True,
     )
-''',
-        '''\
+""",
+        """\
 import torch
 
 from vllm.utils.torch_utils import np_to_pinned_tensor
@@ -333,18 +333,18 @@ def f(dst: torch.Tensor, a, dev) -> torch.Tensor:
         "cuda",
         non_blocking=True,
     )
-''',
+""",
     ),
     "bound_name_safe": (
-        '''\
+        """\
 import torch
 
 
 def f(dst: torch.Tensor, a) -> None:
     src = torch.from_numpy(a)
     dst.copy_(src, non_blocking=True)
-''',
-        '''\
+""",
+        """\
 import torch
 
 from vllm.utils.torch_utils import np_to_pinned_tensor
@@ -353,14 +353,14 @@ from vllm.utils.torch_utils import np_to_pinned_tensor
 def f(dst: torch.Tensor, a) -> None:
     src = np_to_pinned_tensor(a)
     dst.copy_(src, non_blocking=True)
-''',
+""",
     ),
 }
 
 # Findings that must be reported but not fixed by default.
 NOT_FIXED = {
     "bound_name_used_again": (
-        '''\
+        """\
 import torch
 
 
@@ -368,12 +368,12 @@ def f(dst: torch.Tensor, a) -> torch.Tensor:
     src = torch.from_numpy(a)
     dst.copy_(src, non_blocking=True)
     return src
-''',
+""",
         "unsafe",
         "`src` is also used at line 7",
     ),
     "array_written_between": (
-        '''\
+        """\
 import torch
 
 
@@ -381,12 +381,12 @@ def f(dst: torch.Tensor, a) -> None:
     src = torch.from_numpy(a)
     a[0] = 1
     dst.copy_(src, non_blocking=True)
-''',
+""",
         "unsafe",
         "`a` is used at line 6",
     ),
     "copy_in_loop_of_one_binding": (
-        '''\
+        """\
 import torch
 
 
@@ -394,12 +394,12 @@ def f(dsts, a) -> None:
     src = torch.from_numpy(a)
     for dst in dsts:
         dst.copy_(src, non_blocking=True)
-''',
+""",
         "unsafe",
         "loop",
     ),
     "helper_name_taken": (
-        '''\
+        """\
 import torch
 
 
@@ -409,7 +409,7 @@ def np_to_pinned_tensor(x):
 
 def f(dst: torch.Tensor, a) -> None:
     dst.copy_(torch.from_numpy(a), non_blocking=True)
-''',
+""",
         None,
         "already bound",
     ),
@@ -469,9 +469,7 @@ def test_crlf_file_keeps_its_line_endings(project: Path) -> None:
 @pytest.mark.parametrize("helper", [None, "mylib.pinning.pinned_from_numpy"])
 def test_configurable_helper(project: Path, helper: Optional[str]) -> None:
     source = "import torch\n\n\ndef f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n"
-    (project / "pyproject.toml").write_text(
-        "[tool.pinfix]\n" + (f'helper = "{helper}"\n' if helper else "")
-    )
+    (project / "pyproject.toml").write_text("[tool.pinfix]\n" + (f'helper = "{helper}"\n' if helper else ""))
     after = _fix(project, "configured", source)
     module, _, name = (helper or "vllm.utils.torch_utils.np_to_pinned_tensor").rpartition(".")
     assert f"from {module} import {name}\n" in after

@@ -106,11 +106,22 @@ def test_a_run_in_process_freezes_the_heap_between_deep_files_and_thaws_it(tmp_p
     before = gc.get_freeze_count()
     seen: List[int] = []
     try:
-        reports = list(run(sorted(pkg.glob("*.py")), config, Mode(), jobs=1, on_progress=lambda _n: seen.append(gc.get_freeze_count())))
+        reports = list(
+            run(
+                sorted(pkg.glob("*.py")),
+                config,
+                Mode(),
+                jobs=1,
+                on_progress=lambda _n: seen.append(gc.get_freeze_count()),
+            )
+        )
         after = gc.get_freeze_count()
     finally:
         gc.unfreeze()
-    assert sorted((Path(r.path).name, len(r.diagnostics)) for r in reports if r.diagnostics) == [("other.py", 2), ("runner.py", 2)]
+    assert sorted((Path(r.path).name, len(r.diagnostics)) for r in reports if r.diagnostics) == [
+        ("other.py", 2),
+        ("runner.py", 2),
+    ]
     if host_freezes:
         assert seen and set(seen) == {before} and after == before
     else:
@@ -135,7 +146,11 @@ def test_sarif_code_flows_name_the_other_file(tmp_path):
     out = io.StringIO()
     main(["check", "--deep", "--output-format", "sarif", str(pkg / "runner.py")], out=out, err=io.StringIO())
     results = json.loads(out.getvalue())["runs"][0]["results"]
-    flows = [r["codeFlows"][0]["threadFlows"][0]["locations"] for r in results if r["locations"][0]["physicalLocation"]["region"]["startLine"] == 14]
+    flows = [
+        r["codeFlows"][0]["threadFlows"][0]["locations"]
+        for r in results
+        if r["locations"][0]["physicalLocation"]["region"]["startLine"] == 14
+    ]
     uris = [loc["location"]["physicalLocation"]["artifactLocation"]["uri"] for loc in flows[0]]
     assert uris[0].endswith("pkg/helpers.py") and uris[-1].endswith("pkg/runner.py")
     assert all(loc["location"]["message"]["text"] for loc in flows[0])
@@ -297,7 +312,8 @@ CASES = {
     ),
     "attribute_pinned_on_one_path_only": (
         {},
-        HEADER + "class A:\n    def __init__(self, n, pin_memory=True):\n        if pin_memory:\n            self.buf = torch.zeros(n, pin_memory=True)\n"
+        HEADER
+        + "class A:\n    def __init__(self, n, pin_memory=True):\n        if pin_memory:\n            self.buf = torch.zeros(n, pin_memory=True)\n"
         "        else:\n            self.buf = torch.zeros(n)\n\n"
         "    def go(self, dev):\n        return self.buf.to(dev, non_blocking=True)\n",
         [],
@@ -305,7 +321,8 @@ CASES = {
     # A flag pinfix cannot trace to an availability source (no caller passes it): the path where it is false is reported.
     "attribute_pinned_where_an_untraced_flag_holds": (
         {},
-        HEADER + "class A:\n    def __init__(self, n, pin):\n        if pin:\n            self.buf = torch.zeros(n, pin_memory=True)\n"
+        HEADER
+        + "class A:\n    def __init__(self, n, pin):\n        if pin:\n            self.buf = torch.zeros(n, pin_memory=True)\n"
         "        else:\n            self.buf = torch.zeros(n)\n\n"
         "    def go(self, dev):\n        return self.buf.to(dev, non_blocking=True)\n",
         [12],
@@ -376,36 +393,38 @@ CASES = {
     # gathered with a mask, returned in a tuple and unpacked by the caller.
     "long_rebinding_chain_through_a_tuple_return": (
         {},
-        HEADER + (
-        "import torch.nn.functional as F\n\n\n"
-        "class A:\n"
-        "    def win(self, t, h, w):\n"
-        "        index = torch.arange(t * h * w).reshape(t, h, w)\n"
-        "        padded = F.pad(index, (0, 1, 0, 1), 'constant', -100)\n"
-        "        padded = padded.reshape(t, 2, 2, 2, 2)\n"
-        "        padded = padded.permute(0, 1, 3, 2, 4).reshape(t, 4, 2, 2)\n"
-        "        padded = padded.reshape(-1)\n"
-        "        kept = padded[padded != -100]\n"
-        "        return kept, index\n\n"
-        "    def rope(self, t, h, w, dev):\n"
-        "        kept, _ = self.win(t, h, w)\n"
-        "        return kept.to(dev, non_blocking=True)\n"
+        HEADER
+        + (
+            "import torch.nn.functional as F\n\n\n"
+            "class A:\n"
+            "    def win(self, t, h, w):\n"
+            "        index = torch.arange(t * h * w).reshape(t, h, w)\n"
+            "        padded = F.pad(index, (0, 1, 0, 1), 'constant', -100)\n"
+            "        padded = padded.reshape(t, 2, 2, 2, 2)\n"
+            "        padded = padded.permute(0, 1, 3, 2, 4).reshape(t, 4, 2, 2)\n"
+            "        padded = padded.reshape(-1)\n"
+            "        kept = padded[padded != -100]\n"
+            "        return kept, index\n\n"
+            "    def rope(self, t, h, w, dev):\n"
+            "        kept, _ = self.win(t, h, w)\n"
+            "        return kept.to(dev, non_blocking=True)\n"
         ),
         [19],
     ),
     # vLLM 0.28.0 qwen3_vl: `self.get_positions(...)[0]`, which returns `self._impl(...)`.
     "tuple_item_through_a_delegating_method": (
         {},
-        HEADER + (
-        "import numpy as np\n\n\n"
-        "class A:\n"
-        "    def positions(self, ids):\n"
-        "        return self._impl(ids)\n\n"
-        "    @staticmethod\n"
-        "    def _impl(ids):\n"
-        "        return torch.from_numpy(np.asarray(ids)), len(ids)\n\n"
-        "    def go(self, ids, dev):\n"
-        "        return self.positions(ids)[0].to(dev, non_blocking=True)\n"
+        HEADER
+        + (
+            "import numpy as np\n\n\n"
+            "class A:\n"
+            "    def positions(self, ids):\n"
+            "        return self._impl(ids)\n\n"
+            "    @staticmethod\n"
+            "    def _impl(ids):\n"
+            "        return torch.from_numpy(np.asarray(ids)), len(ids)\n\n"
+            "    def go(self, ids, dev):\n"
+            "        return self.positions(ids)[0].to(dev, non_blocking=True)\n"
         ),
         [16],
     ),
@@ -427,7 +446,8 @@ CASES = {
     ),
     "assert_after_an_early_return_says_nothing_from_the_start": (
         {
-            "maps.py": HEADER + "def counts(mapping, n, flag):\n    device = mapping.device\n    if flag:\n        return None\n"
+            "maps.py": HEADER
+            + "def counts(mapping, n, flag):\n    device = mapping.device\n    if flag:\n        return None\n"
             "    assert mapping.device.type == 'cpu'\n    return torch.zeros(n, device=device)\n",
         },
         "from pkg.maps import counts\n\n\ndef commit(m, dst):\n    dst.copy_(counts(m, 4, False), non_blocking=True)\n",
@@ -482,16 +502,25 @@ def test_non_blocking_parameter_from_the_project_calls(tmp_path, callers, expect
     "body, expected",
     [
         # The default is what a call that says nothing passes.
-        ("def move(x, dev, non_blocking=True):\n    return x.to(dev, non_blocking=non_blocking)\n\n\n"
-         "def go(dev):\n    return move(torch.zeros(4), dev)\n", [5]),
+        (
+            "def move(x, dev, non_blocking=True):\n    return x.to(dev, non_blocking=non_blocking)\n\n\n"
+            "def go(dev):\n    return move(torch.zeros(4), dev)\n",
+            [5],
+        ),
         # A method, its receiver's attribute pageable.
-        ("class Batch:\n    def __init__(self, n):\n        self.ids = torch.arange(n)\n\n"
-         "    def to_device(self, dev, non_blocking=False):\n        return self.ids.to(dev, non_blocking=non_blocking)\n\n\n"
-         "def run(dev):\n    return Batch(3).to_device(dev, non_blocking=True)\n", [9]),
+        (
+            "class Batch:\n    def __init__(self, n):\n        self.ids = torch.arange(n)\n\n"
+            "    def to_device(self, dev, non_blocking=False):\n        return self.ids.to(dev, non_blocking=non_blocking)\n\n\n"
+            "def run(dev):\n    return Batch(3).to_device(dev, non_blocking=True)\n",
+            [9],
+        ),
         # The flag rebound before the copy: what it is then is not the caller's True.
-        ("def move(x, dev, non_blocking=False):\n    non_blocking = non_blocking and x.is_pinned()\n"
-         "    return x.to(dev, non_blocking=non_blocking)\n\n\n"
-         "def go(dev):\n    return move(torch.zeros(4), dev, non_blocking=True)\n", []),
+        (
+            "def move(x, dev, non_blocking=False):\n    non_blocking = non_blocking and x.is_pinned()\n"
+            "    return x.to(dev, non_blocking=non_blocking)\n\n\n"
+            "def go(dev):\n    return move(torch.zeros(4), dev, non_blocking=True)\n",
+            [],
+        ),
         # No call in the project: the flag stays an expression (reported with --strict only).
         ("def move(x, dev, non_blocking=False):\n    return x.to(dev, non_blocking=non_blocking)\n", []),
     ],
@@ -557,7 +586,10 @@ NAMED = "[tool.pinfix]\ncpu-tensor-names = ['*_cpu']\n"
     "body, expected",
     [
         # Arithmetic of a tensor named as CPU by the project's convention: a fresh pageable tensor.
-        ("def f(meta, dev):\n    lens = meta.loc_cpu[1:] - meta.loc_cpu[:-1]\n    return lens.to(dev, non_blocking=True)\n", [6]),
+        (
+            "def f(meta, dev):\n    lens = meta.loc_cpu[1:] - meta.loc_cpu[:-1]\n    return lens.to(dev, non_blocking=True)\n",
+            [6],
+        ),
         # A gapped view of any CPU tensor is staged.
         ("def f(pos_cpu, n, dst):\n    dst.copy_(pos_cpu[:, :n], non_blocking=True)\n", [5]),
         # The name alone says nothing about pinnedness: a dense view stays silent.
@@ -625,8 +657,10 @@ def test_origin_in_the_same_file_gets_an_unsafe_pin_memory_fix(tmp_path):
     [
         ("def f(host, dev):\n    return host.to(dev, non_blocking=True)\n", "`host` is a parameter"),
         ("def f(items, dev):\n    for t in items:\n        t.to(dev, non_blocking=True)\n", "`t` is bound in a way"),
-        ("def f(other, dev):\n    lst = []\n    lst += other\n    return torch.cat(lst).to(dev, non_blocking=True)\n",
-         "`other` is a parameter"),  # the root reason; `torch.cat()` of it is evidence
+        (
+            "def f(other, dev):\n    lst = []\n    lst += other\n    return torch.cat(lst).to(dev, non_blocking=True)\n",
+            "`other` is a parameter",
+        ),  # the root reason; `torch.cat()` of it is evidence
         ("def f(obj, dev):\n    return obj.make().to(dev, non_blocking=True)\n", "`obj` is a parameter"),
     ],
 )
@@ -687,7 +721,9 @@ def test_evidence_outside_the_working_directory_is_named_whole(tmp_path, monkeyp
 
 # --- bounds on what one file's deep check may cost -------------------------------------------------
 
-_WIDE_INIT = HEADER + """\
+_WIDE_INIT = (
+    HEADER
+    + """\
 class Batch:
     def __init__(self, n):
         self.a = torch.zeros(n)
@@ -704,6 +740,7 @@ class Batch:
             self.c.to(dev, non_blocking=True),
         )
 """
+)
 
 
 @pytest.mark.parametrize("cap", [0, 100])
@@ -785,10 +822,17 @@ def test_show_producers_lists_the_inferred_pinned_producers(tmp_path):
     listed = [line.split(": ", 1)[1] for line in out.getvalue().splitlines()]
     # Pinned on every path (also through another producer); not: pinned on one path only,
     # whatever it is given, or a gapped view of pinned memory.
-    assert listed == ["pkg.helpers.pinned_index", "pkg.helpers.pinned_from", "pkg.helpers.wrapped", "pkg.helpers.Buffers.staging"]
+    assert listed == [
+        "pkg.helpers.pinned_index",
+        "pkg.helpers.pinned_from",
+        "pkg.helpers.wrapped",
+        "pkg.helpers.Buffers.staging",
+    ]
     assert out.getvalue().splitlines()[0].endswith("helpers.py:5: pkg.helpers.pinned_index")
     # What it lists needs no setting: a copy of a call of one is not reported.
-    (pkg / "use.py").write_text("from .helpers import wrapped\n\n\ndef f(d):\n    return wrapped(3).to(d, non_blocking=True)\n")
+    (pkg / "use.py").write_text(
+        "from .helpers import wrapped\n\n\ndef f(d):\n    return wrapped(3).to(d, non_blocking=True)\n"
+    )
     assert deep([pkg / "use.py"]) == []
     # A file that does not parse: one line, and a non-zero exit.
     err = io.StringIO()
@@ -901,25 +945,46 @@ def test_collate_fn_from_another_file(tmp_path):
     assert check([pkg])[1] == []
 
 
-_STAGE = HEADER + "def _stage(ids, dev, non_blocking):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n"
+_STAGE = (
+    HEADER + "def _stage(ids, dev, non_blocking):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n"
+)
 
 
 @pytest.mark.parametrize(
     "callers, expected, given_at",
     [
         # `True` two calls up, passed on unchanged (by position, then by keyword).
-        ("def _prepare(b, dev, non_blocking):\n    return _stage(b, dev, non_blocking)\n\n\n"
-         "def _outer(b, dev, nb):\n    return _prepare(b, dev, non_blocking=nb)\n\n\n"
-         "def run(dev):\n    return _outer([1, 2], dev, True)\n", [5], 17),
+        (
+            "def _prepare(b, dev, non_blocking):\n    return _stage(b, dev, non_blocking)\n\n\n"
+            "def _outer(b, dev, nb):\n    return _prepare(b, dev, non_blocking=nb)\n\n\n"
+            "def run(dev):\n    return _outer([1, 2], dev, True)\n",
+            [5],
+            17,
+        ),
         # `False` at the top; the flag rebound on the way: no finding.
-        ("def _prepare(b, dev, non_blocking):\n    return _stage(b, dev, non_blocking)\n\n\n"
-         "def run(dev):\n    return _prepare([1, 2], dev, False)\n", [], None),
-        ("def _prepare(b, dev, non_blocking):\n    non_blocking = non_blocking and dev.type == 'cuda'\n"
-         "    return _stage(b, dev, non_blocking)\n\n\n"
-         "def run(dev):\n    return _prepare([1, 2], dev, True)\n", [], None),
+        (
+            "def _prepare(b, dev, non_blocking):\n    return _stage(b, dev, non_blocking)\n\n\n"
+            "def run(dev):\n    return _prepare([1, 2], dev, False)\n",
+            [],
+            None,
+        ),
+        (
+            "def _prepare(b, dev, non_blocking):\n    non_blocking = non_blocking and dev.type == 'cuda'\n"
+            "    return _stage(b, dev, non_blocking)\n\n\n"
+            "def run(dev):\n    return _prepare([1, 2], dev, True)\n",
+            [],
+            None,
+        ),
         # A chain longer than MAX_FLAG_RELAY calls is not followed to its end.
-        ("".join(f"def _h{i}(b, dev, nb):\n    return {'_stage' if i == 0 else f'_h{i - 1}'}(b, dev, nb)\n\n\n" for i in range(8))
-         + "def run(dev):\n    return _h7([1], dev, True)\n", [], None),
+        (
+            "".join(
+                f"def _h{i}(b, dev, nb):\n    return {'_stage' if i == 0 else f'_h{i - 1}'}(b, dev, nb)\n\n\n"
+                for i in range(8)
+            )
+            + "def run(dev):\n    return _h7([1], dev, True)\n",
+            [],
+            None,
+        ),
     ],
 )
 def test_non_blocking_passed_on_through_helpers(tmp_path, callers, expected, given_at):
@@ -943,12 +1008,17 @@ def test_non_blocking_passed_on_through_helpers(tmp_path, callers, expected, giv
 )
 def test_non_blocking_true_by_default(tmp_path, callers, expected):
     name = "_plan" if "_plan" in callers else "plan"
-    body = HEADER + f"def {name}(ids, dev, non_blocking: bool = True):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n"
+    body = (
+        HEADER
+        + f"def {name}(ids, dev, non_blocking: bool = True):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n"
+    )
     pkg = project(tmp_path, {"plan.py": body + ("\n\n" + callers if callers else "")})
     found = deep([pkg / "plan.py"])
     assert [line for line, _ in lines(found)] == expected
     if expected and not callers:
         assert "(`True` by default, line 4)" in found[0]["message"]
+
+
 # --- which file evidence names ---------------------------------------------------------------------
 
 _SENDER = """\
@@ -994,7 +1064,10 @@ def _checked_in_order(tmp_path: Path, names: List[str]) -> Dict[str, list]:
     forget_projects()
     shown = json.loads(out.getvalue())["findings"]
     identities = {n: [[(e.path, e.line) for e in d.evidence] for d in r.diagnostics] for n, r in reports.items()}
-    return {"shown": [[(Path(e["path"]).name, e["line"]) for e in f["evidence"]] for f in shown], "identities": identities}
+    return {
+        "shown": [[(Path(e["path"]).name, e["line"]) for e in f["evidence"]] for f in shown],
+        "identities": identities,
+    }
 
 
 def test_evidence_names_each_file_whatever_order_they_are_checked_in(tmp_path):
@@ -1109,8 +1182,6 @@ def test_a_module_that_sets_the_default_device_makes_no_host_memory(tmp_path):
     assert lines(deep([pkg / "sends.py"])) == []
 
 
-
-
 def test_a_none_test_of_a_field_known_only_by_its_default_leaves_the_path(tmp_path):
     """A nested record whose constructor call leaves a field out: all pinfix knows of it is
     its default ``None``. ``assert chunk.rows is not None`` says code pinfix does not see
@@ -1136,7 +1207,11 @@ def test_a_none_test_of_a_field_known_only_by_its_default_leaves_the_path(tmp_pa
     env = {**os.environ, "PINFIX_NO_PREFILTER": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "pinfix", "check", "--no-cache", "--deep", "--output-format", "json", "pkg/user.py"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 1, proc.stderr
     assert [(f["line"], f["code"]) for f in json.loads(proc.stdout)["findings"]] == [(9, "PIN002")]

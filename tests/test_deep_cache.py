@@ -27,7 +27,11 @@ def check(root: Path, *paths: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PINFIX_CACHE_DIR"}
     return subprocess.run(
         [sys.executable, "-m", "pinfix", "check", "--no-progress", "--output-format", "json", *paths],
-        cwd=root, env=env, capture_output=True, text=True, timeout=300,
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -55,9 +59,11 @@ def test_a_changed_module_the_verdict_read_is_not_answered_from_the_cache(tmp_pa
 
 
 def test_an_unchanged_project_reuses_every_deep_verdict(tmp_path: Path) -> None:
-    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER.replace(", pin_memory=True", ""), "pkg/b.py": COPIER})
+    root = tree(
+        tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER.replace(", pin_memory=True", ""), "pkg/b.py": COPIER}
+    )
     assert found(check(root, "pkg")) == [("pkg/b.py", 5, "PIN002")]
-    (name, kept), = entries(root).items()
+    ((name, kept),) = entries(root).items()
     # A verdict from the cache says what the entry says: mark the entry and see it come back.
     kept["diagnostics"][0]["message"] = "from the cache"
     (path,) = [p for p in (root / ".pinfix_cache").rglob(name)]
@@ -88,7 +94,10 @@ def test_checking_a_file_rechecks_its_dependents_and_names_the_origin(tmp_path: 
     assert "depends on `pkg/a.py`" in finding["message"]
     # Without the cache there is nothing to say which files depend on a.py.
     quiet = subprocess.run(
-        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--no-progress", "pkg/a.py"], cwd=root, capture_output=True, text=True
+        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--no-progress", "pkg/a.py"],
+        cwd=root,
+        capture_output=True,
+        text=True,
     )
     assert quiet.returncode == 0, quiet.stdout
 
@@ -112,7 +121,7 @@ def test_a_file_touched_but_unchanged_that_the_verdict_read_keeps_it(tmp_path: P
     caller = "import torch\n\nfrom pkg.b import _send\n\n\ndef go(dev):\n    return _send(torch.arange(3), dev)\n"
     root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/b.py": sender, "pkg/c.py": caller})
     assert found(check(root, "pkg/b.py")) == [("pkg/b.py", 2, "PIN002")]
-    (name, kept), = entries(root).items()
+    ((name, kept),) = entries(root).items()
     assert kept["deep"]["searches"] and any(m.endswith("c.py") for m in kept["deep"]["modules"])
     kept["diagnostics"][0]["message"] = "from the cache"
     (path,) = [p for p in (root / ".pinfix_cache").rglob(name)]
@@ -157,7 +166,9 @@ def test_several_dependents_are_rechecked_in_a_pool_and_each_names_the_origin(tm
     assert all("depends on `pkg/a.py`" in f["message"] for f in findings)
     # Their verdicts are cached now: the same call reports them again (the commit still fails).
     again = check(root, "--jobs", "1", "pkg/a.py")
-    assert sorted((f["path"], f["line"]) for f in json.loads(again.stdout)["findings"]) == [(f"pkg/b{i}.py", 5) for i in range(3)]
+    assert sorted((f["path"], f["line"]) for f in json.loads(again.stdout)["findings"]) == [
+        (f"pkg/b{i}.py", 5) for i in range(3)
+    ]
 
 
 def test_the_recheck_of_several_dependents_starts_a_pool(tmp_path: Path, monkeypatch) -> None:
@@ -176,7 +187,9 @@ def test_the_recheck_of_several_dependents_starts_a_pool(tmp_path: Path, monkeyp
     real = engine._Pool
     monkeypatch.setattr(engine, "_Pool", lambda jobs: sizes.append(jobs) or real(jobs))
     out = io.StringIO()
-    assert main(["check", "--no-progress", "--jobs", "2", "--output-format", "json", "pkg/a.py"], out, io.StringIO()) == 1
+    assert (
+        main(["check", "--no-progress", "--jobs", "2", "--output-format", "json", "pkg/a.py"], out, io.StringIO()) == 1
+    )
     assert sizes == [2]
     assert len(json.loads(out.getvalue())["findings"]) == 3
 
@@ -200,17 +213,26 @@ def test_at_most_max_dependents_are_rechecked_closest_first_and_a_note_names_the
     far = "from pkg.mid import make\n\n\ndef send(dev):\n    return make().to(dev, non_blocking=True)\n"
     mid = "from pkg.a import make\n"
     copiers = {f"pkg/b{i}.py": COPIER for i in range(3)}
-    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/mid.py": mid, "pkg/far.py": far, **copiers})
+    root = tree(
+        tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/mid.py": mid, "pkg/far.py": far, **copiers}
+    )
     assert check(root, "pkg").returncode == 0
     (root / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", ""))
     proc = check(root, "--config", "max-dependents=2", "pkg/a.py")
     assert proc.returncode == 1, proc.stderr
     assert sorted(f["path"] for f in json.loads(proc.stdout)["findings"]) == ["pkg/b0.py", "pkg/b1.py"]
-    assert "2 more files whose deep verdict read the checked files were not rechecked (max-dependents = 2)" in proc.stderr
+    assert (
+        "2 more files whose deep verdict read the checked files were not rechecked (max-dependents = 2)" in proc.stderr
+    )
     assert "pkg/b2.py pkg/far.py" in proc.stderr
     # 0: every one of them.
     everything = check(root, "--config", "max-dependents=0", "pkg/a.py")
-    assert sorted(f["path"] for f in json.loads(everything.stdout)["findings"]) == ["pkg/b0.py", "pkg/b1.py", "pkg/b2.py", "pkg/far.py"]
+    assert sorted(f["path"] for f in json.loads(everything.stdout)["findings"]) == [
+        "pkg/b0.py",
+        "pkg/b1.py",
+        "pkg/b2.py",
+        "pkg/far.py",
+    ]
     assert "not rechecked" not in everything.stderr
 
 
@@ -224,7 +246,9 @@ def test_no_file_is_a_dependent_when_every_verdict_is_among_the_checked_paths(tm
     cache = tmp_path / "cache"
     cache.mkdir()
     real = {name: os.path.realpath(pkg / name) for name in ("a.py", "b.py", "c.py")}
-    (cache / INDEX_NAME).write_text(json.dumps({real["b.py"]: ["f:" + real["a.py"]], real["c.py"]: ["f:" + real["b.py"]]}))
+    (cache / INDEX_NAME).write_text(
+        json.dumps({real["b.py"]: ["f:" + real["a.py"]], real["c.py"]: ["f:" + real["b.py"]]})
+    )
     monkeypatch.chdir(tmp_path)
     verdicts = DeepVerdicts(cache)
     assert verdicts.dependents(["pkg/a.py", "pkg/b.py", "pkg/c.py"]) == []  # the whole tree
@@ -240,7 +264,7 @@ _COPIER_AND_INLINE = "import torch\n\n" + COPIER + _INLINE
 
 def _mark_entry(root: Path) -> Path:
     """Mark the one entry's finding, to see whether a later check answers from the cache."""
-    (name, kept), = entries(root).items()
+    ((name, kept),) = entries(root).items()
     kept["diagnostics"][0]["message"] = "from the cache"
     (path,) = [p for p in (root / ".pinfix_cache").rglob(name)]
     path.write_text(json.dumps(kept))
@@ -254,7 +278,9 @@ def _mark_entry(root: Path) -> Path:
         lambda t: "# a comment at the top: every line below moves\n" + t,
         lambda t: t.replace("def make():\n", 'def make():\n    """Four pinned zeros."""\n'),
         lambda t: '"""The maker."""\n' + t,
-        lambda t: t.replace("torch.zeros(4, pin_memory=True)", "torch.zeros(\n        4,  pin_memory=True  # pinned\n    )"),
+        lambda t: t.replace(
+            "torch.zeros(4, pin_memory=True)", "torch.zeros(\n        4,  pin_memory=True  # pinned\n    )"
+        ),
     ],
     ids=["comment-at-end", "comment-at-top", "docstring", "module-docstring", "layout"],
 )
@@ -272,7 +298,9 @@ def test_an_edit_that_changes_no_meaning_keeps_the_verdicts_that_read_the_module
     assert recorded["a.py"] == hashlib.sha256((root / "pkg/a.py").read_bytes()).hexdigest()
     # A pre-commit call on a.py leaves b.py alone, and a real edit still reaches it.
     assert check(root, "pkg/a.py").returncode == 0
-    (root / "pkg/a.py").write_text(edit(PINNED_MAKER).replace(", pin_memory=True", "").replace(",  pin_memory=True", ""))
+    (root / "pkg/a.py").write_text(
+        edit(PINNED_MAKER).replace(", pin_memory=True", "").replace(",  pin_memory=True", "")
+    )
     # (line 11 comes back too: it differs from the marked text the hook compares with)
     assert ("pkg/b.py", 7, "PIN002") in found(check(root, "pkg/a.py"))
 
@@ -323,7 +351,9 @@ def test_a_fifo_named_like_a_module_is_no_text_and_not_waited_on(tmp_path: Path)
 
 
 def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True, capture_output=True
+    )
 
 
 def test_a_dependents_finding_blocks_only_the_commit_that_made_it_new(tmp_path: Path) -> None:
@@ -331,7 +361,9 @@ def test_a_dependents_finding_blocks_only_the_commit_that_made_it_new(tmp_path: 
     file the commit did not touch already had. The change that made it is
     refused until it is committed (retried or edited, it still fails); once
     ``HEAD`` holds it, a later change to the same module passes."""
-    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": COPIER, ".gitignore": ".pinfix_cache\n"})
+    root = tree(
+        tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": COPIER, ".gitignore": ".pinfix_cache\n"}
+    )
     _git(root, "init", "-q")
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "pinned")
@@ -353,7 +385,9 @@ def test_a_dependents_finding_blocks_only_the_commit_that_made_it_new(tmp_path: 
 def test_a_dependents_finding_reworded_is_not_new(tmp_path: Path) -> None:
     """What a dependent said before is matched by rule and place: a whole-tree
     run and a recheck may word the same chain differently."""
-    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER.replace(", pin_memory=True", ""), "pkg/b.py": COPIER})
+    root = tree(
+        tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER.replace(", pin_memory=True", ""), "pkg/b.py": COPIER}
+    )
     assert found(check(root, "pkg")) == [("pkg/b.py", 5, "PIN002")]
     for name, raw in entries(root).items():
         if raw.get("diagnostics") and raw["diagnostics"][0]["path"].endswith("b.py"):

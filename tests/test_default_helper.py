@@ -10,7 +10,9 @@ import pytest
 from tests.support import BAD_SOURCE, pinfix
 from tests.support import write_text as write
 
-BOUND = "import torch\n\n\ndef g(dst, a):\n    h = torch.from_numpy(a)\n    dst.copy_(h, non_blocking=True)\n    return h\n"
+BOUND = (
+    "import torch\n\n\ndef g(dst, a):\n    h = torch.from_numpy(a)\n    dst.copy_(h, non_blocking=True)\n    return h\n"
+)
 VLLM_FIXED = (
     "from vllm.utils.torch_utils import np_to_pinned_tensor\n\n\n"
     "def f(dst, a):\n    dst.copy_(np_to_pinned_tensor(a), non_blocking=True)\n"
@@ -34,7 +36,9 @@ def test_a_project_without_vllm_gets_no_vllm_import_and_an_unsafe_pin_memory_fix
 
     proc = pinfix("fix", "--no-cache", "--unsafe-fixes", ".", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (tmp_path / "m.py").read_text() == BAD_SOURCE.replace("torch.from_numpy(a)", "torch.from_numpy(a).pin_memory()")
+    assert (tmp_path / "m.py").read_text() == BAD_SOURCE.replace(
+        "torch.from_numpy(a)", "torch.from_numpy(a).pin_memory()"
+    )
     assert (tmp_path / "b.py").read_text() == BOUND.replace("torch.from_numpy(a)", "torch.from_numpy(a).pin_memory()")
     again = pinfix("fix", "--no-cache", "--unsafe-fixes", ".", cwd=tmp_path)
     assert again.returncode == 0 and "changed 0 files" in again.stderr
@@ -49,8 +53,14 @@ def test_a_project_without_vllm_gets_no_vllm_import_and_an_unsafe_pin_memory_fix
         {"pyproject.toml": '[project]\nname = "app"\n[project.optional-dependencies]\nserve = ["vllm"]\n'},
         {"pyproject.toml": '[project]\nname = "vllm"\n'},
         {"pyproject.toml": '[tool.poetry.dependencies]\npython = "^3.10"\nvllm = "^0.9"\n'},
-        {"pyproject.toml": "[project]\nname = 'app'\n", "setup.cfg": "[options]\ninstall_requires =\n    numpy\n    vllm==0.9.1\n"},
-        {"pyproject.toml": "[project]\nname = 'app'\n", "setup.py": "from setuptools import setup\nsetup(name='app', install_requires=['vllm>=0.9'])\n"},
+        {
+            "pyproject.toml": "[project]\nname = 'app'\n",
+            "setup.cfg": "[options]\ninstall_requires =\n    numpy\n    vllm==0.9.1\n",
+        },
+        {
+            "pyproject.toml": "[project]\nname = 'app'\n",
+            "setup.py": "from setuptools import setup\nsetup(name='app', install_requires=['vllm>=0.9'])\n",
+        },
         {"pyproject.toml": "[project]\nname = 'app'\n", "requirements.txt": "numpy\nvllm ; sys_platform == 'linux'\n"},
         {"pyproject.toml": "[project]\nname = 'app'\n", "vllm/__init__.py": ""},
     ],

@@ -195,7 +195,8 @@ def test_a_test_of_the_tensor_itself_settles_its_memory(guard: str) -> None:
 )
 def test_a_test_that_does_not_settle_the_memory_keeps_the_finding(guard: str, why: Optional[str]) -> None:
     code = (
-        "import torch\n\ndef f(a, c, dev):\n    t = torch.from_numpy(a)\n" + guard
+        "import torch\n\ndef f(a, c, dev):\n    t = torch.from_numpy(a)\n"
+        + guard
         + "    return t.to(dev, non_blocking=True)\n"
     )
     lines = code.count("\n")
@@ -227,7 +228,11 @@ def test_a_test_that_does_not_settle_the_memory_keeps_the_finding(guard: str, wh
     ],
 )
 def test_a_test_naming_the_cpu_puts_an_unknown_tensor_there(guard: str, expected: List[Tuple[int, str]]) -> None:
-    code = "import torch\n\ndef f(t, dev):\n" + guard + "    y = (t > 0).nonzero()\n    return y.to(dev, non_blocking=True)\n"
+    code = (
+        "import torch\n\ndef f(t, dev):\n"
+        + guard
+        + "    y = (t > 0).nonzero()\n    return y.to(dev, non_blocking=True)\n"
+    )
     assert found(code) == ([(code.count("\n"), "PIN002")] if expected else [])
 
 
@@ -267,7 +272,8 @@ def test_a_tensor_put_on_the_cpu_by_a_test_keeps_unknown_memory() -> None:
 )
 def test_an_assert_on_a_parameter_holds_from_the_function_start(before: str, expected: bool) -> None:
     code = (
-        "import torch\n\ndef f(m, ms, dev):\n    device = m.device\n" + before
+        "import torch\n\ndef f(m, ms, dev):\n    device = m.device\n"
+        + before
         + "    assert m.device.type == 'cpu'\n    out = torch.zeros(4, device=device)\n    return out.to(dev, non_blocking=True)\n"
     )
     assert found(code) == ([(code.count("\n"), "PIN002")] if expected else [])
@@ -292,13 +298,16 @@ def test_a_device_branch_of_a_tensor_made_on_the_host_is_no_host_copy() -> None:
 @pytest.mark.parametrize("check", ["", "    if not o.buf.is_pinned():\n        o.buf = o.buf.pin_memory()\n"])
 def test_narrowing_an_attribute_path(check: str) -> None:
     code = (
-        "import torch\n\ndef f(o, dev):\n    o.buf = torch.zeros(4)\n" + check
+        "import torch\n\ndef f(o, dev):\n    o.buf = torch.zeros(4)\n"
+        + check
         + "    return o.buf.to(dev, non_blocking=True)\n"
     )
     assert found(code) == ([] if check else [(5, "PIN002")])
 
 
-@pytest.mark.parametrize("register", ["cudart.cudaHostRegister(ptr, n, 0)", "cupy.cuda.runtime.hostRegister(ptr, n, 0)", None])
+@pytest.mark.parametrize(
+    "register", ["cudart.cudaHostRegister(ptr, n, 0)", "cupy.cuda.runtime.hostRegister(ptr, n, 0)", None]
+)
 def test_a_view_of_host_memory_the_module_page_locks_is_not_called_pageable(register: Optional[str]) -> None:
     code = (
         "import numpy as np\nimport torch\n\n"
@@ -312,7 +321,9 @@ def test_a_view_of_host_memory_the_module_page_locks_is_not_called_pageable(regi
         (note,) = check_text(code, config=Config().with_overrides(show_unknown=True))
         assert note.code == "PIN004" and "page-locks host memory" in note.message
         # Memory the module makes itself is not what it registers.
-        assert found(code + "\ndef fresh(dev):\n    return torch.zeros(4).to(dev, non_blocking=True)\n") == [(12, "PIN002")]
+        assert found(code + "\ndef fresh(dev):\n    return torch.zeros(4).to(dev, non_blocking=True)\n") == [
+            (12, "PIN002")
+        ]
 
 
 # --- statements -----------------------------------------------------------------------------------
@@ -322,7 +333,10 @@ def test_a_view_of_host_memory_the_module_page_locks_is_not_called_pageable(regi
     "body, line",
     [
         # try / except / finally: the handler starts from every state of the body
-        ("    x = torch.zeros(2, pin_memory=True)\n    try:\n        x = torch.zeros(2)\n        g()\n    except ValueError:\n        pass\n    return x.to(d, non_blocking=True)\n", 10),
+        (
+            "    x = torch.zeros(2, pin_memory=True)\n    try:\n        x = torch.zeros(2)\n        g()\n    except ValueError:\n        pass\n    return x.to(d, non_blocking=True)\n",
+            10,
+        ),
         # with
         ("    with ctx() as c:\n        x = torch.ones(3)\n    return x.to(d, non_blocking=True)\n", 6),
         # walrus
@@ -334,15 +348,24 @@ def test_a_view_of_host_memory_the_module_page_locks_is_not_called_pageable(regi
         # star unpacking
         ("    x, *rest = [torch.zeros(3), torch.ones(2)]\n    return rest[0].to(d, non_blocking=True)\n", 5),
         # del then rebinding
-        ("    x = torch.zeros(3, pin_memory=True)\n    del x\n    x = torch.zeros(3)\n    return x.to(d, non_blocking=True)\n", 7),
+        (
+            "    x = torch.zeros(3, pin_memory=True)\n    del x\n    x = torch.zeros(3)\n    return x.to(d, non_blocking=True)\n",
+            7,
+        ),
         # a dict with constant keys
         ("    batch = {'ids': torch.tensor([1, 2])}\n    return batch['ids'].to(d, non_blocking=True)\n", 5),
         # a dict filled by key
-        ("    batch = {}\n    batch['ids'] = torch.tensor([1, 2])\n    return batch['ids'].to(d, non_blocking=True)\n", 6),
+        (
+            "    batch = {}\n    batch['ids'] = torch.tensor([1, 2])\n    return batch['ids'].to(d, non_blocking=True)\n",
+            6,
+        ),
         # a list comprehension
         ("    xs = [torch.zeros(i) for i in range(3)]\n    return torch.stack(xs).to(d, non_blocking=True)\n", 5),
         # while loop to a fixpoint: `y` is pageable from the second round on
-        ("    y = torch.zeros(2, pin_memory=True)\n    while cond():\n        y.to(d, non_blocking=True)\n        y = y + 1\n", 6),
+        (
+            "    y = torch.zeros(2, pin_memory=True)\n    while cond():\n        y.to(d, non_blocking=True)\n        y = y + 1\n",
+            6,
+        ),
         # a closure reads what the enclosing function binds
         ("    x = torch.zeros(3)\n    def inner():\n        return x.to(d, non_blocking=True)\n    return inner\n", 6),
         # a module-level name (bound once, never rebound with `global`)
@@ -486,8 +509,11 @@ def test_other_use_is_the_first_one_written() -> None:
         # A rebinding on one branch only: the other path still reads the CPU tensor.
         ("x = torch.arange(n)\n    y = x.to(dev, non_blocking=True)\n    if n:\n        x = y\n    return x\n", 8),
         # Read before the binding in the loop around both: the previous round's tensor.
-        ("for k in range(n):\n        if k:\n            print(x)\n        x = torch.arange(k)\n"
-         "        y = x.to(dev, non_blocking=True)\n", 6),
+        (
+            "for k in range(n):\n        if k:\n            print(x)\n        x = torch.arange(k)\n"
+            "        y = x.to(dev, non_blocking=True)\n",
+            6,
+        ),
     ],
 )
 def test_uses_the_binding_may_reach_keep_the_fix_unsafe(body: str, line: int) -> None:
@@ -517,7 +543,9 @@ def test_name_imported_under_global_in_a_function_resolves(deep: bool) -> None:
 )
 def test_name_bound_differently_under_global_stays_unknown(other: str) -> None:
     code = (
-        "import torch\n\n" + other + "\ndef load():\n    global as_host\n    from torch import from_numpy as as_host\n\n"
+        "import torch\n\n"
+        + other
+        + "\ndef load():\n    global as_host\n    from torch import from_numpy as as_host\n\n"
         "def f(arr, dev):\n    return as_host(arr).to(dev, non_blocking=True)\n"
     )
     assert [f.code for f in check_text(code, config=Config().with_overrides(show_unknown=True))] == ["PIN004"]
@@ -585,7 +613,10 @@ def test_several_origins_are_each_named_with_their_lines_and_remedies() -> None:
         return x.to(dev, non_blocking=True)
     """
     (message,) = messages(code)
-    assert "`x` holds pageable memory from 2 origins: `torch.from_numpy(...)` (line 4), `torch.cat(...)` (line 6)" in message
+    assert (
+        "`x` holds pageable memory from 2 origins: `torch.from_numpy(...)` (line 4), `torch.cat(...)` (line 6)"
+        in message
+    )
     assert "for `torch.from_numpy(...)` (line 4), make the source pinned with `np_to_pinned_tensor(...)`" in message
     assert "for `torch.cat(...)` (line 6), stage it through a persistent pinned buffer" in message
 
@@ -703,7 +734,10 @@ def test_facts_answer_what_memory_an_expression_holds() -> None:
     (tensor,) = copy.source.tensors
     assert (tensor.device, tensor.memory, tensor.layout) == ("cpu", "pageable", "dense")
     assert tensor.origin is not None and tensor.origin.qualified == "torch.from_numpy"
-    assert [s.kind for s in __import__("pinfix.semantic.values", fromlist=["steps"]).steps(tensor.route)] == ["made", "bound"]
+    assert [s.kind for s in __import__("pinfix.semantic.values", fromlist=["steps"]).steps(tensor.route)] == [
+        "made",
+        "bound",
+    ]
 
 
 # --- default_collate --------------------------------------------------------------------------
@@ -736,7 +770,11 @@ def test_a_value_past_the_bound_merges_paths_and_offers_no_partial_fix() -> None
     they merge into one, which is still reported; a fix at the one origin it names
     would leave the other twelve pageable, so none is offered (and the text is unchanged)."""
     arms = "".join(f"    {'if' if i == 0 else 'elif'} k == {i}:\n        x = torch.zeros({i + 1})\n" for i in range(12))
-    code = "import torch\n\n\ndef f(k, n, dev):\n" + arms + "    else:\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"
+    code = (
+        "import torch\n\n\ndef f(k, n, dev):\n"
+        + arms
+        + "    else:\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"
+    )
     (finding,) = check_text(code)
     assert finding.code == "PIN002" and finding.fix_safety is None
     assert "more paths than pinfix keeps apart" in (finding.fix_note or "")
@@ -746,8 +784,15 @@ def test_a_value_past_the_bound_merges_paths_and_offers_no_partial_fix() -> None
 def test_a_container_past_the_bound_keeps_every_element() -> None:
     """Lists from fourteen sites merge into one list holding all their elements: the
     pageable tensor in the last one still reaches the copy."""
-    arms = "".join(f"    {'if' if i == 0 else 'elif'} k == {i}:\n        xs = [torch.zeros({i + 1}, pin_memory=True)]\n" for i in range(13))
-    code = "import torch\n\n\ndef f(k, n, dev):\n" + arms + "    else:\n        xs = [torch.zeros(n)]\n    return xs[0].to(dev, non_blocking=True)\n"
+    arms = "".join(
+        f"    {'if' if i == 0 else 'elif'} k == {i}:\n        xs = [torch.zeros({i + 1}, pin_memory=True)]\n"
+        for i in range(13)
+    )
+    code = (
+        "import torch\n\n\ndef f(k, n, dev):\n"
+        + arms
+        + "    else:\n        xs = [torch.zeros(n)]\n    return xs[0].to(dev, non_blocking=True)\n"
+    )
     assert [f.code for f in check_text(code)] == ["PIN002"]
 
 
@@ -794,7 +839,9 @@ def test_nested_tests_cost_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
         for i in range(depth):
             test = f"(c or ({test} and d))" if i % 2 else f"(not ({test}) or c)"
         forks[0] = 0
-        found(f"import torch\n\ndef f(n, dev, c, d):\n    x = torch.arange(n)\n    return x.to(dev, non_blocking=True) if {test} else None\n")
+        found(
+            f"import torch\n\ndef f(n, dev, c, d):\n    x = torch.arange(n)\n    return x.to(dev, non_blocking=True) if {test} else None\n"
+        )
         return forks[0]
 
     small, large = cost(8), cost(16)

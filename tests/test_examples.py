@@ -10,9 +10,7 @@ from pinfix.cli import main
 from tests.support import REPO
 
 SOURCES = sorted(
-    p.relative_to(REPO / "examples")
-    for d in ("patterns", "sparse_mla")
-    for p in (REPO / "examples" / d).glob("*.py")
+    p.relative_to(REPO / "examples") for d in ("patterns", "sparse_mla") for p in (REPO / "examples" / d).glob("*.py")
 )
 
 

@@ -25,32 +25,83 @@ def _only(source: str, **overrides: object):  # type: ignore[no-untyped-def]
 
 CHANGED_ELSEWHERE = {
     # An alias made before the binding, written after it.
-    "alias": ("def f(dst, a):\n    b = a\n    src = torch.from_numpy(a)\n    b[0] = 1\n    dst.copy_(src, non_blocking=True)\n", "`b` is used at line 8"),
-    "alias_augmented": ("def f(dst, a):\n    b = a\n    src = torch.from_numpy(a)\n    b += 1\n    dst.copy_(src, non_blocking=True)\n", "`b += ...` at line 8"),
-    "slice_view": ("def f(dst, a):\n    v = a[1:]\n    src = torch.from_numpy(a)\n    v[0] = 1\n    dst.copy_(src, non_blocking=True)\n", "`v` is used at line 8"),
-    "method_view": ("def f(dst, a):\n    v = a.view()\n    src = torch.from_numpy(a)\n    v.fill(0)\n    dst.copy_(src, non_blocking=True)\n", "`v` is used at line 8"),
-    "transpose": ("def f(dst, a):\n    v = a.T\n    src = torch.from_numpy(a)\n    v[0] = 1\n    dst.copy_(src, non_blocking=True)\n", "`v` is used at line 8"),
-    "np_asarray": ("def f(dst, a):\n    v = np.asarray(a)\n    src = torch.from_numpy(a)\n    v[0] = 1\n    dst.copy_(src, non_blocking=True)\n", "`v` is used at line 8"),
-    "list_holding_it": ("def f(dst, a):\n    lst = [a]\n    src = torch.from_numpy(a)\n    lst[0][0] = 1\n    dst.copy_(src, non_blocking=True)\n", "`lst` is used at line 8"),
+    "alias": (
+        "def f(dst, a):\n    b = a\n    src = torch.from_numpy(a)\n    b[0] = 1\n    dst.copy_(src, non_blocking=True)\n",
+        "`b` is used at line 8",
+    ),
+    "alias_augmented": (
+        "def f(dst, a):\n    b = a\n    src = torch.from_numpy(a)\n    b += 1\n    dst.copy_(src, non_blocking=True)\n",
+        "`b += ...` at line 8",
+    ),
+    "slice_view": (
+        "def f(dst, a):\n    v = a[1:]\n    src = torch.from_numpy(a)\n    v[0] = 1\n    dst.copy_(src, non_blocking=True)\n",
+        "`v` is used at line 8",
+    ),
+    "method_view": (
+        "def f(dst, a):\n    v = a.view()\n    src = torch.from_numpy(a)\n    v.fill(0)\n    dst.copy_(src, non_blocking=True)\n",
+        "`v` is used at line 8",
+    ),
+    "transpose": (
+        "def f(dst, a):\n    v = a.T\n    src = torch.from_numpy(a)\n    v[0] = 1\n    dst.copy_(src, non_blocking=True)\n",
+        "`v` is used at line 8",
+    ),
+    "np_asarray": (
+        "def f(dst, a):\n    v = np.asarray(a)\n    src = torch.from_numpy(a)\n    v[0] = 1\n    dst.copy_(src, non_blocking=True)\n",
+        "`v` is used at line 8",
+    ),
+    "list_holding_it": (
+        "def f(dst, a):\n    lst = [a]\n    src = torch.from_numpy(a)\n    lst[0][0] = 1\n    dst.copy_(src, non_blocking=True)\n",
+        "`lst` is used at line 8",
+    ),
     "appended_to_a_list": (
         "def f(dst, a):\n    lst = []\n    lst.append(a)\n    src = torch.from_numpy(a)\n    lst[0][0] = 1\n    dst.copy_(src, non_blocking=True)\n",
         "`lst` is used at line 9",
     ),
-    "second_tensor": ("def f(dst, a):\n    t = torch.as_tensor(a)\n    src = torch.from_numpy(a)\n    t.add_(1)\n    dst.copy_(src, non_blocking=True)\n", "`t` is used at line 8"),
-    "second_from_numpy": ("def f(dst, a):\n    t = torch.from_numpy(a)\n    src = torch.from_numpy(a)\n    t.zero_()\n    dst.copy_(src, non_blocking=True)\n", "`t` is used at line 8"),
-    "closure": ("def f(dst, a):\n    def g():\n        a[0] = 1\n    src = torch.from_numpy(a)\n    g()\n    dst.copy_(src, non_blocking=True)\n", "the call of `g` at line 9"),
-    "lambda": ("def f(dst, a):\n    g = lambda: a.fill(0)\n    src = torch.from_numpy(a)\n    g()\n    dst.copy_(src, non_blocking=True)\n", "the call of `g` at line 8"),
-    "call_receiving_an_alias": ("def f(dst, a, g):\n    b = a\n    src = torch.from_numpy(a)\n    g(b)\n    dst.copy_(src, non_blocking=True)\n", "line 8"),
-    "call_receiving_a_container": ("def f(dst, a, g):\n    box = {'x': a}\n    src = torch.from_numpy(a)\n    g(box)\n    dst.copy_(src, non_blocking=True)\n", "line 8"),
+    "second_tensor": (
+        "def f(dst, a):\n    t = torch.as_tensor(a)\n    src = torch.from_numpy(a)\n    t.add_(1)\n    dst.copy_(src, non_blocking=True)\n",
+        "`t` is used at line 8",
+    ),
+    "second_from_numpy": (
+        "def f(dst, a):\n    t = torch.from_numpy(a)\n    src = torch.from_numpy(a)\n    t.zero_()\n    dst.copy_(src, non_blocking=True)\n",
+        "`t` is used at line 8",
+    ),
+    "closure": (
+        "def f(dst, a):\n    def g():\n        a[0] = 1\n    src = torch.from_numpy(a)\n    g()\n    dst.copy_(src, non_blocking=True)\n",
+        "the call of `g` at line 9",
+    ),
+    "lambda": (
+        "def f(dst, a):\n    g = lambda: a.fill(0)\n    src = torch.from_numpy(a)\n    g()\n    dst.copy_(src, non_blocking=True)\n",
+        "the call of `g` at line 8",
+    ),
+    "call_receiving_an_alias": (
+        "def f(dst, a, g):\n    b = a\n    src = torch.from_numpy(a)\n    g(b)\n    dst.copy_(src, non_blocking=True)\n",
+        "line 8",
+    ),
+    "call_receiving_a_container": (
+        "def f(dst, a, g):\n    box = {'x': a}\n    src = torch.from_numpy(a)\n    g(box)\n    dst.copy_(src, non_blocking=True)\n",
+        "line 8",
+    ),
     # A parameter: the caller holds it, so any call pinfix cannot see into may write it.
-    "opaque_call_on_a_parameter": ("def f(dst, a, g):\n    src = torch.from_numpy(a)\n    g()\n    dst.copy_(src, non_blocking=True)\n", "the call at line 7"),
+    "opaque_call_on_a_parameter": (
+        "def f(dst, a, g):\n    src = torch.from_numpy(a)\n    g()\n    dst.copy_(src, non_blocking=True)\n",
+        "the call at line 7",
+    ),
     "stored_on_self_then_method": (
         "class C:\n    def f(self, dst):\n        a = np.zeros(3)\n        self.a = a\n        src = torch.from_numpy(a)\n        self.g()\n        dst.copy_(src, non_blocking=True)\n",
         "line 10",
     ),
-    "yield": ("def f(dst, a):\n    src = torch.from_numpy(a)\n    yield\n    dst.copy_(src, non_blocking=True)\n", "the `yield` at line 7"),
-    "await": ("async def f(dst, a, g):\n    src = torch.from_numpy(a)\n    await g\n    dst.copy_(src, non_blocking=True)\n", "the `await` at line 7"),
-    "exec": ("def f(dst):\n    a = np.zeros(3)\n    src = torch.from_numpy(a)\n    exec('a[0] = 1')\n    dst.copy_(src, non_blocking=True)\n", "`exec(...)` at line 8"),
+    "yield": (
+        "def f(dst, a):\n    src = torch.from_numpy(a)\n    yield\n    dst.copy_(src, non_blocking=True)\n",
+        "the `yield` at line 7",
+    ),
+    "await": (
+        "async def f(dst, a, g):\n    src = torch.from_numpy(a)\n    await g\n    dst.copy_(src, non_blocking=True)\n",
+        "the `await` at line 7",
+    ),
+    "exec": (
+        "def f(dst):\n    a = np.zeros(3)\n    src = torch.from_numpy(a)\n    exec('a[0] = 1')\n    dst.copy_(src, non_blocking=True)\n",
+        "`exec(...)` at line 8",
+    ),
     "for_loop_variable": (
         "def f(dst, arrays):\n    a = arrays[0]\n    src = torch.from_numpy(a)\n    for x in arrays:\n        x += 1\n    dst.copy_(src, non_blocking=True)\n",
         "line 8",
@@ -117,7 +168,10 @@ def test_many_copies_in_one_function_ask_one_walk() -> None:
 
 
 def test_a_walrus_bound_source_used_later_is_not_fixed_safely() -> None:
-    source = H + "def f(dst, a):\n    dst.copy_((t := torch.from_numpy(a)), non_blocking=True)\n    a[0] = 1\n    return t.sum()\n"
+    source = (
+        H
+        + "def f(dst, a):\n    dst.copy_((t := torch.from_numpy(a)), non_blocking=True)\n    a[0] = 1\n    return t.sum()\n"
+    )
     finding = _only(source)
     assert finding.fix_safety == "unsafe"
     assert "`t` is also used at line 8" in (finding.fix_note or "")
@@ -143,7 +197,10 @@ H2D = {"h2d_helper": "vllm.utils.torch_utils.async_tensor_h2d"}
 @pytest.mark.parametrize("settings", [{}, H2D], ids=["helper", "h2d-helper"])
 @pytest.mark.parametrize(
     "sink",
-    ["torch.from_numpy(a).to(dev, non_blocking=True)", "torch.from_numpy(a).to(device=dev, dtype=torch.int64, non_blocking=True)"],
+    [
+        "torch.from_numpy(a).to(dev, non_blocking=True)",
+        "torch.from_numpy(a).to(device=dev, dtype=torch.int64, non_blocking=True)",
+    ],
 )
 def test_to_a_device_that_may_be_the_cpu_is_an_unsafe_fix(sink: str, settings: dict) -> None:
     source = H + f"def f(a, dev):\n    return {sink}\n"
@@ -191,7 +248,10 @@ REBINDS = "\n\ndef elsewhere():\n    global {name}\n    {name} = print\n"
         (
             "def f(n, dev):\n    return torch.zeros(n).to(dev, non_blocking=True)\n",
             "is_pin_memory_available",
-            {"pin_memory_expr": "is_pin_memory_available()", "pin_memory_import": "vllm.utils.platform_utils.is_pin_memory_available"},
+            {
+                "pin_memory_expr": "is_pin_memory_available()",
+                "pin_memory_import": "vllm.utils.platform_utils.is_pin_memory_available",
+            },
         ),
     ],
     ids=["helper", "h2d-helper", "pin-memory-import"],
@@ -207,7 +267,10 @@ def test_a_name_another_function_rebinds_globally_is_not_inserted(body: str, nam
 
 
 def test_a_global_declaration_that_only_reads_the_name_keeps_the_fix() -> None:
-    source = H + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n\n\ndef g():\n    global np_to_pinned_tensor\n    return np_to_pinned_tensor\n"
+    source = (
+        H
+        + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n\n\ndef g():\n    global np_to_pinned_tensor\n    return np_to_pinned_tensor\n"
+    )
     assert _only(source).fix_safety == "safe"
 
 
@@ -215,9 +278,14 @@ def test_a_global_declaration_that_only_reads_the_name_keeps_the_fix() -> None:
 
 
 @pytest.mark.parametrize("layout", ["torch.sparse_coo", "torch.sparse_csr", "lay"])
-@pytest.mark.parametrize("factory", ["torch.zeros(3, layout={})", "torch.empty(3, 4, layout={})", "torch.zeros_like(t, layout={})"])
+@pytest.mark.parametrize(
+    "factory", ["torch.zeros(3, layout={})", "torch.empty(3, 4, layout={})", "torch.zeros_like(t, layout={})"]
+)
 def test_a_layout_that_may_be_sparse_gets_no_pin_memory_fix(factory: str, layout: str) -> None:
-    source = H + f"def f(dev, lay):\n    t = torch.zeros(3)\n    x = {factory.format(layout)}\n    return x.to(dev, non_blocking=True)\n"
+    source = (
+        H
+        + f"def f(dev, lay):\n    t = torch.zeros(3)\n    x = {factory.format(layout)}\n    return x.to(dev, non_blocking=True)\n"
+    )
     finding = _only(source, pin_memory_expr="True")
     assert finding.fix_safety is None
     assert f"`layout={layout}` may not be dense" in (finding.fix_note or "")
@@ -299,7 +367,7 @@ def _program(placement: str, form: str) -> str:
         # typing-only at the top (read by an annotation), imported again at run time in the function
         return (
             f"from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    {statement}\n\n\n"
-            f"def f(dst: \"{callee.split('.')[0]}\", a):\n    {statement}\n\n{keep}{use}"
+            f'def f(dst: "{callee.split(".")[0]}", a):\n    {statement}\n\n{keep}{use}'
         )
     if placement == "semicolon":
         return f"def f(dst, a):\n    {statement}; print(dst)\n{keep}{use}"
@@ -374,7 +442,11 @@ def test_an_applicability_applies_where_it_is_as_free_as_required() -> None:
     assert Applicability.required(False) is SAFE and Applicability.required(True) is UNSAFE
     assert SAFE.applies(SAFE) and SAFE.applies(UNSAFE) and UNSAFE.applies(UNSAFE) and not UNSAFE.applies(SAFE)
     safe, unsafe = Fix(SAFE, None, (Edit(0, 0, "a"),)), Fix(UNSAFE, "why", (Edit(1, 1, "b"),))
-    findings = [SimpleNamespace(code="PIN001", fix=safe), SimpleNamespace(code="PIN002", fix=unsafe), SimpleNamespace(code="PIN001", fix=None)]
+    findings = [
+        SimpleNamespace(code="PIN001", fix=safe),
+        SimpleNamespace(code="PIN002", fix=unsafe),
+        SimpleNamespace(code="PIN001", fix=None),
+    ]
     assert chosen_fixes(findings, SAFE) == [safe, None, None]
     assert chosen_fixes(findings, UNSAFE) == [safe, unsafe, None]
     assert chosen_fixes(findings, UNSAFE, {"PIN002"}) == [None, unsafe, None]

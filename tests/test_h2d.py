@@ -17,7 +17,7 @@ H2D_CONFIG = '[tool.pinfix]\nh2d-helper = "vllm.utils.torch_utils.async_tensor_h
 CASES = {
     # vLLM 0.29.0's kanana_v rewrite: keyword device for array data; merged import.
     "from_numpy_merged_import": (
-        '''\
+        """\
 import numpy as np
 import torch
 
@@ -30,8 +30,8 @@ def f(cu_seqlens: np.ndarray, device: torch.device) -> torch.Tensor:
         device,
         non_blocking=True,
     )
-''',
-        '''\
+""",
+        """\
 import numpy as np
 import torch
 
@@ -41,18 +41,18 @@ from vllm.utils.torch_utils import PIN_MEMORY, async_tensor_h2d
 def f(cu_seqlens: np.ndarray, device: torch.device) -> torch.Tensor:
     assert PIN_MEMORY is not None
     return async_tensor_h2d(cu_seqlens, device=device)
-''',
+""",
     ),
     # `.to`'s dtype kept as `dtype=`; `from torch import from_numpy` left unused is removed.
     "keyword_form_dtype_unused_import_removed": (
-        '''\
+        """\
 from torch import from_numpy, int64
 
 
 def f(a, dev):
     return from_numpy(a).to(device=dev, dtype=int64, non_blocking=True)
-''',
-        '''\
+""",
+        """\
 from torch import int64
 
 from vllm.utils.torch_utils import async_tensor_h2d
@@ -60,18 +60,18 @@ from vllm.utils.torch_utils import async_tensor_h2d
 
 def f(a, dev):
     return async_tensor_h2d(a, device=dev, dtype=int64)
-''',
+""",
     ),
     # Positional dtype and non_blocking; `import torch` stays (still used).
     "positional_dtype": (
-        '''\
+        """\
 import torch
 
 
 def f(a, device):
     return torch.from_numpy(a).to(device, torch.float32, True)
-''',
-        '''\
+""",
+        """\
 import torch
 
 from vllm.utils.torch_utils import async_tensor_h2d
@@ -79,28 +79,28 @@ from vllm.utils.torch_utils import async_tensor_h2d
 
 def f(a, device):
     return async_tensor_h2d(a, device=device, dtype=torch.float32)
-''',
+""",
     ),
     # `import torch` left unused is removed.
     "import_torch_removed": (
-        '''\
+        """\
 import torch
 
 
 def f(a, device):
     return torch.from_numpy(a).to(device, non_blocking=True)
-''',
-        '''\
+""",
+        """\
 from vllm.utils.torch_utils import async_tensor_h2d
 
 
 def f(a, device):
     return async_tensor_h2d(a, device=device)
-''',
+""",
     ),
     # torch.tensor of Python data: its dtype= kept, a plainly-CPU device= dropped (the helper's own).
     "tensor_of_list_parameter": (
-        '''\
+        """\
 import torch
 
 
@@ -109,8 +109,8 @@ def f(token_indices: list[int], src: torch.Tensor) -> torch.Tensor:
     return torch.tensor(
         token_indices, dtype=torch.int32, device="cpu"
     ).to(device, non_blocking=True)
-''',
-        '''\
+""",
+        """\
 import torch
 
 from vllm.utils.torch_utils import async_tensor_h2d
@@ -119,28 +119,28 @@ from vllm.utils.torch_utils import async_tensor_h2d
 def f(token_indices: list[int], src: torch.Tensor) -> torch.Tensor:
     device = src.device
     return async_tensor_h2d(token_indices, device=device, dtype=torch.int32)
-''',
+""",
     ),
     "tensor_of_display": (
-        '''\
+        """\
 import torch
 
 
 def f(n: int, device):
     return torch.tensor([n, n + 1]).to(device, non_blocking=True)
-''',
-        '''\
+""",
+        """\
 from vllm.utils.torch_utils import async_tensor_h2d
 
 
 def f(n: int, device):
     return async_tensor_h2d([n, n + 1], device=device)
-''',
+""",
     ),
     # A local pageable tensor: positional device (vLLM 0.29.0's siglip / pooler shape);
     # a conversion on the way is fine (the helper pins whatever it is given).
     "local_name_and_conversion": (
-        '''\
+        """\
 import torch
 
 
@@ -149,8 +149,8 @@ def f(n: int, ids: list, data: torch.Tensor):
     idx = idx_cpu.to(data.device, non_blocking=True)
     mask = torch.tensor(ids).bool()
     return idx, mask.to(data.device, torch.int32, non_blocking=True)
-''',
-        '''\
+""",
+        """\
 import torch
 
 from vllm.utils.torch_utils import async_tensor_h2d
@@ -161,11 +161,11 @@ def f(n: int, ids: list, data: torch.Tensor):
     idx = async_tensor_h2d(idx_cpu, data.device)
     mask = torch.tensor(ids).bool()
     return idx, async_tensor_h2d(mask, data.device, dtype=torch.int32)
-''',
+""",
     ),
     # Already imported under another name: that name is used; no second import.
     "already_imported_alias": (
-        '''\
+        """\
 import torch
 
 from vllm.utils.torch_utils import async_tensor_h2d as h2d
@@ -174,38 +174,38 @@ from vllm.utils.torch_utils import async_tensor_h2d as h2d
 def f(a, b, device):
     x = h2d(a, device)
     return x, torch.from_numpy(b).to(device, non_blocking=True)
-''',
-        '''\
+""",
+        """\
 from vllm.utils.torch_utils import async_tensor_h2d as h2d
 
 
 def f(a, b, device):
     x = h2d(a, device)
     return x, h2d(b, device=device)
-''',
+""",
     ),
     # A copy_ sink keeps the np_to_pinned_tensor fix; both helpers merge into one import.
     "both_helpers_one_import": (
-        '''\
+        """\
 import torch
 
 
 def f(dst, a, b, device):
     dst.copy_(torch.from_numpy(a), non_blocking=True)
     return torch.from_numpy(b).to(device, non_blocking=True)
-''',
-        '''\
+""",
+        """\
 from vllm.utils.torch_utils import async_tensor_h2d, np_to_pinned_tensor
 
 
 def f(dst, a, b, device):
     dst.copy_(np_to_pinned_tensor(a), non_blocking=True)
     return async_tensor_h2d(b, device=device)
-''',
+""",
     ),
     # Parentheses around the call stay.
     "parenthesized_call": (
-        '''\
+        """\
 import torch
 
 
@@ -214,8 +214,8 @@ def f(a, device):
         torch.from_numpy(a).to(device, non_blocking=True)
     )
     return out
-''',
-        '''\
+""",
+        """\
 from vllm.utils.torch_utils import async_tensor_h2d
 
 
@@ -224,19 +224,19 @@ def f(a, device):
         async_tensor_h2d(a, device=device)
     )
     return out
-''',
+""",
     ),
     # A computed source that is not a call (arithmetic): rewritten as a traced tensor.
     "computed_arithmetic_source": (
-        '''\
+        """\
 import torch
 
 
 def bump(count: int, device):
     start = torch.arange(count)
     return (start + 1).to(device, non_blocking=True)
-''',
-        '''\
+""",
+        """\
 import torch
 
 from vllm.utils.torch_utils import async_tensor_h2d
@@ -245,11 +245,11 @@ from vllm.utils.torch_utils import async_tensor_h2d
 def bump(count: int, device):
     start = torch.arange(count)
     return async_tensor_h2d(start + 1, device)
-''',
+""",
     ),
     # A sum with a non-0-dim CPU tensor is on the CPU whatever the other operand is.
     "sum_with_unknown_operand": (
-        '''\
+        """\
 import torch
 
 
@@ -259,8 +259,8 @@ class Table:
         base = torch.arange(0, self.width, dtype=torch.long)
         rows = base.view((1, self.width)) + keys_t.view((len(keys), 1)) * self.width
         return rows.to(device=device, non_blocking=True)
-''',
-        '''\
+""",
+        """\
 import torch
 
 from vllm.utils.torch_utils import async_tensor_h2d
@@ -272,12 +272,12 @@ class Table:
         base = torch.arange(0, self.width, dtype=torch.long)
         rows = base.view((1, self.width)) + keys_t.view((len(keys), 1)) * self.width
         return async_tensor_h2d(rows, device)
-''',
+""",
     ),
     # The name rebound to the copy's result: later uses are of the result, and
     # the list's uses come before the tensor exists.
     "rebound_to_the_result": (
-        '''\
+        """\
 import torch
 
 
@@ -288,8 +288,8 @@ def gather(chunks, device):
     pieces = torch.cat(pieces)
     pieces = pieces.to(device, non_blocking=True)
     return pieces.sum()
-''',
-        '''\
+""",
+        """\
 import torch
 
 from vllm.utils.torch_utils import async_tensor_h2d
@@ -302,7 +302,7 @@ def gather(chunks, device):
     pieces = torch.cat(pieces)
     pieces = async_tensor_h2d(pieces, device)
     return pieces.sum()
-''',
+""",
     ),
 }
 
@@ -311,43 +311,59 @@ OTHER_FIX = {
     # copy= / memory_format=: no h2d; the np_to_pinned_tensor fix as without the setting.
     "copy_keyword": (
         "import torch\n\n\ndef f(a, dev):\n    return torch.from_numpy(a).to(dev, copy=True, non_blocking=True)\n",
-        "np_to_pinned_tensor(a).to(dev, copy=True, non_blocking=True)", "safe", None,
+        "np_to_pinned_tensor(a).to(dev, copy=True, non_blocking=True)",
+        "safe",
+        None,
     ),
     "memory_format_keyword": (
         "import torch\n\n\ndef f(a, dev):\n"
         "    return torch.from_numpy(a).to(dev, memory_format=torch.contiguous_format, non_blocking=True)\n",
-        "np_to_pinned_tensor(a).to(dev", "unsafe", "may be the CPU",
+        "np_to_pinned_tensor(a).to(dev",
+        "unsafe",
+        "may be the CPU",
     ),
     # `.to(other)` takes the other tensor's dtype too: only a plain device is rewritten.
     "to_other_tensor": (
         "import torch\n\n\ndef f(a, other):\n    return torch.from_numpy(a).to(other, non_blocking=True)\n",
-        "np_to_pinned_tensor(a).to(other, non_blocking=True)", "unsafe", "may be the CPU",
+        "np_to_pinned_tensor(a).to(other, non_blocking=True)",
+        "unsafe",
+        "may be the CPU",
     ),
     # `torch.tensor(d).to(T)` rounds through the inferred dtype: not the same as dtype=T.
     "tensor_with_to_dtype": (
         "import torch\n\n\ndef f(dev):\n    return torch.tensor([0.1, 0.2]).to(dev, torch.float64, non_blocking=True)\n",
-        "torch.tensor([0.1, 0.2], pin_memory=True).to(dev, torch.float64, non_blocking=True)", "unsafe", "pin-memory-expr",
+        "torch.tensor([0.1, 0.2], pin_memory=True).to(dev, torch.float64, non_blocking=True)",
+        "unsafe",
+        "pin-memory-expr",
     ),
     # requires_grad= changes the result; an unknown argument may be an ndarray or a tensor.
     "tensor_requires_grad": (
         "import torch\n\n\ndef f(dev):\n    return torch.tensor([1.0], requires_grad=True).to(dev, non_blocking=True)\n",
-        "torch.tensor([1.0], requires_grad=True, pin_memory=True)", "unsafe", "pin-memory-expr",
+        "torch.tensor([1.0], requires_grad=True, pin_memory=True)",
+        "unsafe",
+        "pin-memory-expr",
     ),
     "tensor_of_unknown_data": (
         "import torch\n\n\ndef f(arr, dev):\n    return torch.tensor(arr).to(dev, non_blocking=True)\n",
-        "torch.tensor(arr, pin_memory=True)", "unsafe", "pin-memory-expr",
+        "torch.tensor(arr, pin_memory=True)",
+        "unsafe",
+        "pin-memory-expr",
     ),
     # A comment inside the call would be lost.
     "comment_inside": (
         "import torch\n\n\ndef f(a, dev):\n    return torch.from_numpy(a).to(\n        dev,  # the GPU\n"
         "        non_blocking=True,\n    )\n",
-        "np_to_pinned_tensor(a).to(", "unsafe", "may be the CPU",
+        "np_to_pinned_tensor(a).to(",
+        "unsafe",
+        "may be the CPU",
     ),
     # The helper's name is bound to something else here.
     "name_taken": (
         "import torch\n\n\ndef async_tensor_h2d(x):\n    return x\n\n\n"
         "def f(a, dev):\n    return torch.from_numpy(a).to(dev, non_blocking=True)\n",
-        "np_to_pinned_tensor(a).to(dev, non_blocking=True)", "unsafe", "may be the CPU",
+        "np_to_pinned_tensor(a).to(dev, non_blocking=True)",
+        "unsafe",
+        "may be the CPU",
     ),
 }
 
@@ -365,9 +381,9 @@ MAY_BE_THE_CPU = {
 }
 
 # The source is used again: unsafe (on a CPU device `.to` returns the tensor itself).
-USED_AGAIN = "import torch\n\n\ndef f(n, dev):\n    x = torch.zeros(n)\n    y = x.to(dev, non_blocking=True)\n    return x, y\n"
-
-
+USED_AGAIN = (
+    "import torch\n\n\ndef f(n, dev):\n    x = torch.zeros(n)\n    y = x.to(dev, non_blocking=True)\n    return x, y\n"
+)
 
 
 @pytest.fixture
@@ -381,7 +397,9 @@ def test_h2d_fix(h2d_project: Path, name: str) -> None:
     before, expected = CASES[name]
     findings = check_text(before, path=str(_path(h2d_project, name)), config=load_config(h2d_project))
     unsafe = name in MAY_BE_THE_CPU
-    assert findings and all(f.fix_safety == "safe" or (unsafe and "may be the CPU" in (f.fix_note or "")) for f in findings)
+    assert findings and all(
+        f.fix_safety == "safe" or (unsafe and "may be the CPU" in (f.fix_note or "")) for f in findings
+    )
     if unsafe:
         assert any(f.fix_safety == "unsafe" for f in findings)
         assert _fix(h2d_project, name, before) != expected
@@ -443,7 +461,9 @@ def test_helper_module_itself_is_not_rewritten(h2d_project: Path) -> None:
     path.write_text(source)
     (finding,) = check_text(source, path=str(path), config=load_config(h2d_project))
     assert "async_tensor_h2d" not in finding.message
-    assert "async_tensor_h2d" not in fix_text(source, path=str(path), config=load_config(h2d_project), unsafe_fixes=True)
+    assert "async_tensor_h2d" not in fix_text(
+        source, path=str(path), config=load_config(h2d_project), unsafe_fixes=True
+    )
 
 
 def test_unset_keeps_todays_fix(project: Path) -> None:
@@ -461,7 +481,7 @@ def test_config_validates_h2d_helper(project: Path) -> None:
 
 # --- Behaviour: the rewritten code computes the same tensor -------------------------
 
-RUNTIME = '''\
+RUNTIME = """\
 import numpy as np
 import torch
 
@@ -476,7 +496,7 @@ def f(a: np.ndarray, ids: list[int], n: int, device):
     mask = torch.tensor(ids).bool()
     u = mask.to(device, non_blocking=True)
     return x, y, z, w, v, u
-'''
+"""
 
 
 def _stand_in(torch):  # type: ignore[no-untyped-def]
@@ -508,7 +528,11 @@ def test_rewrite_computes_the_same_tensors(h2d_project: Path, monkeypatch: pytes
     assert after.count("async_tensor_h2d(") == 6 + 0 and "non_blocking" not in after
     shim = types.ModuleType("vllm.utils.torch_utils")
     shim.async_tensor_h2d = _stand_in(torch)  # type: ignore[attr-defined]
-    for name, module in (("vllm", types.ModuleType("vllm")), ("vllm.utils", types.ModuleType("vllm.utils")), (shim.__name__, shim)):
+    for name, module in (
+        ("vllm", types.ModuleType("vllm")),
+        ("vllm.utils", types.ModuleType("vllm.utils")),
+        (shim.__name__, shim),
+    ):
         monkeypatch.setitem(sys.modules, name, module)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     args = (np.arange(6, dtype=np.int64).reshape(2, 3)[:, ::2], [3, 0, 7], 5, device)

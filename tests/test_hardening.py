@@ -29,6 +29,9 @@ from tests.test_bad_input import (
     write,
 )
 
+#: The trees here are vLLM-shaped: their fixes use vLLM's helper (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("depends_on_vllm")
+
 HAS_FIFO = hasattr(os, "mkfifo")
 
 
@@ -129,7 +132,9 @@ DEEP = {
 
 
 @pytest.mark.parametrize("name", list(DEEP))
-def test_what_cpython_rejects_is_an_error_at_its_place_and_never_rewritten(tmp_path: Path, good: Path, name: str) -> None:
+def test_what_cpython_rejects_is_an_error_at_its_place_and_never_rewritten(
+    tmp_path: Path, good: Path, name: str
+) -> None:
     source, says = DEEP[name]
     bad = write(tmp_path / "bad.py", SAMPLE + b"\n" + source)
     proc = cli_subprocess("fix", "-j", "1", str(tmp_path))
@@ -202,7 +207,9 @@ def _depth(node: "object") -> int:
         lambda k: "x = " + "lambda: " * k + "1",
         lambda k: "x = " + "not " * k + "y",
         lambda k: "x = (a" + "\n.b()" * k + ")",  # over many lines
-        lambda k: "def f():\n" + "".join(" " * (i + 1) + "if x:\n" for i in range(k // 3)) + " " * (k // 3 + 1) + "pass",
+        lambda k: (
+            "def f():\n" + "".join(" " * (i + 1) + "if x:\n" for i in range(k // 3)) + " " * (k // 3 + 1) + "pass"
+        ),
     ],
 )
 def test_the_nesting_screen_never_misses_a_deep_tree(make) -> None:  # type: ignore[no-untyped-def]
@@ -230,13 +237,18 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="the pool's workers must be forked to inherit the crashing stand-in")
+@pytest.mark.skipif(
+    sys.platform != "linux", reason="the pool's workers must be forked to inherit the crashing stand-in"
+)
 def test_a_worker_that_crashes_takes_only_its_own_file_down(tmp_path: Path) -> None:
     files = [write(tmp_path / f"m{i:02d}.py", SAMPLE.replace(b"def load", f"def load_{i}".encode())) for i in range(12)]
     crashers = [write(tmp_path / f"z{i}.py", SAMPLE + b"# CRASH_HERE\n") for i in range(2)]
     proc = subprocess.run(
         [sys.executable, "-c", CRASHING_RUN, "fix", "-j", "2", "--no-progress", str(tmp_path)],
-        capture_output=True, text=True, timeout=300, check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert proc.returncode == 2, proc.stderr
     assert_clean_stderr(proc.stderr)
@@ -312,7 +324,8 @@ def test_workers_die_with_the_main_process(tmp_path: Path, sig: signal.Signals) 
         write(tmp_path / f"m{i:03d}.py", SAMPLE.replace(b"def load", f"def load_{i}".encode()) + body)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pinfix", "check", "--no-cache", "-j", "2", "--no-progress", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     workers: List[int] = []
     deadline = time.monotonic() + 60
@@ -505,7 +518,9 @@ def test_unintended_change_counts_lines_as_python_does() -> None:
     old = b"a\rb\r\nc \x0b\x0c\x1c \xe2\x80\xa8 c\nd"
     assert unintended_change(old, b"a\rB\r\nc \x0b\x0c\x1c \xe2\x80\xa8 c\nd", {2}) is None
     assert unintended_change(old, b"a\rb\r\nC\nd", {3}) is None
-    assert unintended_change(old, b"a\rb\r\nc \x0b\x0c\x1c \xe2\x80\xa8 c\nD", {2}) == "line 4 would become 'D' (was 'd')"
+    assert (
+        unintended_change(old, b"a\rb\r\nc \x0b\x0c\x1c \xe2\x80\xa8 c\nD", {2}) == "line 4 would become 'D' (was 'd')"
+    )
     assert unintended_change(b"x\r", b"y", {1}) == "the file's last line end would become '' (was '\\r')"
     # A \r and a \n brought together make one \r\n: the line before changed its end.
     assert unintended_change(b"a\n\nb\n", b"a\r\nb\n", {1}) is not None
@@ -595,7 +610,9 @@ def test_a_fix_that_would_change_other_bytes_is_refused(
 DIFF_SHAPES: Dict[str, bytes] = {
     "plain": SAMPLE,
     "fix on the last line, no newline": SAMPLE.rstrip(b"\n"),
-    "\\x0b \\x0c \\x1c U+2028 inside lines": SAMPLE.replace(b"def load(a):", b"def load(a):  # \x0b\x0c\x1c \xe2\x80\xa8 x")
+    "\\x0b \\x0c \\x1c U+2028 inside lines": SAMPLE.replace(
+        b"def load(a):", b"def load(a):  # \x0b\x0c\x1c \xe2\x80\xa8 x"
+    )
     + b"S = '\x0c\x1c'\n",
     "lone CR": SAMPLE.replace(b"\n", b"\r") + b"x = 1",
     "mixed endings": SAMPLE.replace(b"np\n", b"np\r\n").replace(b"\n\n\n", b"\r\n\n\r") + b"y = 2\r\nz = 3",
@@ -742,7 +759,10 @@ def test_file_names_that_are_not_utf8_never_crash_the_output(tmp_path: Path, fmt
     env = dict(os.environ, PYTHONIOENCODING="utf-8", LC_ALL="C.UTF-8")
     proc = subprocess.run(
         [sys.executable, "-m", "pinfix", "check", "--output-format", fmt, str(tmp_path)],
-        capture_output=True, env=env, timeout=120, check=False,
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
     )
     assert b"Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == 2
@@ -835,7 +855,9 @@ def test_a_file_without_directives_is_searched_for_them_once(monkeypatch: pytest
             return real.search(data)
 
     monkeypatch.setattr(pinfix.suppression, "DIRECTIVE_BYTES", Counting())
-    body = b"".join(b"\n\ndef load_%d(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n" % i for i in range(5))
+    body = b"".join(
+        b"\n\ndef load_%d(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n" % i for i in range(5)
+    )
     report = process_source("m.py", SAMPLE + body, Config(), Mode())
     assert len(report.diagnostics) == 6 and report.error is None
     assert len(searched) == 1
@@ -886,10 +908,16 @@ def test_deep_mode_never_waits_on_a_fifo_in_the_project(tmp_path: Path) -> None:
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "b.py").write_text("def send(x, dev):\n    return x.to(dev, non_blocking=True)\n")
-    (pkg / "c.py").write_text("import torch\n\nfrom pkg.b import send\n\n\ndef go(dev):\n    return send(torch.arange(3), dev)\n")
+    (pkg / "c.py").write_text(
+        "import torch\n\nfrom pkg.b import send\n\n\ndef go(dev):\n    return send(torch.arange(3), dev)\n"
+    )
     os.mkfifo(pkg / "fifo.py")
     os.mkfifo(pkg / "helpers.py")
-    (pkg / "d.py").write_text("from pkg.helpers import make\n\n\ndef h(dev):\n    return make().to(dev, non_blocking=True)\n")
-    proc = cli_subprocess("check", "--deep", "--no-cache", "--output-format", "json", str(pkg / "b.py"), str(pkg / "d.py"), timeout=60)
+    (pkg / "d.py").write_text(
+        "from pkg.helpers import make\n\n\ndef h(dev):\n    return make().to(dev, non_blocking=True)\n"
+    )
+    proc = cli_subprocess(
+        "check", "--deep", "--no-cache", "--output-format", "json", str(pkg / "b.py"), str(pkg / "d.py"), timeout=60
+    )
     assert proc.returncode == 1, proc.stderr
     assert '"line": 2' in proc.stdout and "Traceback" not in proc.stderr

@@ -22,11 +22,11 @@ from pinfix.findings import Mode
 
 RUFF = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
 
-BODY = '''
+BODY = """
 
 def f(buf, a):
     buf.copy_(torch.from_numpy(a), non_blocking=True)
-'''
+"""
 
 
 def ruff_I_F(project: Path, path: Path) -> List[str]:
@@ -37,7 +37,9 @@ def ruff_I_F(project: Path, path: Path) -> List[str]:
         extra = ["--config", "lint.isort.force-single-line = true"]
     proc = subprocess.run(
         [RUFF, "check", "--no-cache", "--select", "I,F", "--output-format", "concise", *extra, str(path)],
-        cwd=project, capture_output=True, text=True,
+        cwd=project,
+        capture_output=True,
+        text=True,
     )
     assert "error:" not in proc.stderr.lower(), proc.stderr
     return [line.split(": ", 1)[1] for line in proc.stdout.splitlines() if line.count(":") >= 3]
@@ -55,21 +57,37 @@ def fixed(project: Path, settings: str, source: str, name: str = "m") -> str:
     return after
 
 
-MERGE_SOURCE = '''\
+MERGE_SOURCE = (
+    """\
 import torch
 
 from vllm.utils.torch_utils import async_tensor_h2d, direct_register_custom_op
-''' + BODY + "    async_tensor_h2d(direct_register_custom_op)\n"
+"""
+    + BODY
+    + "    async_tensor_h2d(direct_register_custom_op)\n"
+)
 
 
 @pytest.mark.parametrize(
     "settings,expected",
     [
-        ("", "from vllm.utils.torch_utils import (\n    async_tensor_h2d,\n    direct_register_custom_op,\n    np_to_pinned_tensor,\n)\n"),
-        ("[tool.ruff]\nline-length = 120\n", "from vllm.utils.torch_utils import async_tensor_h2d, direct_register_custom_op, np_to_pinned_tensor\n"),
-        ("[tool.ruff.lint.isort]\nforce-single-line = true\n", "from vllm.utils.torch_utils import direct_register_custom_op\nfrom vllm.utils.torch_utils import np_to_pinned_tensor\n"),
+        (
+            "",
+            "from vllm.utils.torch_utils import (\n    async_tensor_h2d,\n    direct_register_custom_op,\n    np_to_pinned_tensor,\n)\n",
+        ),
+        (
+            "[tool.ruff]\nline-length = 120\n",
+            "from vllm.utils.torch_utils import async_tensor_h2d, direct_register_custom_op, np_to_pinned_tensor\n",
+        ),
+        (
+            "[tool.ruff.lint.isort]\nforce-single-line = true\n",
+            "from vllm.utils.torch_utils import direct_register_custom_op\nfrom vllm.utils.torch_utils import np_to_pinned_tensor\n",
+        ),
         ("[tool.ruff.isort]\nforce-single-line = true\n", "from vllm.utils.torch_utils import np_to_pinned_tensor\n"),
-        ("[tool.isort]\nprofile = \"black\"\nforce_single_line = true\n", "from vllm.utils.torch_utils import np_to_pinned_tensor\n"),
+        (
+            '[tool.isort]\nprofile = "black"\nforce_single_line = true\n',
+            "from vllm.utils.torch_utils import np_to_pinned_tensor\n",
+        ),
     ],
 )
 def test_merge_or_not_by_settings(project, settings, expected):
@@ -97,7 +115,9 @@ def test_known_first_party_and_third_party(project):
 
 def test_section_order_and_no_sections(project):
     source = "import os\n\nimport torch\n" + BODY + "    os.getcwd(torch.int32)\n"
-    after = fixed(project, '[tool.ruff.lint.isort]\nno-sections = true\n', source.replace("import os\n\n", "import os\n"))
+    after = fixed(
+        project, "[tool.ruff.lint.isort]\nno-sections = true\n", source.replace("import os\n\n", "import os\n")
+    )
     assert "import os\nimport torch\nfrom vllm.utils.torch_utils import np_to_pinned_tensor\n" in after
     order = 'section-order = ["future", "standard-library", "first-party", "third-party", "local-folder"]'
     source2 = "import os\n\nimport torch\n" + BODY + "    os.getcwd(torch.int32)\n"
@@ -107,15 +127,23 @@ def test_section_order_and_no_sections(project):
 
 def test_force_sort_within_sections(project):
     source = "import torch\nfrom vllm import envs\nimport vllm.zz\n" + BODY + "    envs.x(vllm.zz)\n"
-    after = fixed(project, '[tool.ruff.lint.isort]\nforce-sort-within-sections = true\nknown-third-party = ["vllm"]\n', source)
+    after = fixed(
+        project, '[tool.ruff.lint.isort]\nforce-sort-within-sections = true\nknown-third-party = ["vllm"]\n', source
+    )
     assert "from vllm import envs\nfrom vllm.utils.torch_utils import np_to_pinned_tensor\nimport vllm.zz\n" in after
 
 
 def test_order_by_type_and_case_sensitive(project):
     source = (
-        "import torch\n\nfrom vllm.utils.torch_utils import STR_DTYPE, Foo, zeta\n" + BODY + "    zeta(STR_DTYPE, Foo)\n"
+        "import torch\n\nfrom vllm.utils.torch_utils import STR_DTYPE, Foo, zeta\n"
+        + BODY
+        + "    zeta(STR_DTYPE, Foo)\n"
     )
-    after = fixed(project, "[tool.ruff.lint.isort]\norder-by-type = false\n", source.replace("STR_DTYPE, Foo, zeta", "Foo, STR_DTYPE, zeta"))
+    after = fixed(
+        project,
+        "[tool.ruff.lint.isort]\norder-by-type = false\n",
+        source.replace("STR_DTYPE, Foo, zeta", "Foo, STR_DTYPE, zeta"),
+    )
     assert "import Foo, np_to_pinned_tensor, STR_DTYPE, zeta\n" in after
     after = fixed(project, "[tool.ruff.lint.isort]\ncase-sensitive = true\n", source)
     assert "import STR_DTYPE, Foo, np_to_pinned_tensor, zeta\n" in after
@@ -125,7 +153,10 @@ def test_combine_as_imports_and_force_wrap_aliases(project):
     source = "import torch\n\nfrom vllm.utils.torch_utils import direct as d\n" + BODY + "    d()\n"
     # Default: `x as y` stays its own statement (merging into it was an I001).
     after = fixed(project, "", source)
-    assert "from vllm.utils.torch_utils import direct as d\nfrom vllm.utils.torch_utils import np_to_pinned_tensor\n" in after
+    assert (
+        "from vllm.utils.torch_utils import direct as d\nfrom vllm.utils.torch_utils import np_to_pinned_tensor\n"
+        in after
+    )
     after = fixed(project, "[tool.ruff.lint.isort]\ncombine-as-imports = true\n", source)
     assert "from vllm.utils.torch_utils import direct as d, np_to_pinned_tensor\n" in after
     after = fixed(project, "[tool.ruff.lint.isort]\ncombine-as-imports = true\nforce-wrap-aliases = true\n", source)
@@ -178,7 +209,9 @@ def test_unsupported_setting_is_named_and_the_import_kept_separate(project):
     ],
 )
 def test_torch_removed_keeps_the_sections_apart(project, head):
-    source = head + BODY + ("    os.getcwd()\n" if "os" in head else "") + ("    TYPE_CHECKING\n" if "TYPE" in head else "")
+    source = (
+        head + BODY + ("    os.getcwd()\n" if "os" in head else "") + ("    TYPE_CHECKING\n" if "TYPE" in head else "")
+    )
     after = fixed(project, "", source)
     assert "import torch" not in after
     assert "\n\nfrom vllm.utils.torch_utils import np_to_pinned_tensor\n" in after
@@ -210,7 +243,9 @@ def test_a_comment_on_the_first_name_is_not_duplicated(project):
 
 
 def test_an_import_kept_for_side_effects_stays(project):
-    source = "import torch  # noqa: F401 keep for side effects\nfrom torch import from_numpy\n" + BODY.replace("torch.from_numpy", "from_numpy")
+    source = "import torch  # noqa: F401 keep for side effects\nfrom torch import from_numpy\n" + BODY.replace(
+        "torch.from_numpy", "from_numpy"
+    )
     after = fixed(project, "", source)
     assert "import torch  # noqa: F401 keep for side effects\n" in after
     assert "from torch import from_numpy" not in after

@@ -16,10 +16,21 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from tests.support import REPO
 
 LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
-    ("data", ("pinfix", "pinfix.effects", "pinfix.settings", "pinfix.edits", "pinfix.findings", "pinfix.regular", "pinfix.diffs")),
+    (
+        "data",
+        (
+            "pinfix",
+            "pinfix.effects",
+            "pinfix.settings",
+            "pinfix.edits",
+            "pinfix.findings",
+            "pinfix.regular",
+            "pinfix.diffs",
+        ),
+    ),
     ("engine", ("pinfix.semantic.*", "pinfix.prefilter")),
     ("rules", ("pinfix.rules.*",)),
-    ("fixes", ("pinfix.fixes.*", "pinfix.imports", "pinfix.layout", "pinfix.style")),
+    ("fixes", ("pinfix.fixes.*", "pinfix.imports", "pinfix.layout", "pinfix.style", "pinfix.formatter")),
     (
         "shell",
         (
@@ -273,7 +284,10 @@ def test_every_front_end_chooses_fixes_one_way() -> None:
                 isinstance(n, ast.Attribute) and n.attr == "applicability" for n in ast.walk(node)
             ):
                 bad.append(f"{path.relative_to(REPO)}:{node.lineno}: compares an applicability")
-            if isinstance(node, (ast.Name, ast.alias)) and getattr(node, "id", getattr(node, "name", None)) == "apply_fixes":
+            if (
+                isinstance(node, (ast.Name, ast.alias))
+                and getattr(node, "id", getattr(node, "name", None)) == "apply_fixes"
+            ):
                 bad.append(f"{path.relative_to(REPO)}:{node.lineno}: applies fixes it chose")
     assert bad == []
 
@@ -295,7 +309,11 @@ def test_a_public_name_says_one_thing() -> None:
     for name, path in modules():
         for node in ast.parse(path.read_bytes()).body:
             targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
-            found = [node.name] if isinstance(node, ast.ClassDef) else [t.id for t in targets if isinstance(t, ast.Name) and t.id.isupper()]
+            found = (
+                [node.name]
+                if isinstance(node, ast.ClassDef)
+                else [t.id for t in targets if isinstance(t, ast.Name) and t.id.isupper()]
+            )
             for n in found:
                 if not n.startswith("_"):
                     defined.setdefault(n, []).append(name)
@@ -343,7 +361,17 @@ def test_a_run_whose_files_are_all_ruled_out_loads_neither_rules_nor_analysis(tm
 
 #: What deciding a test's refinements takes: defined in :mod:`pinfix.semantic.narrowing` only.
 REFINING_FUNCTIONS = frozenset(
-    {"narrow", "refinements", "availability", "settled", "value_of_test", "tested_cpu", "memory_test", "truth_of", "preconditions"}
+    {
+        "narrow",
+        "refinements",
+        "availability",
+        "settled",
+        "value_of_test",
+        "tested_cpu",
+        "memory_test",
+        "truth_of",
+        "preconditions",
+    }
 )
 #: The spellings of what a test says of a value (tensor tests, class and attribute tests).
 TEST_SPELLINGS = frozenset({"is_pinned", "is_cpu", "is_cuda", "isinstance", "hasattr"})
@@ -361,11 +389,20 @@ def test_only_the_narrowing_module_refines_a_value_on_a_test() -> None:
         tree = ast.parse(path.read_bytes())
         where = path.relative_to(REPO)
         for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.lstrip("_") in REFINING_FUNCTIONS:
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.name.lstrip("_") in REFINING_FUNCTIONS
+            ):
                 bad.append(f"{where}:{node.lineno}: defines {node.name}")
         if not name.startswith("pinfix.semantic."):
             continue
-        nested = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f) if n is not f}
+        nested = {
+            id(n)
+            for f in ast.walk(tree)
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for n in ast.walk(f)
+            if n is not f
+        }
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and node.value in TEST_SPELLINGS:
                 bad.append(f"{where}:{node.lineno}: reads the test spelling {node.value!r}")

@@ -26,7 +26,10 @@ RUFF = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
 def ruff_format(text: str, line_length: int = 88, *extra: str) -> str:
     proc = subprocess.run(
         [RUFF, "format", "--isolated", "--line-length", str(line_length), *extra, "-"],
-        input=text, capture_output=True, text=True, check=True,
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return proc.stdout
 
@@ -121,7 +124,7 @@ def test_unsupported_shapes_are_declined(text):
         format_statement(text)
 
 
-MODULE = '''\
+MODULE = """\
 import torch
 
 
@@ -130,7 +133,7 @@ def build(self, n, req_id_per_token, ids):
     positions = torch.tensor(ids, dtype=torch.int64, device="cpu")
     untouched  =  1
     return positions
-'''
+"""
 
 
 def test_relayout_lays_out_only_changed_formatter_stable_statements():
@@ -139,7 +142,10 @@ def test_relayout_lays_out_only_changed_formatter_stable_statements():
     )
     out = relayout(MODULE, new, 88)
     assert "    untouched  =  1\n" in out  # not changed by the fix: left alone
-    assert "    self.buffer[:n].copy_(\n        np_to_pinned_tensor_with_a_longer_name(req_id_per_token), non_blocking=True\n    )\n" in out
+    assert (
+        "    self.buffer[:n].copy_(\n        np_to_pinned_tensor_with_a_longer_name(req_id_per_token), non_blocking=True\n    )\n"
+        in out
+    )
     assert max(len(line) for line in out.splitlines()) <= 88
     # Everything but the untouched line is what ruff makes of the fixed module.
     assert out.replace("untouched  =  1", "untouched = 1") == ruff_format(new)
@@ -147,7 +153,10 @@ def test_relayout_lays_out_only_changed_formatter_stable_statements():
 
 def test_relayout_wraps_a_call_the_fix_pushed_past_the_limit_in_an_unformatted_statement():
     old = "def f(a):\n    x = (\n        a.to(dev,   non_blocking=True)\n    )\n"
-    new = old.replace("a.to(dev,   non_blocking=True)", "async_tensor_h2d(a_rather_long_argument_name_here, device=dev, dtype=torch.int64)")
+    new = old.replace(
+        "a.to(dev,   non_blocking=True)",
+        "async_tensor_h2d(a_rather_long_argument_name_here, device=dev, dtype=torch.int64)",
+    )
     out = relayout(old, new, 60)
     assert max(len(line) for line in out.splitlines()) <= 60
     assert ast.dump(ast.parse(out)) == ast.dump(ast.parse(new))
@@ -191,7 +200,7 @@ h2d-helper = "vllm.utils.torch_utils.async_tensor_h2d"
 cpu-tensor-names = ["*_cpu", "*_cpu_tensor"]
 """
 
-RUNNER = '''\
+RUNNER = """\
 import numpy as np
 import torch
 
@@ -202,7 +211,7 @@ class Runner:
         self.req_id_per_token_buffer[:n].copy_(torch.from_numpy(np.asarray(ids, dtype=np.int32)), non_blocking=True)
         seq_lens = torch.tensor(ids, dtype=torch.int32, device="cpu").to(self.device, non_blocking=True)
         return positions, seq_lens
-'''
+"""
 
 
 def test_fixes_keep_a_formatted_file_formatted(project):
@@ -224,7 +233,10 @@ def test_fixes_keep_a_formatted_file_formatted(project):
     "toml,expected",
     [
         ("", (77, 4, False)),
-        ("[tool.ruff]\nline-length = 120\nindent-width = 2\n[tool.ruff.format]\nskip-magic-trailing-comma = true\n", (120, 2, True)),
+        (
+            "[tool.ruff]\nline-length = 120\nindent-width = 2\n[tool.ruff.format]\nskip-magic-trailing-comma = true\n",
+            (120, 2, True),
+        ),
         ("[tool.black]\nline-length = 100\nskip-magic-trailing-comma = true\n", (100, 4, True)),
         ("[tool.ruff]\nline-length = 110\n[tool.black]\nline-length = 100\n", (110, 4, False)),
     ],

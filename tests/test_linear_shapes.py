@@ -13,19 +13,22 @@ from typing import Dict, List, Optional
 import pytest
 
 from pinfix.config import Config, settings_of
-from pinfix.prefilter import may_hold_sink
 from pinfix.fixes.plan import planned_findings as check_module
+from pinfix.prefilter import may_hold_sink
 from pinfix.rules.base import StatementIndex
 from pinfix.semantic import SourceText, analyze_module
 from pinfix.semantic.module import functions_at
 from pinfix.semantic.scope import FunctionInfo, ModuleInfo
 
-HEAD = "import numpy as np\nimport torch\n\n\ndef load(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n"
+HEAD = (
+    "import numpy as np\nimport torch\n\n\ndef load(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n"
+)
 
 
 def _defs(functions: int, head: str = HEAD) -> str:
     return head + "".join(
-        f"\n\ndef load_{i}(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n" for i in range(functions)
+        f"\n\ndef load_{i}(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n"
+        for i in range(functions)
     )
 
 
@@ -81,7 +84,19 @@ def _findings(text: str) -> List[tuple]:
     src = SourceText.from_bytes(text.encode(), "m.py")
     facts = analyze_module(src, src.parse(), settings, Path("m.py"))
     return [
-        (f.code, f.line, f.column, f.end_line, f.end_column, f.message, f.pattern, f.fix_note, f.evidence, f.statement, f.fix)
+        (
+            f.code,
+            f.line,
+            f.column,
+            f.end_line,
+            f.end_column,
+            f.message,
+            f.pattern,
+            f.fix_note,
+            f.evidence,
+            f.statement,
+            f.fix,
+        )
         for f in check_module(facts, settings, Path("m.py"))
     ]
 
@@ -104,7 +119,7 @@ def test_defs_findings_do_not_depend_on_the_size(head: str) -> None:
 
 # --- functions_at and the statement index, against the plain readings ----------
 
-NESTED = '''
+NESTED = """
 import functools
 
 f = lambda a: (lambda b: (b,
@@ -145,7 +160,7 @@ def outer(x, y=lambda: 3):
 
 class Top:
     attr = outer(1); other = 2
-'''
+"""
 
 
 def _first_of_body(node: ast.AST) -> int:
@@ -158,7 +173,12 @@ def _deepest_function(module: ModuleInfo, lines: List[int]) -> List[FunctionInfo
     scopes = list(module.functions.values()) + [c.body_function for c in module.classes.values()]
     spans = sorted(
         (
-            (min([f.node.lineno] + [d.lineno for d in getattr(f.node, "decorator_list", [])]), _first_of_body(f.node), f.node.end_lineno, f)
+            (
+                min([f.node.lineno] + [d.lineno for d in getattr(f.node, "decorator_list", [])]),
+                _first_of_body(f.node),
+                f.node.end_lineno,
+                f,
+            )
             for f in scopes
         ),
         key=lambda s: (s[0], -s[2]),
@@ -202,7 +222,10 @@ def _innermost_statement(tree: ast.Module, node: ast.AST) -> Optional[ast.stmt]:
     def visit(stmts: List[ast.stmt], level: int) -> None:
         nonlocal best, depth
         for stmt in stmts:
-            if (stmt.lineno, stmt.col_offset) <= (node.lineno, node.col_offset) and (stmt.end_lineno, stmt.end_col_offset) >= (  # type: ignore[attr-defined]
+            if (stmt.lineno, stmt.col_offset) <= (node.lineno, node.col_offset) and (
+                stmt.end_lineno,
+                stmt.end_col_offset,
+            ) >= (  # type: ignore[attr-defined]
                 node.end_lineno,  # type: ignore[attr-defined]
                 node.end_col_offset,  # type: ignore[attr-defined]
             ):

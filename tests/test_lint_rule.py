@@ -13,11 +13,11 @@ from pinfix.lint_rules import (
 
 
 @pytest.fixture(autouse=True)
-def _in_a_project_that_depends_on_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _in_a_project_that_depends_on_vllm(depends_on_vllm: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Fixit gives the rules no path: they read the working directory's project. The
     cases are written for vLLM's helper, the default in a project that depends on vLLM
-    (``tmp_path`` is one: tests/conftest.py)."""
-    monkeypatch.chdir(tmp_path)
+    (``depends_on_vllm`` is one: tests/conftest.py)."""
+    monkeypatch.chdir(depends_on_vllm)
 
 
 add_lint_rule_tests_to_module(

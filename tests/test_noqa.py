@@ -106,7 +106,9 @@ def test_add_noqa_places_the_comment_where_python_allows_one(tmp_path: Path) -> 
 
 
 def test_add_noqa_keeps_a_latin1_file_byte_for_byte(tmp_path: Path) -> None:
-    data = "# -*- coding: latin-1 -*-\nimport torch\n\n\ndef f(dst, a):\n    s = 'caf\xe9'; dst.copy_(torch.from_numpy(a), non_blocking=True)  # noqa: E501\n".encode("latin-1")
+    data = "# -*- coding: latin-1 -*-\nimport torch\n\n\ndef f(dst, a):\n    s = 'caf\xe9'; dst.copy_(torch.from_numpy(a), non_blocking=True)  # noqa: E501\n".encode(
+        "latin-1"
+    )
     new, added = add_noqa(data, [("PIN001", 6, 6)])
     assert added == 1
     assert new == data.replace(b"# noqa: E501", b"# noqa: E501, PIN001")
@@ -117,7 +119,10 @@ def test_add_noqa_keeps_a_latin1_file_byte_for_byte(tmp_path: Path) -> None:
 
 def test_pin100_reports_unused_unknown_and_malformed_codes(tmp_path: Path) -> None:
     lines = [
-        "import torch", "", "", "def f(dst, a, dev):",
+        "import torch",
+        "",
+        "",
+        "def f(dst, a, dev):",
         "    dst.copy_(torch.from_numpy(a), non_blocking=True)  # noqa: PIN001, PIN002",
         "    x = 1  # noqa: PIN999, F401",
         "    y = 2  # noqa: PIN",

@@ -17,13 +17,15 @@ import pytest
 
 from tests.support import BAD_SOURCE, REPO, pinfix
 
-UNSAFE = "import torch\n\n\ndef g(dst, a):\n    s = torch.from_numpy(a)\n    dst.copy_(s, non_blocking=True)\n    return s\n"
+UNSAFE = (
+    "import torch\n\n\ndef g(dst, a):\n    s = torch.from_numpy(a)\n    dst.copy_(s, non_blocking=True)\n    return s\n"
+)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\ndependencies = ['vllm']\n")  # vLLM's helper
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "bad.py").write_text(BAD_SOURCE)
     (tmp_path / "pkg" / "unsafe.py").write_text(UNSAFE)
@@ -37,7 +39,9 @@ def test_concise_is_one_line_per_finding_with_a_fix_marker(tree: Path) -> None:
     bad, unsafe = proc.stdout.splitlines()
     assert bad.startswith("pkg/bad.py:5:15: PIN001 [*] `torch.from_numpy(...)` is pageable memory")
     assert unsafe.startswith("pkg/unsafe.py:6:15: PIN001 `s` holds pageable")  # unsafe: no [*]
-    assert proc.stderr == "pinfix: 3 files scanned, 2 findings (1 fixable with `pinfix fix`, 1 more with --unsafe-fixes)\n"
+    assert (
+        proc.stderr == "pinfix: 3 files scanned, 2 findings (1 fixable with `pinfix fix`, 1 more with --unsafe-fixes)\n"
+    )
     assert pinfix("check", "--output-format", "text", ".", cwd=tree).stdout == proc.stdout  # the old name
 
 
@@ -89,7 +93,9 @@ def run_on_a_terminal(args, cwd: Path, env: dict) -> str:  # type: ignore[no-unt
     master, slave = pty.openpty()
     environ = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
     environ.update(env, TERM="xterm", COLUMNS="100")
-    proc = subprocess.Popen([sys.executable, "-m", "pinfix", *args], cwd=cwd, stdout=slave, stderr=subprocess.DEVNULL, env=environ)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pinfix", *args], cwd=cwd, stdout=slave, stderr=subprocess.DEVNULL, env=environ
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -168,7 +174,10 @@ def test_jobs_default_to_the_cpus_this_process_may_use(tree: Path) -> None:
         pytest.skip("no CPU affinity on this platform")
     proc = subprocess.run(
         [sys.executable, "-m", "pinfix", "check", "-v", "."],
-        cwd=tree, capture_output=True, text=True, preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}),
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}),
     )
     assert "; 1 job)" in proc.stderr, proc.stderr
 
@@ -189,7 +198,10 @@ def test_gitlab(tree: Path) -> None:
     items = json.loads(pinfix("check", "--output-format", "gitlab", "pkg", cwd=tree / "pkg" / "..").stdout)
     assert [i["check_name"] for i in items] == ["PIN001", "PIN001"]
     first = items[0]
-    assert first["location"] == {"path": "pkg/bad.py", "positions": {"begin": {"line": 5, "column": 15}, "end": {"line": 5, "column": 34}}}
+    assert first["location"] == {
+        "path": "pkg/bad.py",
+        "positions": {"begin": {"line": 5, "column": 15}, "end": {"line": 5, "column": 34}},
+    }
     assert first["severity"] == "major" and first["description"].startswith("PIN001: ")
     assert len({i["fingerprint"] for i in items}) == 2
     # A fingerprint follows the code, not its line number.
@@ -243,4 +255,7 @@ def test_errors_are_printed_as_the_engine_gives_them() -> None:
     for fmt in ("full", "concise"):
         out, err = io.StringIO(), io.StringIO()
         render(fmt, [report], out, err, Style())
-        assert (out.getvalue(), err.getvalue()) == ("", "pkg/broken.py: error: syntax error at 2:7: '(' was never closed\n")
+        assert (out.getvalue(), err.getvalue()) == (
+            "",
+            "pkg/broken.py: error: syntax error at 2:7: '(' was never closed\n",
+        )

@@ -45,27 +45,41 @@ def _env() -> dict:
 
 def test_readme_codemod_command_works_from_a_users_project(user_project: Path) -> None:
     assert not (user_project / ".libcst.codemod.yaml").exists()
-    cmd = [sys.executable, "-m", "libcst.tool", "codemod", "--no-format", "-x",
-           "pinfix.codemods.pin_pageable_sources.PinPageableSourcesCommand", "--hide-progress", "m.py"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "libcst.tool",
+        "codemod",
+        "--no-format",
+        "-x",
+        "pinfix.codemods.pin_pageable_sources.PinPageableSourcesCommand",
+        "--hide-progress",
+        "m.py",
+    ]
     proc = subprocess.run(cmd, cwd=user_project, capture_output=True, text=True, env=_env(), timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert (user_project / "m.py").read_text() == FIXED
     # The documented command is the one in docs/usage.md.
     readme = (REPO / "docs" / "usage.md").read_text()
-    assert "python -m libcst.tool codemod --no-format -x pinfix.codemods.pin_pageable_sources.PinPageableSourcesCommand" in readme
+    assert (
+        "python -m libcst.tool codemod --no-format -x pinfix.codemods.pin_pageable_sources.PinPageableSourcesCommand"
+        in readme
+    )
 
 
 def test_fixit_loads_our_rules_next_to_a_users_own_packages(user_project: Path) -> None:
     fixit = Path(sys.executable).with_name("fixit")
     (user_project / "m.py").write_text(SOURCE + "\n\nclass C(object):\n    pass\n")
-    proc = subprocess.run([str(fixit), "lint", "m.py"], cwd=user_project, capture_output=True, text=True,
-                          env=_env(), timeout=300)
+    proc = subprocess.run(
+        [str(fixit), "lint", "m.py"], cwd=user_project, capture_output=True, text=True, env=_env(), timeout=300
+    )
     out = proc.stdout + proc.stderr
     assert "PageableNonBlockingCopy" in out and "PIN001" in out, out
     # docs/usage.md's [tool.fixit] switches Fixit's own rules off (NoInheritFromObject would report).
     assert "NoInheritFromObject" not in out and "1 file with errors" in out
 
 
+@pytest.mark.usefixtures("depends_on_vllm")
 def test_cli_does_not_need_fixit(tmp_path: Path) -> None:
     """`pinfix rule` and SARIF output read the rules' documentation without importing Fixit."""
     blocker = tmp_path / "block"
@@ -73,14 +87,32 @@ def test_cli_does_not_need_fixit(tmp_path: Path) -> None:
     (blocker / "fixit.py").write_text("raise ImportError('fixit is not installed here')\n")
     env = dict(_env(), PYTHONPATH=str(blocker))
     (tmp_path / "m.py").write_text(SOURCE)
-    rule = subprocess.run([sys.executable, "-m", "pinfix", "rule", "PIN001"], cwd=tmp_path, capture_output=True,
-                          text=True, env=env, timeout=120)
+    rule = subprocess.run(
+        [sys.executable, "-m", "pinfix", "rule", "PIN001"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert rule.returncode == 0 and "PIN001" in rule.stdout, rule.stderr
-    sarif = subprocess.run([sys.executable, "-m", "pinfix", "check", "--no-cache", "--output-format", "sarif", "m.py"],
-                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    sarif = subprocess.run(
+        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--output-format", "sarif", "m.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert sarif.returncode == 1 and '"fullDescription"' in sarif.stdout and "Traceback" not in sarif.stderr
-    fix = subprocess.run([sys.executable, "-m", "pinfix", "fix", "--no-progress", "m.py"], cwd=tmp_path,
-                         capture_output=True, text=True, env=env, timeout=120)
+    fix = subprocess.run(
+        [sys.executable, "-m", "pinfix", "fix", "--no-progress", "m.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert fix.returncode == 0, fix.stderr
     assert (tmp_path / "m.py").read_text() == FIXED
 
@@ -118,30 +150,46 @@ def test_both_ways_in_leave_the_heap_to_the_exit_without_a_last_walk(tmp_path: P
 @pytest.mark.slow
 def test_wheel_installs_only_the_pinfix_package_and_runs_without_fixit(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(REPO)],
-                           capture_output=True, text=True, timeout=600)
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert build.returncode == 0, build.stderr[-3000:]
     (wheel,) = dist.glob("pinfix-*.whl")
     tops = {name.split("/", 1)[0] for name in zipfile.ZipFile(wheel).namelist()}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"pinfix"}
     names = zipfile.ZipFile(wheel).namelist()
-    assert "pinfix/lint_rules/pageable_non_blocking_copy.py" in names and "pinfix/codemods/pin_pageable_sources.py" in names
+    assert (
+        "pinfix/lint_rules/pageable_non_blocking_copy.py" in names
+        and "pinfix/codemods/pin_pageable_sources.py" in names
+    )
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
     env = _env()
-    install = subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True,
-                             env=env, timeout=900)
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True, env=env, timeout=900
+    )
     assert install.returncode == 0, install.stderr[-3000:]
-    probe = subprocess.run([str(python), "-c", "import importlib.util as u; print(u.find_spec('fixit'))"],
-                           capture_output=True, text=True, env=env)
+    probe = subprocess.run(
+        [str(python), "-c", "import importlib.util as u; print(u.find_spec('fixit'))"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert probe.stdout.strip() == "None"
     (tmp_path / "m.py").write_text(SOURCE)
     pinfix = venv / "bin" / "pinfix"
-    check = subprocess.run([str(pinfix), "check", "--no-cache", "m.py"], cwd=tmp_path, capture_output=True, text=True, env=env)
+    check = subprocess.run(
+        [str(pinfix), "check", "--no-cache", "m.py"], cwd=tmp_path, capture_output=True, text=True, env=env
+    )
     assert check.returncode == 1 and "PIN001" in check.stdout, check.stderr
     rule = subprocess.run([str(pinfix), "rule", "PIN002"], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert rule.returncode == 0 and "PIN002" in rule.stdout, rule.stderr
-    fix = subprocess.run([str(pinfix), "fix", "--no-progress", "m.py"], cwd=tmp_path, capture_output=True, text=True, env=env)
+    fix = subprocess.run(
+        [str(pinfix), "fix", "--no-progress", "m.py"], cwd=tmp_path, capture_output=True, text=True, env=env
+    )
     assert fix.returncode == 0 and (tmp_path / "m.py").read_text() == FIXED, fix.stderr

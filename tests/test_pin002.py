@@ -23,7 +23,7 @@ VLLM_CONFIG = (
 # Fixes with the vLLM setting: safe, applied by default.
 CASES = {
     "tensor_inline_new_import": (
-        '''\
+        """\
 import torch
 
 from vllm.logger import init_logger
@@ -32,8 +32,8 @@ from vllm.logger import init_logger
 def f(token_indices: list, device: torch.device) -> torch.Tensor:
     init_logger()
     return torch.tensor(token_indices, dtype=torch.int32).to(device, non_blocking=True)
-''',
-        '''\
+""",
+        """\
 import torch
 
 from vllm.logger import init_logger
@@ -45,10 +45,10 @@ def f(token_indices: list, device: torch.device) -> torch.Tensor:
     return torch.tensor(
         token_indices, dtype=torch.int32, pin_memory=is_pin_memory_available()
     ).to(device, non_blocking=True)
-''',
+""",
     ),
     "bound_arange_merged_import": (
-        '''\
+        """\
 import torch
 
 from vllm.utils.platform_utils import is_uva_available
@@ -58,8 +58,8 @@ def f(n: int, dst: torch.Tensor) -> None:
     idx = torch.arange(n, dtype=torch.int64)
     dst[:n].copy_(idx, non_blocking=True)
     is_uva_available()
-''',
-        '''\
+""",
+        """\
 import torch
 
 from vllm.utils.platform_utils import is_pin_memory_available, is_uva_available
@@ -69,10 +69,10 @@ def f(n: int, dst: torch.Tensor) -> None:
     idx = torch.arange(n, dtype=torch.int64, pin_memory=is_pin_memory_available())
     dst[:n].copy_(idx, non_blocking=True)
     is_uva_available()
-''',
+""",
     ),
     "already_imported_multiline_trailing_comma": (
-        '''\
+        """\
 import torch
 
 from vllm.utils.platform_utils import is_pin_memory_available
@@ -85,8 +85,8 @@ def f(n: int, dev: torch.device) -> torch.Tensor:
         dtype=torch.int32,
     )
     return buf[: n // 2].to(dev, non_blocking=True)
-''',
-        '''\
+""",
+        """\
 import torch
 
 from vllm.utils.platform_utils import is_pin_memory_available
@@ -100,10 +100,10 @@ def f(n: int, dev: torch.device) -> torch.Tensor:
         pin_memory=is_pin_memory_available(),
     )
     return buf[: n // 2].to(dev, non_blocking=True)
-''',
+""",
     ),
     "like_of_cpu_tensor_via_view": (
-        '''\
+        """\
 import torch
 
 from vllm.utils.platform_utils import is_pin_memory_available
@@ -113,8 +113,8 @@ def f(n: int, dev: torch.device) -> torch.Tensor:
     base = torch.empty(n, 2, pin_memory=is_pin_memory_available())
     out = torch.ones_like(base).view(-1)
     return out.cuda(dev, True)
-''',
-        '''\
+""",
+        """\
 import torch
 
 from vllm.utils.platform_utils import is_pin_memory_available
@@ -124,13 +124,15 @@ def f(n: int, dev: torch.device) -> torch.Tensor:
     base = torch.empty(n, 2, pin_memory=is_pin_memory_available())
     out = torch.ones_like(base, pin_memory=is_pin_memory_available()).view(-1)
     return out.cuda(dev, True)
-''',
+""",
     ),
 }
 
 # A last argument followed by a line break before `)`: the break stays before `)`.
 CASES["multiline_no_trailing_comma"] = (
-    CASES["already_imported_multiline_trailing_comma"][0].replace("dtype=torch.int32,\n    )", "dtype=torch.int32\n    )"),
+    CASES["already_imported_multiline_trailing_comma"][0].replace(
+        "dtype=torch.int32,\n    )", "dtype=torch.int32\n    )"
+    ),
     CASES["already_imported_multiline_trailing_comma"][1].replace(
         "dtype=torch.int32,\n        pin_memory=is_pin_memory_available(),\n    )",
         "dtype=torch.int32, pin_memory=is_pin_memory_available()\n    )",
@@ -139,51 +141,92 @@ CASES["multiline_no_trailing_comma"] = (
 
 # Reported, not fixed by default: (source, code, fix safety, part of the note).
 NOT_FIXED = {
-    "unconfigured_true_is_unsafe": ("import torch\n\n\ndef f(n, dev):\n    return torch.arange(n).to(dev, non_blocking=True)\n", "PIN002", "unsafe", "pin-memory-expr"),
-    "explicit_false": ("import torch\n\n\ndef f(n, dev):\n    return torch.arange(n, pin_memory=False).to(dev, non_blocking=True)\n", "PIN002", None, "pin_memory=False"),
+    "unconfigured_true_is_unsafe": (
+        "import torch\n\n\ndef f(n, dev):\n    return torch.arange(n).to(dev, non_blocking=True)\n",
+        "PIN002",
+        "unsafe",
+        "pin-memory-expr",
+    ),
+    "explicit_false": (
+        "import torch\n\n\ndef f(n, dev):\n    return torch.arange(n, pin_memory=False).to(dev, non_blocking=True)\n",
+        "PIN002",
+        None,
+        "pin_memory=False",
+    ),
     "used_after_copy": (
         "import torch\n\n\ndef f(n, dst):\n    x = torch.zeros(n)\n    dst.copy_(x, non_blocking=True)\n    x[0] = 1\n",
-        "PIN002", "unsafe", "race",
+        "PIN002",
+        "unsafe",
+        "race",
     ),
     "conversion_between": (
         "import torch\n\n\ndef f(ids, dev):\n    x = torch.tensor(ids)\n    return x.long().to(dev, non_blocking=True)\n",
-        "PIN002", None, "allocates a new pageable tensor",
+        "PIN002",
+        None,
+        "allocates a new pageable tensor",
     ),
-    "cpu_method": ("import torch\n\n\ndef f(t, dev):\n    return t.cpu().to(dev, non_blocking=True)\n", "PIN002", None, "pin_memory"),
-    "as_tensor_list": ("import torch\n\n\ndef f(dev):\n    return torch.as_tensor([1, 2]).to(dev, non_blocking=True)\n", "PIN002", None, "pin_memory"),
+    "cpu_method": (
+        "import torch\n\n\ndef f(t, dev):\n    return t.cpu().to(dev, non_blocking=True)\n",
+        "PIN002",
+        None,
+        "pin_memory",
+    ),
+    "as_tensor_list": (
+        "import torch\n\n\ndef f(dev):\n    return torch.as_tensor([1, 2]).to(dev, non_blocking=True)\n",
+        "PIN002",
+        None,
+        "pin_memory",
+    ),
     "gapped_pinned": (
         "import torch\n\n\ndef f(n, dev):\n    b = torch.empty(n, 4, pin_memory=True)\n    return b[:, :2].to(dev, non_blocking=True)\n",
-        "PIN002", None, "gapped",
+        "PIN002",
+        None,
+        "gapped",
     ),
     "from_numpy_gapped": (
         "import torch\n\n\ndef f(a, dev):\n    return torch.from_numpy(a)[::2].to(dev, non_blocking=True)\n",
-        "PIN001", None, "gapped",
+        "PIN001",
+        None,
+        "gapped",
     ),
-    "d2h_read": ("import torch\n\n\ndef f(t):\n    y = t.to('cpu', non_blocking=True)\n    return y.tolist()\n", "PIN003", None, "report only"),
+    "d2h_read": (
+        "import torch\n\n\ndef f(t):\n    y = t.to('cpu', non_blocking=True)\n    return y.tolist()\n",
+        "PIN003",
+        None,
+        "report only",
+    ),
     # Computed on the CPU: a fresh tensor that no pin_memory= can reach (report only).
     "cat_of_factories": (
         "import torch\n\n\ndef f(n, dev):\n    return torch.cat([torch.arange(n), torch.ones(n)]).to(dev, non_blocking=True)\n",
-        "PIN002", None, "computed result",
+        "PIN002",
+        None,
+        "computed result",
     ),
     "arithmetic_bound": (
         "import torch\n\n\ndef f(n, dev):\n    x = torch.arange(n) * 2 + 1\n    return x.to(dev, non_blocking=True)\n",
-        "PIN002", None, "computed result",
+        "PIN002",
+        None,
+        "computed result",
     ),
     "gather_of_pinned": (
         "import torch\n\n\ndef f(n, dev):\n    b = torch.zeros(n, pin_memory=True)\n    return b[[1, 0]].to(dev, non_blocking=True)\n",
-        "PIN002", None, "computed result",
+        "PIN002",
+        None,
+        "computed result",
     ),
     "clone_of_pinned": (
         "import torch\n\n\ndef f(n, dev):\n    b = torch.zeros(n).pin_memory()\n    return b.clone().to(dev, non_blocking=True)\n",
-        "PIN002", None, "computed result",
+        "PIN002",
+        None,
+        "computed result",
     ),
     "expand_of_pinned": (
         "import torch\n\n\ndef f(n, dev):\n    b = torch.zeros(1, n, pin_memory=True)\n    return b.expand(3, -1).to(dev, non_blocking=True)\n",
-        "PIN002", None, "gapped",
+        "PIN002",
+        None,
+        "gapped",
     ),
 }
-
-
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -243,7 +286,9 @@ def test_rule_doc(code: str) -> None:
     out = io.StringIO()
     assert main(["rule", code], out=out, err=io.StringIO()) == 0
     text = out.getvalue()
-    assert text.startswith(code) and all(h in text for h in ("## What it does", "## Why is this bad?", "## Example", "## Fix safety"))
+    assert text.startswith(code) and all(
+        h in text for h in ("## What it does", "## Why is this bad?", "## Example", "## Fix safety")
+    )
 
 
 def test_config_rejects_bad_pin_memory_settings(project: Path) -> None:
@@ -263,7 +308,10 @@ def test_config_rejects_bad_pin_memory_settings(project: Path) -> None:
         ('helper = "np_to_pinned_tensor"', "helper must look like 'package.module.function'"),
         ('h2d-helper = "x.1y"', "h2d-helper must look like 'package.module.function'"),
         ('pinned-producers = ["ok.mod.f", "staged"]', "pinned-producers entries must look like"),
-        ('pin-memory-expr = "flag()"\npin-memory-import = "flag"', "pin-memory-import must look like 'package.module.name'"),
+        (
+            'pin-memory-expr = "flag()"\npin-memory-import = "flag"',
+            "pin-memory-import must look like 'package.module.name'",
+        ),
     ],
 )
 def test_config_rejects_names_that_are_not_dotted(project: Path, setting: str, message: str) -> None:

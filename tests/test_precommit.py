@@ -47,8 +47,9 @@ def test_readme_snippet_names_a_rev_a_fresh_clone_has_and_the_hooks_follow_ruff(
     # A plain clone, as a user makes one: its rev must resolve there.
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(hook_repo["clone"]), str(clone)], check=True)
-    subprocess.run(["git", "rev-parse", "--verify", f"origin/{repo['rev']}"], cwd=clone, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "rev-parse", "--verify", f"origin/{repo['rev']}"], cwd=clone, check=True, capture_output=True
+    )
     for hook in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text()):
         assert hook["require_serial"] is True, hook["id"]
         assert hook["minimum_pre_commit_version"], hook["id"]
@@ -90,13 +91,20 @@ def pre_commit(repo: Path, hook_repo: Dict[str, Path], *args: str) -> subprocess
     env = {**os.environ, "PRE_COMMIT_HOME": str(hook_repo["home"]), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     env.pop("PINFIX_CACHE_DIR", None)
     return subprocess.run(
-        [_pre_commit(), "run", "--color", "never", *args], cwd=repo, env=env, capture_output=True, text=True, timeout=900
+        [_pre_commit(), "run", "--color", "never", *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
 
 
 def test_readme_snippet_works_as_written(tmp_path: Path, hook_repo: Dict[str, Path]) -> None:
     # A project that depends on vLLM: the fix uses vLLM's helper.
-    repo = user_repo(tmp_path / "user", hook_repo, {"model.py": BAD_SOURCE, "clean.py": "x = 1\n", "requirements.txt": "vllm\n"})
+    repo = user_repo(
+        tmp_path / "user", hook_repo, {"model.py": BAD_SOURCE, "clean.py": "x = 1\n", "requirements.txt": "vllm\n"}
+    )
     check = pre_commit(repo, hook_repo, "--all-files")
     assert check.returncode == 1, check.stdout + check.stderr
     assert "model.py:5:15: PIN001" in check.stdout
@@ -170,14 +178,21 @@ PINNED_MAKER = "import torch\n\n\ndef make():\n    return torch.zeros(4, pin_mem
 COPIER = "from pkg.a import make\n\n\ndef send(dev):\n    return make().to(dev, non_blocking=True)\n"
 
 
-def test_deep_hook_rechecks_the_copies_that_depend_on_a_changed_file(tmp_path: Path, hook_repo: Dict[str, Path]) -> None:
+def test_deep_hook_rechecks_the_copies_that_depend_on_a_changed_file(
+    tmp_path: Path, hook_repo: Dict[str, Path]
+) -> None:
     """Issue 17: `a.py`'s `make()` returns pinned memory and `b.py` copies it with
     non_blocking; a commit that drops `pin_memory` in `a.py` alone must fail, naming
     the copy in `b.py` and the file it depends on."""
     repo = user_repo(
         tmp_path / "cross",
         hook_repo,
-        {"pyproject.toml": "[tool.pinfix]\ndeep = true\n", "pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": COPIER},
+        {
+            "pyproject.toml": "[tool.pinfix]\ndeep = true\n",
+            "pkg/__init__.py": "",
+            "pkg/a.py": PINNED_MAKER,
+            "pkg/b.py": COPIER,
+        },
     )
     first = pre_commit(repo, hook_repo, "pinfix", "--all-files")
     assert first.returncode == 0, first.stdout + first.stderr

@@ -24,10 +24,12 @@ SPELLINGS = [
     ("import torch as th\n", lambda code: code.replace("torch.", "th.")),
     (
         "from torch import arange as ar, tensor as tt, zeros as zz, from_numpy as fnp\n",
-        lambda code: code.replace("torch.arange(", "ar(")
-        .replace("torch.tensor(", "tt(")
-        .replace("torch.zeros(", "zz(")
-        .replace("torch.from_numpy(", "fnp("),
+        lambda code: (
+            code.replace("torch.arange(", "ar(")
+            .replace("torch.tensor(", "tt(")
+            .replace("torch.zeros(", "zz(")
+            .replace("torch.from_numpy(", "fnp(")
+        ),
     ),
 ]
 
@@ -76,7 +78,7 @@ def bump():
     global COUNTER
     COUNTER += 1
 '''
-PADDING_AFTER = '''
+PADDING_AFTER = """
 
 @functools.lru_cache
 class Later:
@@ -85,7 +87,7 @@ class Later:
     @property
     def prop(self):
         return self.value
-'''
+"""
 
 
 def _corpus(root: Path) -> int:
@@ -154,7 +156,11 @@ def test_prefilter_still_skips() -> None:
 
 def test_every_kind_of_effect_has_a_role() -> None:
     """A new kind of effect must say what it is to the shortcut."""
-    kinds = {k for k in vars(effects).values() if isinstance(k, type) and issubclass(k, effects.Effect) and k is not effects.Effect}
+    kinds = {
+        k
+        for k in vars(effects).values()
+        if isinstance(k, type) and issubclass(k, effects.Effect) and k is not effects.Effect
+    }
     assert kinds == set(KIND_ROLES)
 
 

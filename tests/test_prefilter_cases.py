@@ -30,10 +30,7 @@ CASES = {
         "    return torch.stack(xs).to(dev, non_blocking=True)\n"
     ),
     "computed_arith": (
-        "import torch\n\n\n"
-        "def f(a, dev):\n"
-        "    t = torch.from_numpy(a)\n"
-        "    return (t * 2).to(dev, non_blocking=True)\n"
+        "import torch\n\n\ndef f(a, dev):\n    t = torch.from_numpy(a)\n    return (t * 2).to(dev, non_blocking=True)\n"
     ),
     "computed_method": (
         "import torch\n\n\n"
@@ -49,14 +46,10 @@ CASES = {
         "    return p[[0, 2, 4]].to(dev, non_blocking=True)\n"
     ),
     "to_cpu_then_cat": (
-        "import torch\n\n\n"
-        "def f(x, y, dev):\n"
-        '    return torch.cat([x.to("cpu"), y]).to(dev, non_blocking=True)\n'
+        'import torch\n\n\ndef f(x, y, dev):\n    return torch.cat([x.to("cpu"), y]).to(dev, non_blocking=True)\n'
     ),
     "escaped_cpu": (
-        "import torch\n\n\n"
-        "def f(x, y, dev):\n"
-        '    return torch.cat([x.to("\\x63pu"), y]).to(dev, non_blocking=True)\n'
+        'import torch\n\n\ndef f(x, y, dev):\n    return torch.cat([x.to("\\x63pu"), y]).to(dev, non_blocking=True)\n'
     ),
     "module_level": (
         "import numpy as np\nimport torch\n\n"
@@ -150,11 +143,7 @@ CASES = {
         "    pad = torch.full((n,), 0, device=x.device)\n"
         "    return pad.to(dev, non_blocking=True)\n"
     ),
-    "strict_positional": (
-        "import torch\n\n\n"
-        "def f(a, dst, flag):\n"
-        "    dst.copy_(torch.from_numpy(a), flag)\n"
-    ),
+    "strict_positional": ("import torch\n\n\ndef f(a, dst, flag):\n    dst.copy_(torch.from_numpy(a), flag)\n"),
     "aliased": (
         "from torch import cat as join, from_numpy as fnp\n\n\n"
         "def f(a, b, dev):\n"
@@ -164,9 +153,20 @@ CASES = {
 
 #: Cases the analysis reports (so each checks that its shortcut keeps the file).
 REPORTED = (
-    "computed_cat", "computed_arith", "module_level", "in_lambda", "nested", "tabs", "backslash",
-    "comment_before_true", "odd_strings", "decorated", "aliased", "module_values",
-    "aliased_blocks", "device_of_a_cpu_tensor",
+    "computed_cat",
+    "computed_arith",
+    "module_level",
+    "in_lambda",
+    "nested",
+    "tabs",
+    "backslash",
+    "comment_before_true",
+    "odd_strings",
+    "decorated",
+    "aliased",
+    "module_values",
+    "aliased_blocks",
+    "device_of_a_cpu_tensor",
 )
 
 

@@ -34,12 +34,14 @@ CASES = {
     ),
     "helper_returns_its_argument": (
         {"mem.py": "def same(t):\n    return t\n"},
-        HEADER + "from pkg.mem import same\n\n\ndef f(n, dev):\n    return same(torch.zeros(n)).to(dev, non_blocking=True)\n",
+        HEADER
+        + "from pkg.mem import same\n\n\ndef f(n, dev):\n    return same(torch.zeros(n)).to(dev, non_blocking=True)\n",
         [8],
     ),
     "helper_returns_its_argument_pinned_by_the_caller": (
         {"mem.py": "def same(t):\n    return t\n"},
-        HEADER + "from pkg.mem import same\n\n\ndef f(n, dev):\n    return same(torch.zeros(n, pin_memory=True)).to(dev, non_blocking=True)\n",
+        HEADER
+        + "from pkg.mem import same\n\n\ndef f(n, dev):\n    return same(torch.zeros(n, pin_memory=True)).to(dev, non_blocking=True)\n",
         [],
     ),
     "staticmethod_classmethod_property_cache": (
@@ -55,34 +57,46 @@ CASES = {
     ),
     # --- parameters from their callers ------------------------------------------------------
     "parameter_every_caller_passes_pageable": (
-        {"use.py": "import torch\n\nfrom pkg.main import upload\n\n\ndef go(dev):\n    return upload(torch.tensor([1, 2]), dev)\n"},
+        {
+            "use.py": "import torch\n\nfrom pkg.main import upload\n\n\ndef go(dev):\n    return upload(torch.tensor([1, 2]), dev)\n"
+        },
         "def upload(host, dev):\n    return host.to(dev, non_blocking=True)\n",
         [2],
     ),
     "parameter_pinned_by_every_caller": (
-        {"use.py": "import torch\n\nfrom pkg.main import upload\n\n\ndef go(dev):\n    return upload(torch.zeros(2, pin_memory=True), dev)\n"},
+        {
+            "use.py": "import torch\n\nfrom pkg.main import upload\n\n\ndef go(dev):\n    return upload(torch.zeros(2, pin_memory=True), dev)\n"
+        },
         "def upload(host, dev):\n    return host.to(dev, non_blocking=True)\n",
         [],
     ),
     "parameter_pinned_by_one_caller_and_unknown_outside": (
-        {"use.py": "import torch\n\nfrom pkg.main import upload\n\n\ndef go(x, dev):\n    upload(torch.zeros(2, pin_memory=True), dev)\n"},
+        {
+            "use.py": "import torch\n\nfrom pkg.main import upload\n\n\ndef go(x, dev):\n    upload(torch.zeros(2, pin_memory=True), dev)\n"
+        },
         "def upload(host, dev):\n    return host.to(dev, non_blocking=True)\n",
         [],
     ),
     # A fresh result of a parameter (`lens - 1`) lives on the parameter's device: the
     # callers say which. Pinned or not, a CPU input makes a pageable result.
     "computed_from_a_parameter_a_caller_passes_on_the_cpu": (
-        {"use.py": "import torch\n\nfrom pkg.main import _starts\n\n\ndef go(dev):\n    return _starts(torch.zeros(4, pin_memory=True), dev)\n"},
+        {
+            "use.py": "import torch\n\nfrom pkg.main import _starts\n\n\ndef go(dev):\n    return _starts(torch.zeros(4, pin_memory=True), dev)\n"
+        },
         "def _starts(lens, dev):\n    starts = lens - 1\n    return starts.to(dev, non_blocking=True)\n",
         [3],
     ),
     "computed_from_a_keyword_only_parameter": (
-        {"use.py": "import torch\n\nfrom pkg.main import _plan\n\n\ndef go(dev):\n    lens = torch.zeros(8)\n    return _plan(lens=lens[1:], dev=dev)\n"},
+        {
+            "use.py": "import torch\n\nfrom pkg.main import _plan\n\n\ndef go(dev):\n    lens = torch.zeros(8)\n    return _plan(lens=lens[1:], dev=dev)\n"
+        },
         "import torch\n\n\ndef _plan(*, lens, dev):\n    kv = torch.minimum(lens, lens - 2)\n    starts = lens - kv\n    return starts.to(dev, non_blocking=True)\n",
         [7],
     ),
     "computed_from_a_parameter_every_caller_passes_on_the_device": (
-        {"use.py": "import torch\n\nfrom pkg.main import _starts\n\n\ndef go(dev):\n    return _starts(torch.zeros(4, device='cuda'), dev)\n"},
+        {
+            "use.py": "import torch\n\nfrom pkg.main import _starts\n\n\ndef go(dev):\n    return _starts(torch.zeros(4, device='cuda'), dev)\n"
+        },
         "def _starts(lens, dev):\n    starts = lens - 1\n    return starts.to(dev, non_blocking=True)\n",
         [],
     ),
@@ -92,12 +106,16 @@ CASES = {
         [],
     ),
     "a_number_a_caller_passes_decides_nothing": (
-        {"use.py": "import torch\n\nfrom pkg.main import _part\n\n\ndef go(buf, dev):\n    return _part(buf, 3, dev)\n"},
+        {
+            "use.py": "import torch\n\nfrom pkg.main import _part\n\n\ndef go(buf, dev):\n    return _part(buf, 3, dev)\n"
+        },
         "def _part(buf, i, dev):\n    return (buf[i] * 2).to(dev, non_blocking=True)\n",
         [],
     ),
     "a_test_calling_library_code_says_nothing_of_it": (
-        {"test_upload.py": "import torch\n\nfrom pkg.main import upload\n\n\ndef test_go():\n    upload(torch.tensor([1, 2]), 'cpu')\n"},
+        {
+            "test_upload.py": "import torch\n\nfrom pkg.main import upload\n\n\ndef test_go():\n    upload(torch.tensor([1, 2]), 'cpu')\n"
+        },
         "def upload(host, dev):\n    return host.to(dev, non_blocking=True)\n",
         [],
     ),
@@ -116,64 +134,91 @@ CASES = {
     ),
     # --- attributes and records ----------------------------------------------------------------
     "dataclass_field_filled_by_the_constructor": (
-        {"batch.py": HEADER + "from dataclasses import dataclass\n\n\n@dataclass\nclass Batch:\n    ids: torch.Tensor\n    n: int = 0\n\n\n"
-         "def make(x):\n    return Batch(torch.tensor(x))\n"},
+        {
+            "batch.py": HEADER
+            + "from dataclasses import dataclass\n\n\n@dataclass\nclass Batch:\n    ids: torch.Tensor\n    n: int = 0\n\n\n"
+            "def make(x):\n    return Batch(torch.tensor(x))\n"
+        },
         "from pkg.batch import make\n\n\ndef f(x, dev):\n    return make(x).ids.to(dev, non_blocking=True)\n",
         [5],
     ),
     # A record read through an annotated parameter: its field holds what the project's
     # constructor calls give it (or the default), wherever they are.
     "record_field_given_by_a_constructor_call_elsewhere": (
-        {"meta.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Meta:\n    lens: Optional[torch.Tensor] = None\n",
-         "runner.py": "import torch\n\nfrom pkg.meta import Meta\n\n\ndef make(n):\n    return Meta(lens=torch.zeros(n))\n"},
+        {
+            "meta.py": HEADER
+            + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Meta:\n    lens: Optional[torch.Tensor] = None\n",
+            "runner.py": "import torch\n\nfrom pkg.meta import Meta\n\n\ndef make(n):\n    return Meta(lens=torch.zeros(n))\n",
+        },
         "from pkg.meta import Meta\n\n\ndef f(m: Meta, dev):\n    return m.lens.to(dev, non_blocking=True)\n",
         [5],
     ),
     "record_field_every_constructor_call_pins": (
-        {"meta.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Meta:\n    lens: Optional[torch.Tensor] = None\n",
-         "runner.py": "import torch\n\nfrom pkg.meta import Meta\n\n\ndef make(n):\n    return Meta(lens=torch.zeros(n, pin_memory=True))\n"},
+        {
+            "meta.py": HEADER
+            + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Meta:\n    lens: Optional[torch.Tensor] = None\n",
+            "runner.py": "import torch\n\nfrom pkg.meta import Meta\n\n\ndef make(n):\n    return Meta(lens=torch.zeros(n, pin_memory=True))\n",
+        },
         "from pkg.meta import Meta\n\n\ndef f(m: Meta, dev):\n    return m.lens.to(dev, non_blocking=True)\n",
         [],
     ),
     "record_field_computed_on_after_the_read": (
-        {"meta.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Meta:\n    lens: Optional[torch.Tensor] = None\n",
-         "runner.py": "import torch\n\nfrom pkg.meta import Meta\n\n\ndef make(n):\n    return Meta(lens=torch.zeros(n, pin_memory=True))\n"},
+        {
+            "meta.py": HEADER
+            + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Meta:\n    lens: Optional[torch.Tensor] = None\n",
+            "runner.py": "import torch\n\nfrom pkg.meta import Meta\n\n\ndef make(n):\n    return Meta(lens=torch.zeros(n, pin_memory=True))\n",
+        },
         "from pkg.meta import Meta\n\n\ndef f(m: Meta, dev):\n    starts = m.lens[1:] - m.lens[:-1]\n    return starts.to(dev, non_blocking=True)\n",
         [6],
     ),
     # The field is read one call away from the copy: a caller passes a slice of it to the
     # helper that copies (the constructor calls are searched two steps from the copy).
     "record_field_passed_on_by_a_caller": (
-        {"meta.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Meta:\n    lens: Optional[torch.Tensor] = None\n",
-         "runner.py": "import torch\n\nfrom pkg.meta import Meta\n\n\ndef make(n):\n    return Meta(lens=torch.zeros(n))\n",
-         "build.py": "from pkg.main import _send\nfrom pkg.meta import Meta\n\n\ndef build(m: Meta, dev):\n    return _send(m.lens[:4], dev)\n"},
+        {
+            "meta.py": HEADER
+            + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Meta:\n    lens: Optional[torch.Tensor] = None\n",
+            "runner.py": "import torch\n\nfrom pkg.meta import Meta\n\n\ndef make(n):\n    return Meta(lens=torch.zeros(n))\n",
+            "build.py": "from pkg.main import _send\nfrom pkg.meta import Meta\n\n\ndef build(m: Meta, dev):\n    return _send(m.lens[:4], dev)\n",
+        },
         "def _send(lens, dev):\n    return lens.to(dev, non_blocking=True)\n",
         [2],
     ),
     "record_field_passed_on_by_a_caller_pinned_everywhere": (
-        {"meta.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Meta:\n    lens: Optional[torch.Tensor] = None\n",
-         "runner.py": "import torch\n\nfrom pkg.meta import Meta\n\n\ndef make(n):\n    return Meta(lens=torch.zeros(n, pin_memory=True))\n",
-         "build.py": "from pkg.main import _send\nfrom pkg.meta import Meta\n\n\ndef build(m: Meta, dev):\n    return _send(m.lens[:4], dev)\n"},
+        {
+            "meta.py": HEADER
+            + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Meta:\n    lens: Optional[torch.Tensor] = None\n",
+            "runner.py": "import torch\n\nfrom pkg.meta import Meta\n\n\ndef make(n):\n    return Meta(lens=torch.zeros(n, pin_memory=True))\n",
+            "build.py": "from pkg.main import _send\nfrom pkg.meta import Meta\n\n\ndef build(m: Meta, dev):\n    return _send(m.lens[:4], dev)\n",
+        },
         "def _send(lens, dev):\n    return lens.to(dev, non_blocking=True)\n",
         [],
     ),
     # Reflection over a record's fields (`for f in fields(b): getattr(b, f.name)`): each field's
     # value, as the project's constructor calls give it.
     "dataclass_fields_read_by_reflection": (
-        {"batch.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Batch:\n    ids: Optional[torch.Tensor] = None\n    lens: Optional[torch.Tensor] = None\n    n: int = 0\n",
-         "maker.py": "import torch\n\nfrom pkg.batch import Batch\n\n\ndef make(x):\n    return Batch(ids=torch.zeros(4, pin_memory=True), lens=torch.tensor(x), n=2)\n"},
+        {
+            "batch.py": HEADER
+            + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Batch:\n    ids: Optional[torch.Tensor] = None\n    lens: Optional[torch.Tensor] = None\n    n: int = 0\n",
+            "maker.py": "import torch\n\nfrom pkg.batch import Batch\n\n\ndef make(x):\n    return Batch(ids=torch.zeros(4, pin_memory=True), lens=torch.tensor(x), n=2)\n",
+        },
         "from dataclasses import fields\n\nimport torch\n\nfrom pkg.batch import Batch\n\n\ndef send(b: Batch, dev):\n    out = {}\n    for f in fields(b):\n        v = getattr(b, f.name)\n        if isinstance(v, torch.Tensor):\n            v = v.to(dev, non_blocking=True)\n        out[f.name] = v\n    return Batch(**out)\n",
         [13],
     ),
     "dataclass_fields_read_by_reflection_all_pinned": (
-        {"batch.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Batch:\n    ids: Optional[torch.Tensor] = None\n    lens: Optional[torch.Tensor] = None\n    n: int = 0\n",
-         "maker.py": "import torch\n\nfrom pkg.batch import Batch\n\n\ndef make(x):\n    return Batch(ids=torch.zeros(4, pin_memory=True), lens=torch.zeros(4, pin_memory=True), n=2)\n"},
+        {
+            "batch.py": HEADER
+            + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Batch:\n    ids: Optional[torch.Tensor] = None\n    lens: Optional[torch.Tensor] = None\n    n: int = 0\n",
+            "maker.py": "import torch\n\nfrom pkg.batch import Batch\n\n\ndef make(x):\n    return Batch(ids=torch.zeros(4, pin_memory=True), lens=torch.zeros(4, pin_memory=True), n=2)\n",
+        },
         "from dataclasses import fields\n\nimport torch\n\nfrom pkg.batch import Batch\n\n\ndef send(b: Batch, dev):\n    out = {}\n    for f in fields(b):\n        v = getattr(b, f.name)\n        if isinstance(v, torch.Tensor):\n            v = v.to(dev, non_blocking=True)\n        out[f.name] = v\n    return Batch(**out)\n",
         [],
     ),
     "getattr_with_a_literal_name": (
-        {"batch.py": HEADER + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Batch:\n    ids: Optional[torch.Tensor] = None\n    lens: Optional[torch.Tensor] = None\n    n: int = 0\n",
-         "maker.py": "import torch\n\nfrom pkg.batch import Batch\n\n\ndef make(x):\n    return Batch(ids=torch.zeros(4, pin_memory=True), lens=torch.tensor(x), n=2)\n"},
+        {
+            "batch.py": HEADER
+            + "from dataclasses import dataclass\nfrom typing import Optional\n\n\n@dataclass\nclass Batch:\n    ids: Optional[torch.Tensor] = None\n    lens: Optional[torch.Tensor] = None\n    n: int = 0\n",
+            "maker.py": "import torch\n\nfrom pkg.batch import Batch\n\n\ndef make(x):\n    return Batch(ids=torch.zeros(4, pin_memory=True), lens=torch.tensor(x), n=2)\n",
+        },
         "from pkg.batch import Batch\n\n\ndef send(b: Batch, dev):\n    return getattr(b, 'ids').to(dev, non_blocking=True), getattr(b, 'lens').to(dev, non_blocking=True)\n",
         [5],
     ),
@@ -205,7 +250,8 @@ CASES = {
     ),
     "namedtuple_field": (
         {},
-        HEADER + "from typing import NamedTuple\n\n\nclass Pair(NamedTuple):\n    a: torch.Tensor\n    b: torch.Tensor\n\n\n"
+        HEADER
+        + "from typing import NamedTuple\n\n\nclass Pair(NamedTuple):\n    a: torch.Tensor\n    b: torch.Tensor\n\n\n"
         "def f(dev):\n    p = Pair(torch.zeros(2, pin_memory=True), torch.zeros(2))\n"
         "    return p.a.to(dev, non_blocking=True), p.b.to(dev, non_blocking=True)\n",
         [14],
@@ -216,8 +262,11 @@ CASES = {
         [5],
     ),
     "object_made_by_a_factory_function": (
-        {"bufs.py": HEADER + "class Buffers:\n    def __init__(self, n, pin):\n        self.host = torch.zeros(n, pin_memory=pin)\n\n\n"
-         "def pinned_buffers(n):\n    return Buffers(n, True)\n"},
+        {
+            "bufs.py": HEADER
+            + "class Buffers:\n    def __init__(self, n, pin):\n        self.host = torch.zeros(n, pin_memory=pin)\n\n\n"
+            "def pinned_buffers(n):\n    return Buffers(n, True)\n"
+        },
         "from pkg.bufs import pinned_buffers\n\n\ndef f(n, dev):\n    return pinned_buffers(n).host.to(dev, non_blocking=True)\n",
         [],
     ),
@@ -229,7 +278,9 @@ CASES = {
         [10],
     ),
     "subclass_stores_pageable": (
-        {"child.py": "import torch\n\nfrom pkg.main import Base\n\n\nclass Child(Base):\n    def __init__(self, n):\n        self.buf = torch.zeros(n)\n"},
+        {
+            "child.py": "import torch\n\nfrom pkg.main import Base\n\n\nclass Child(Base):\n    def __init__(self, n):\n        self.buf = torch.zeros(n)\n"
+        },
         HEADER + "class Base:\n    def __init__(self, n):\n        self.buf = torch.zeros(n, pin_memory=True)\n\n"
         "    def go(self, dev):\n        return self.buf.to(dev, non_blocking=True)\n",
         [9],
@@ -240,12 +291,18 @@ CASES = {
         [5],
     ),
     "unknown_receiver_when_every_store_agrees": (
-        {"a.py": HEADER + "def fill(x, n):\n    x.staging = torch.zeros(n)\n", "b.py": HEADER + "def fill2(y):\n    y.staging = torch.ones(2)\n"},
+        {
+            "a.py": HEADER + "def fill(x, n):\n    x.staging = torch.zeros(n)\n",
+            "b.py": HEADER + "def fill2(y):\n    y.staging = torch.ones(2)\n",
+        },
         "def go(obj, dev):\n    return obj.staging.to(dev, non_blocking=True)\n",
         [2],
     ),
     "unknown_receiver_when_stores_disagree": (
-        {"a.py": HEADER + "def fill(x, n):\n    x.staging = torch.zeros(n)\n", "b.py": HEADER + "def fill2(y):\n    y.staging = torch.ones(2, pin_memory=True)\n"},
+        {
+            "a.py": HEADER + "def fill(x, n):\n    x.staging = torch.zeros(n)\n",
+            "b.py": HEADER + "def fill2(y):\n    y.staging = torch.ones(2, pin_memory=True)\n",
+        },
         "def go(obj, dev):\n    return obj.staging.to(dev, non_blocking=True)\n",
         [],
     ),
@@ -322,7 +379,7 @@ def test_deep_mode_finds_the_same_with_the_word_index(tmp_path: Path, monkeypatc
     assert "use.py" in found[0]["message"]
 
 
-INPUTS = '''from dataclasses import dataclass, fields
+INPUTS = """from dataclasses import dataclass, fields
 from typing import Optional
 
 import torch
@@ -343,8 +400,8 @@ class ModelInputs:
                 v = v.to(device, non_blocking=non_blocking)
             out_dict[f.name] = v
         return ModelInputs(**out_dict)
-'''
-MAKER = '''import torch
+"""
+MAKER = """import torch
 
 from pkg.inputs import ModelInputs
 
@@ -354,18 +411,20 @@ class InputsMaker:
         ids = torch.tensor([s.id for s in seqs]){pin}
         lens = torch.tensor([len(s) for s in seqs]){pin}
         return ModelInputs(input_ids=ids, seq_length=lens)
-'''
-LOOP = '''from pkg.maker import InputsMaker
+"""
+LOOP = """from pkg.maker import InputsMaker
 
 
 def preprocess(maker: InputsMaker, seqs, device):
     inputs = maker.make(seqs)
     return inputs.to_device(device, non_blocking=True)
-'''
+"""
 
 
 @pytest.mark.parametrize("pin, expected", [("", [(19, "PIN002")]), (".pin_memory()", [])])
-def test_a_records_to_device_copies_each_field_its_maker_gives(tmp_path: Path, pin: str, expected: List[Tuple[int, str]]) -> None:
+def test_a_records_to_device_copies_each_field_its_maker_gives(
+    tmp_path: Path, pin: str, expected: List[Tuple[int, str]]
+) -> None:
     """A dataclass's ``to_device`` copies every tensor field (``fields(self)`` and ``getattr``),
     with the ``non_blocking=True`` its caller passes: a field the project's maker fills with
     ``torch.tensor`` blocks there; pinned by the maker, nothing is said."""

@@ -93,8 +93,24 @@ def placed(draw, call: str, indent: str) -> str:  # type: ignore[no-untyped-def]
     i = indent
     kind = draw(
         st.sampled_from(
-            ["module", "function", "nested", "method", "lambda", "listcomp", "dictcomp", "genexp", "decorator",
-             "type_checking", "bound", "bound_reused", "bound_loop", "shadow", "with_comment", "default_arg"]
+            [
+                "module",
+                "function",
+                "nested",
+                "method",
+                "lambda",
+                "listcomp",
+                "dictcomp",
+                "genexp",
+                "decorator",
+                "type_checking",
+                "bound",
+                "bound_reused",
+                "bound_loop",
+                "shadow",
+                "with_comment",
+                "default_arg",
+            ]
         )
     )
     if kind == "module":

@@ -106,8 +106,15 @@ def test_check_stdin_when_stdin_is_closed_says_so_in_one_line(tmp_path: Path) ->
     import sys
 
     proc = subprocess.run(
-        [sys.executable, "-c", "import os, sys; os.close(0); os.execv(sys.executable, [sys.executable, '-m', 'pinfix', 'check', '-'])"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; os.close(0); os.execv(sys.executable, [sys.executable, '-m', 'pinfix', 'check', '-'])",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2
     assert proc.stderr == "pinfix: cannot read the source from stdin: it is closed\n"
@@ -127,6 +134,7 @@ def test_check_stdin_when_stdin_is_closed_says_so_in_one_line(tmp_path: Path) ->
         ["rule", "PIN001"],
     ],
 )
+@pytest.mark.usefixtures("depends_on_vllm")  # `fix --diff` has a safe fix to print
 def test_output_to_a_closed_pipe_ends_quietly(tmp_path: Path, argv: list) -> None:
     """``pinfix ... | head -1``: the reader goes away; pinfix stops without a
     traceback or the interpreter's complaint, with the status of a process
@@ -136,7 +144,9 @@ def test_output_to_a_closed_pipe_ends_quietly(tmp_path: Path, argv: list) -> Non
 
     for i in range(40):
         write(tmp_path / f"m{i}.py", SIMPLE)
-    proc = subprocess.Popen([sys.executable, "-m", "pinfix", *argv], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pinfix", *argv], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # the reader is gone before the first line
     err = proc.stderr.read().decode()
@@ -171,7 +181,11 @@ def test_an_endless_settings_file_is_refused_in_one_line(tmp_path: Path, source:
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "pinfix", "check", "--no-cache", "--config", source, str(path)],
-            cwd=tmp_path, capture_output=True, text=True, timeout=120, preexec_fn=_limited_memory,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=_limited_memory,
         )
     finally:
         if writer is not None:
@@ -186,10 +200,16 @@ def test_settings_from_a_pipe_the_user_names_are_read_once(tmp_path: Path) -> No
     import subprocess
     import sys
 
-    path = write(tmp_path / "m.py", b"import torch\n\n\ndef f(buf, a, nb):\n    buf.copy_(torch.from_numpy(a), non_blocking=nb)\n")
+    path = write(
+        tmp_path / "m.py",
+        b"import torch\n\n\ndef f(buf, a, nb):\n    buf.copy_(torch.from_numpy(a), non_blocking=nb)\n",
+    )
     proc = subprocess.run(
         ["bash", "-c", f'"{sys.executable}" -m pinfix check --no-cache --config <(printf "strict = true\\n") m.py'],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.startswith("m.py:5:")
@@ -208,7 +228,10 @@ def _odd_tree(tmp_path: Path) -> Path:
     for name in ODD_NAMES:
         write(Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"pkg", name))), SIMPLE)
     # An error too: its message and file name go into the XML as well.
-    write(Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"pkg", b"bad\x02\xfe.py"))), b"import torch\ntorch.from_numpy(a).cuda(non_blocking=True)\ndef (:\n")
+    write(
+        Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"pkg", b"bad\x02\xfe.py"))),
+        b"import torch\ntorch.from_numpy(a).cuda(non_blocking=True)\ndef (:\n",
+    )
     return tmp_path
 
 
@@ -221,7 +244,10 @@ def test_junit_is_well_formed_xml_for_any_file_name(tmp_path: Path) -> None:
 
     root = _odd_tree(tmp_path)
     proc = subprocess.run(
-        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--output-format", "junit", "pkg"], cwd=root, capture_output=True, timeout=120
+        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--output-format", "junit", "pkg"],
+        cwd=root,
+        capture_output=True,
+        timeout=120,
     )
     assert proc.returncode == 2, proc.stderr
     tree = ET.fromstring(proc.stdout)  # a real XML parser: it rejects control characters and bad UTF-8
@@ -242,17 +268,25 @@ def test_sarif_uris_are_percent_encoded_and_decode_to_the_file_names(tmp_path: P
 
     root = _odd_tree(tmp_path)
     proc = subprocess.run(
-        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--output-format", "sarif", "pkg"], cwd=root, capture_output=True, timeout=120
+        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--output-format", "sarif", "pkg"],
+        cwd=root,
+        capture_output=True,
+        timeout=120,
     )
     assert proc.returncode == 2, proc.stderr
     run = json.loads(proc.stdout)["runs"][0]
     base = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
     uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"]]
-    uris += [n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for n in run["invocations"][0]["toolExecutionNotifications"]]
+    uris += [
+        n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for n in run["invocations"][0]["toolExecutionNotifications"]
+    ]
     decoded = sorted(unquote_to_bytes(uri) for uri in uris)
     assert decoded == sorted([b"pkg/" + n for n in ODD_NAMES] + [b"pkg/bad\x02\xfe.py"])
     for uri in uris:
-        assert all(0x21 <= ord(c) < 0x7F and c not in '#?"<>\\^`{|}' for c in uri), uri  # a URI reference's own characters only
+        assert all(0x21 <= ord(c) < 0x7F and c not in '#?"<>\\^`{|}' for c in uri), (
+            uri
+        )  # a URI reference's own characters only
         full = urljoin(base, uri)
         assert unquote_to_bytes(urlsplit(full).path).startswith(__import__("os").fsencode(root))
 
@@ -351,7 +385,10 @@ def test_the_analysis_garbage_is_freed_before_the_fix_parses_the_file_again(monk
         return original(*args, **kwargs)
 
     monkeypatch.setattr(pinfix.fixes.apply, "apply_fixes", counting)
-    source = ("import torch\n\n\ndef f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n" + "".join(f"v{i} = [{i}]\n" for i in range(20000))).encode()
+    source = (
+        "import torch\n\n\ndef f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n"
+        + "".join(f"v{i} = [{i}]\n" for i in range(20000))
+    ).encode()
     with gc_paused():
         report = process_source("m.py", source, Config(), Mode(fix=True, diff_only=True))
     assert report.fixes_applied == 1
@@ -367,8 +404,10 @@ SPELLINGS = {
     "fullwidth origin": COPY_BODY.format(origin="\uff46rom_numpy", flag="non_blocking").encode(),
     "math letters": COPY_BODY.format(origin="from_numpy", flag="non_\U0001d41blocking").encode(),
     "utf-7": b"# coding: utf-7\n" + COPY_BODY.format(origin="from_numpy", flag="+AG4-on_blocking").encode(),
-    "unicode_escape": b"# coding: unicode_escape\n" + COPY_BODY.format(origin="\\x66rom_numpy", flag="\\x6eon_blocking").encode(),
-    "latin-1 and fullwidth": b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + COPY_BODY.format(origin="from_numpy", flag="non_blocking").encode(),
+    "unicode_escape": b"# coding: unicode_escape\n"
+    + COPY_BODY.format(origin="\\x66rom_numpy", flag="\\x6eon_blocking").encode(),
+    "latin-1 and fullwidth": b"# -*- coding: latin-1 -*-\n# caf\xe9\n"
+    + COPY_BODY.format(origin="from_numpy", flag="non_blocking").encode(),
 }
 
 
@@ -388,7 +427,13 @@ def test_spellings_python_folds_or_decodes_are_found(tmp_path: Path, name: str) 
 
     # The same finding with the pre-filter off: the shortcut hides nothing.
     env = dict(os.environ, PINFIX_NO_PREFILTER="1")
-    off = subprocess.run([sys.executable, "-m", "pinfix", "check", "--no-cache", str(path)], capture_output=True, text=True, env=env, timeout=120)
+    off = subprocess.run(
+        [sys.executable, "-m", "pinfix", "check", "--no-cache", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert off.stdout == proc.stdout
 
 
@@ -401,7 +446,9 @@ def test_spellings_python_folds_or_decodes_are_found(tmp_path: Path, name: str) 
         (b"# coding: no-such-codec\nx = 1\n", "cannot decode"),
     ],
 )
-def test_files_python_refuses_before_parsing_are_errors_even_without_a_copy(tmp_path: Path, data: bytes, fragment: str) -> None:
+def test_files_python_refuses_before_parsing_are_errors_even_without_a_copy(
+    tmp_path: Path, data: bytes, fragment: str
+) -> None:
     path = write(tmp_path / "m.py", data)
     proc = cli_subprocess("check", "--no-cache", str(path))
     assert proc.returncode == 2
@@ -430,7 +477,9 @@ def test_a_syntax_error_in_a_file_that_cannot_hold_a_copy_is_not_parsed(tmp_path
     ],
 )
 def test_check_and_fix_agree_on_code_python_will_not_compile(tmp_path: Path, bad: str) -> None:
-    source = ("import torch\n" + bad + "\n\ndef f(buf, a):\n    buf.copy_(torch.from_numpy(a), non_blocking=True)\n").encode()
+    source = (
+        "import torch\n" + bad + "\n\ndef f(buf, a):\n    buf.copy_(torch.from_numpy(a), non_blocking=True)\n"
+    ).encode()
     try:
         compile(source, "m.py", "exec", dont_inherit=True)
         pytest.fail("the case must not compile")
@@ -441,7 +490,11 @@ def test_check_and_fix_agree_on_code_python_will_not_compile(tmp_path: Path, bad
     fix = cli_subprocess("fix", str(path))
     assert path.read_bytes() == source
     assert (check.returncode, check.stdout) == (2, "") == (fix.returncode, fix.stdout)
-    assert error_lines(check.stderr) == error_lines(fix.stderr) == [f"{path}: error: {where} (Python will not compile the file)"]
+    assert (
+        error_lines(check.stderr)
+        == error_lines(fix.stderr)
+        == [f"{path}: error: {where} (Python will not compile the file)"]
+    )
 
 
 # --- The next class: JSON outputs carried lone surrogates for file names that are not UTF-8 ----------
@@ -456,7 +509,10 @@ def test_json_outputs_are_valid_unicode_for_any_file_name(tmp_path: Path, fmt: s
 
     root = _odd_tree(tmp_path)
     proc = subprocess.run(
-        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--output-format", fmt, "pkg"], cwd=root, capture_output=True, timeout=120
+        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--output-format", fmt, "pkg"],
+        cwd=root,
+        capture_output=True,
+        timeout=120,
     )
     assert proc.returncode == 2, proc.stderr
     data = json.loads(proc.stdout)
@@ -475,8 +531,13 @@ def test_check_stdin_from_an_endless_stream_is_refused_in_one_line(tmp_path: Pat
 
     with open("/dev/zero", "rb") as zero:
         proc = subprocess.run(
-            [sys.executable, "-m", "pinfix", "check", "-"], stdin=zero, cwd=tmp_path, capture_output=True, text=True,
-            timeout=120, preexec_fn=_limited_memory,
+            [sys.executable, "-m", "pinfix", "check", "-"],
+            stdin=zero,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=_limited_memory,
         )
     assert proc.returncode == 2
     assert proc.stderr == "pinfix: stdin holds more than 256 MiB; not a source file\n"
@@ -513,7 +574,18 @@ def test_output_that_reads_a_file_again_never_waits_on_a_fifo(tmp_path: Path) ->
 
     fifo = tmp_path / "m.py"
     os.mkfifo(fifo)
-    d = Diagnostic(code="PIN001", line=1, column=1, end_line=1, end_column=2, message="m", pattern="p", fix_safety=None, fix_note=None, path=str(fifo))
+    d = Diagnostic(
+        code="PIN001",
+        line=1,
+        column=1,
+        end_line=1,
+        end_column=2,
+        message="m",
+        pattern="p",
+        fix_safety=None,
+        fix_note=None,
+        path=str(fifo),
+    )
     report = FileReport(str(fifo), diagnostics=[d])
     done: list = []
     worker = threading.Thread(target=lambda: done.append(fingerprints([report], tmp_path)), daemon=True)
@@ -532,7 +604,10 @@ def test_deep_searches_read_callers_as_python_reads_them(tmp_path: Path) -> None
     which Python folds to the function's name, was never found."""
     write(tmp_path / "pyproject.toml", b"[tool.pinfix]\n")
     write(tmp_path / "a.py", b"def load(dst, t):\n    dst.copy_(t, non_blocking=True)\n")
-    write(tmp_path / "b.py", "import torch\n\nfrom a import load\n\n\ndef run(buf, arr):\n    \uff4coad(buf, torch.from_numpy(arr))\n".encode())
+    write(
+        tmp_path / "b.py",
+        "import torch\n\nfrom a import load\n\n\ndef run(buf, arr):\n    \uff4coad(buf, torch.from_numpy(arr))\n".encode(),
+    )
     proc = cli_subprocess("check", "--no-cache", "--deep", "--output-format", "json", "a.py", "b.py", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     (finding,) = json.loads(proc.stdout)["findings"]
@@ -582,7 +657,11 @@ def test_a_line_end_in_a_file_name_never_starts_a_line_of_output(tmp_path: Path,
 
     write(tmp_path / "x\n::warning::y\x1b[2J.py", SIMPLE)
     proc = subprocess.run(
-        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--output-format", fmt, "."], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "pinfix", "check", "--no-cache", "--output-format", fmt, "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 1, proc.stderr
     assert "\x1b" not in proc.stdout and not any(line.startswith("::warning") for line in proc.stdout.splitlines())

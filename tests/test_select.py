@@ -39,7 +39,12 @@ def check(tree: Path, *args: str):  # type: ignore[no-untyped-def]
 
 
 def test_default_rules(tree: Path) -> None:
-    assert codes(check(tree)) == ["pkg/one.py PIN001", "pkg/two.py PIN002", "tests/one.py PIN001", "tests/two.py PIN002"]
+    assert codes(check(tree)) == [
+        "pkg/one.py PIN001",
+        "pkg/two.py PIN002",
+        "tests/one.py PIN001",
+        "tests/two.py PIN002",
+    ]
 
 
 def test_select_ignore_and_extend_select_on_the_command_line(tree: Path) -> None:
@@ -64,12 +69,15 @@ def test_select_in_settings_and_the_command_line_overrides_it(tree: Path) -> Non
 
 
 def test_per_file_ignores(tree: Path) -> None:
-    (tree / "pyproject.toml").write_text('[tool.pinfix]\nper-file-ignores = {"tests/**" = ["PIN002"], "one.py" = ["PIN001"]}\n')
+    (tree / "pyproject.toml").write_text(
+        '[tool.pinfix]\nper-file-ignores = {"tests/**" = ["PIN002"], "one.py" = ["PIN001"]}\n'
+    )
     assert codes(check(tree)) == ["pkg/two.py PIN002"]
     proc = pinfix("show-settings", "tests/two.py", cwd=tree)
     assert "rules here:    PIN001, PIN003" in proc.stdout
 
 
+@pytest.mark.usefixtures("depends_on_vllm")
 def test_per_file_ignores_keep_fixes_of_ignored_rules_out(tree: Path) -> None:
     (tree / "pyproject.toml").write_text('[tool.pinfix]\nper-file-ignores = {"tests/**" = ["PIN001"]}\n')
     proc = pinfix("fix", ".", cwd=tree)

@@ -27,8 +27,12 @@ def test_check_reads_stdin_with_the_settings_of_stdin_filename(project: Path) ->
     proc = pinfix("check", "--output-format", "json", "-", cwd=project, stdin=BAD_SOURCE.encode())
     assert proc.returncode == 1
     ((path, finding),) = [(f["path"], f) for f in json.loads(proc.stdout)["findings"]]
-    assert (path, finding["line"], finding["column"]) == ("-", 5, 15) and finding["fix"]["title"].endswith("`pinned(...)`")
-    proc = pinfix("check", "--output-format", "json", "--stdin-filename", "sub/x.py", cwd=project, stdin=BAD_SOURCE.encode())
+    assert (path, finding["line"], finding["column"]) == ("-", 5, 15) and finding["fix"]["title"].endswith(
+        "`pinned(...)`"
+    )
+    proc = pinfix(
+        "check", "--output-format", "json", "--stdin-filename", "sub/x.py", cwd=project, stdin=BAD_SOURCE.encode()
+    )
     ((path, finding),) = [(f["path"], f) for f in json.loads(proc.stdout)["findings"]]
     assert path == "sub/x.py" and finding["fix"]["title"].endswith("`pin_sub(...)`")
     assert not (project / "sub" / "x.py").exists()
@@ -37,7 +41,10 @@ def test_check_reads_stdin_with_the_settings_of_stdin_filename(project: Path) ->
 def test_fix_dash_writes_the_fixed_source_to_stdout(project: Path) -> None:
     proc = pinfix("fix", "--stdin-filename", "sub/x.py", "-", cwd=project, stdin=BAD_SOURCE.encode())
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == b"from sub.mem import pin_sub\n\n\ndef f(dst, a):\n    dst.copy_(pin_sub(a), non_blocking=True)\n"
+    assert (
+        proc.stdout
+        == b"from sub.mem import pin_sub\n\n\ndef f(dst, a):\n    dst.copy_(pin_sub(a), non_blocking=True)\n"
+    )
     unchanged = b"x = 1\r\n"
     assert pinfix("fix", "-", cwd=project, stdin=unchanged).stdout == unchanged
     diff = pinfix("fix", "--diff", "-", cwd=project, stdin=BAD_SOURCE.encode())
@@ -127,7 +134,16 @@ def test_clean_never_follows_a_symlinked_cache(tmp_path: Path) -> None:
 def tree(tmp_path: Path) -> Path:
     """A package, and copies of it where ruff would not look."""
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    for where in ("pkg", "venv/lib/pkg", ".venv/pkg", "dist/pkg", "build/lib/pkg", "node_modules/x", "site-packages/pkg", "tools/build"):
+    for where in (
+        "pkg",
+        "venv/lib/pkg",
+        ".venv/pkg",
+        "dist/pkg",
+        "build/lib/pkg",
+        "node_modules/x",
+        "site-packages/pkg",
+        "tools/build",
+    ):
         write(tmp_path / where / "m.py", BAD_SOURCE)
     write(tmp_path / "tools" / "build" / "__init__.py", "")  # a package named build: kept
     write(tmp_path / "pkg" / "private.py", BAD_SOURCE)
@@ -169,13 +185,19 @@ def test_interrupted_check_does_not_speak_of_rewritten_files(tmp_path: Path) -> 
         write(tmp_path / f"m{i}.py", "import torch\n\n" + body)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pinfix", "check", "--no-cache", "-j", "2", "."],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_default,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_as_default,
     )
     time.sleep(2.0)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     if proc.returncode != 130:
-        pytest.fail(f"the run finished before the interrupt (exit {proc.returncode}); make the files slower: {err[-500:]}")
+        pytest.fail(
+            f"the run finished before the interrupt (exit {proc.returncode}); make the files slower: {err[-500:]}"
+        )
     assert err.splitlines()[-1] == "pinfix: interrupted"
     assert "rewritten" not in err
 
@@ -187,12 +209,27 @@ def test_a_walk_excludes_each_file_as_the_full_rule_does(tmp_path: Path) -> None
 
     from pinfix.project import Project, is_excluded
 
-    write(tmp_path / "pyproject.toml", '[tool.pinfix]\nextend-exclude = ["gen_*.py", "third/*", "tools/**/x.py", "venv"]\n')
+    write(
+        tmp_path / "pyproject.toml",
+        '[tool.pinfix]\nextend-exclude = ["gen_*.py", "third/*", "tools/**/x.py", "venv"]\n',
+    )
     files = [
-        "pkg/__init__.py", "pkg/a.py", "pkg/gen_a.py", "pkg/build/__init__.py", "pkg/build/b.py",  # a package named build
-        "build/lib/pkg/c.py", "build/lib/pkg/gen_c.py",  # a build's output
-        "third/d.py", "third/sub/e.py", "tools/x.py", "tools/deep/er/x.py", "tools/deep/y.py",
-        "venv/lib/f.py", "src/venv.py", "src/dist/g.py", "node_modules/h.py",
+        "pkg/__init__.py",
+        "pkg/a.py",
+        "pkg/gen_a.py",
+        "pkg/build/__init__.py",
+        "pkg/build/b.py",  # a package named build
+        "build/lib/pkg/c.py",
+        "build/lib/pkg/gen_c.py",  # a build's output
+        "third/d.py",
+        "third/sub/e.py",
+        "tools/x.py",
+        "tools/deep/er/x.py",
+        "tools/deep/y.py",
+        "venv/lib/f.py",
+        "src/venv.py",
+        "src/dist/g.py",
+        "node_modules/h.py",
     ]
     for rel in files:
         write(tmp_path / rel, "x = 1\n")

@@ -132,8 +132,14 @@ def test_the_sdists_come_from_the_index_with_a_tool_in_this_repository(tmp_path:
         try:
             env = {**os.environ, "PIP_INDEX_URL": f"http://127.0.0.1:{server.server_address[1]}/simple"}
             dest = tmp_path / f"dest-{which}"
-            proc = subprocess.run([sys.executable, "-m", "tests.sdist", "pkg", "1.0", str(dest)], cwd=REPO, env=env,
-                                  capture_output=True, text=True, timeout=120)
+            proc = subprocess.run(
+                [sys.executable, "-m", "tests.sdist", "pkg", "1.0", str(dest)],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
         finally:
             server.shutdown()
         if which == "good":

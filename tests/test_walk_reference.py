@@ -70,7 +70,8 @@ def reference(paths: Sequence[Path], cwd: Path, follow_symlinks: bool = False) -
         for dirpath, dirnames, filenames in os.walk(given_path):
             here = Path(dirpath)
             dirnames[:] = sorted(
-                d for d in dirnames
+                d
+                for d in dirnames
                 if d not in ALWAYS_SKIPPED and not (here / d).is_symlink() and not ignored(here / d, True)
             )
             for name in sorted(filenames):
@@ -90,7 +91,16 @@ def reference(paths: Sequence[Path], cwd: Path, follow_symlinks: bool = False) -
 def walked(paths: Sequence[Path], cwd: Path, follow_symlinks: bool = False) -> List[str]:
     project = Project(cwd=cwd)
     errors: list = []
-    found = [str(p) for p in walk([str(p) for p in paths], errors, root=project.base.root, excluded_in=project.excluded_in, follow_symlinks=follow_symlinks)]
+    found = [
+        str(p)
+        for p in walk(
+            [str(p) for p in paths],
+            errors,
+            root=project.base.root,
+            excluded_in=project.excluded_in,
+            follow_symlinks=follow_symlinks,
+        )
+    ]
     assert errors == []
     return found
 
@@ -101,22 +111,57 @@ def write(path: Path, text: str = "x = 1\n") -> None:
 
 
 TRICKY_FILES = [
-    "top.py", "keep.py", "drop_me.py", "notes.txt", "gen_top.py",
-    "pkg/__init__.py", "pkg/a.py", "pkg/gen_a.py", "pkg/b.pyc", "pkg/logs/x.py", "pkg/Logs/y.py",
-    "pkg/build/__init__.py", "pkg/build/inside.py",  # a package named build: walked
+    "top.py",
+    "keep.py",
+    "drop_me.py",
+    "notes.txt",
+    "gen_top.py",
+    "pkg/__init__.py",
+    "pkg/a.py",
+    "pkg/gen_a.py",
+    "pkg/b.pyc",
+    "pkg/logs/x.py",
+    "pkg/Logs/y.py",
+    "pkg/build/__init__.py",
+    "pkg/build/inside.py",  # a package named build: walked
     "build/lib/out.py",  # a build's output: excluded by default
-    "pkg/sub/deep/one.py", "pkg/sub/deep/two.py", "pkg/sub/deep/keep_two.py", "pkg/sub/cache/c.py",
-    "pkg/sub/tmp_thing.py", "pkg/sub/x9y.py", "pkg/sub/#hash.py", "pkg/sub/space .py",
-    "docs/a/b/gen/doc.py", "docs/gen/doc.py", "docs/keep.py",
-    "third/d.py", "third/sub/e.py", "tools/x.py", "tools/deep/er/x.py", "tools/deep/y.py",
-    "nested/dir/n.py", "x/nested/dir/n.py", "anchored/only/here.py", "sub/anchored/only/here.py",
-    "venv/lib/f.py", "src/venv.py", "node_modules/h.py", "__pycache__/p.py", ".git/hooks/h.py",
-    "inner/pyproject.toml", "inner/mod.py", "inner/skipme/s.py", "inner/gen_inner.py", "inner/third/t.py",
-    "neg/a.py", "neg/b.py", "neg/sub/c.py",
+    "pkg/sub/deep/one.py",
+    "pkg/sub/deep/two.py",
+    "pkg/sub/deep/keep_two.py",
+    "pkg/sub/cache/c.py",
+    "pkg/sub/tmp_thing.py",
+    "pkg/sub/x9y.py",
+    "pkg/sub/#hash.py",
+    "pkg/sub/space .py",
+    "docs/a/b/gen/doc.py",
+    "docs/gen/doc.py",
+    "docs/keep.py",
+    "third/d.py",
+    "third/sub/e.py",
+    "tools/x.py",
+    "tools/deep/er/x.py",
+    "tools/deep/y.py",
+    "nested/dir/n.py",
+    "x/nested/dir/n.py",
+    "anchored/only/here.py",
+    "sub/anchored/only/here.py",
+    "venv/lib/f.py",
+    "src/venv.py",
+    "node_modules/h.py",
+    "__pycache__/p.py",
+    ".git/hooks/h.py",
+    "inner/pyproject.toml",
+    "inner/mod.py",
+    "inner/skipme/s.py",
+    "inner/gen_inner.py",
+    "inner/third/t.py",
+    "neg/a.py",
+    "neg/b.py",
+    "neg/sub/c.py",
 ]
 GITIGNORES: Dict[str, str] = {
     "": "*.pyc\ndrop_me.py\n[Ll]ogs/\n/anchored/only/\nnested/dir/\ndocs/**/gen\n**/cache/\ntmp*\n"
-        "x?y.py\n\\#hash.py\nspace\\ .py\n# a comment\n\n  \nneg/*.py\n!neg/b.py\nneg/sub/*.py\n",
+    "x?y.py\n\\#hash.py\nspace\\ .py\n# a comment\n\n  \nneg/*.py\n!neg/b.py\nneg/sub/*.py\n",
     "pkg/sub/deep": "*.py\n!keep_*.py\n",
     "inner": "skipme/\n",
     "neg/sub": "!c.py\n",
@@ -126,7 +171,10 @@ GITIGNORES: Dict[str, str] = {
 def tricky_tree(root: Path) -> Path:
     tree = root / "repo"
     for rel in TRICKY_FILES:
-        write(tree / rel, "[tool.pinfix]\nextend-exclude = ['gen_*.py', 'third']\n" if rel.endswith(".toml") else "x = 1\n")
+        write(
+            tree / rel,
+            "[tool.pinfix]\nextend-exclude = ['gen_*.py', 'third']\n" if rel.endswith(".toml") else "x = 1\n",
+        )
     write(tree / "pyproject.toml", "[tool.pinfix]\nextend-exclude = ['gen_*.py', 'third/*', 'tools/**/x.py', 'venv']\n")
     (tree / ".git" / "info").mkdir(parents=True)
     (tree / ".git" / "info" / "exclude").write_text("keep.py\n")
@@ -148,12 +196,34 @@ def test_the_walk_matches_the_reference_on_a_tricky_tree(tmp_path: Path) -> None
         assert walked([tree], tree, follow) == expected
     names = {os.path.relpath(p, tree) for p in reference([tree], tree)}
     # The tree exercises what it means to: these are decided by the rules above, not walked.
-    for gone in ("drop_me.py", "keep.py", "pkg/logs/x.py", "pkg/Logs/y.py", "build/lib/out.py", "pkg/gen_a.py",
-                 "pkg/sub/deep/one.py", "docs/a/b/gen/doc.py", "anchored/only/here.py", "inner/skipme/s.py",
-                 "inner/gen_inner.py", "inner/third/t.py", "third/sub/e.py", "neg/a.py", "alias.py"):
+    for gone in (
+        "drop_me.py",
+        "keep.py",
+        "pkg/logs/x.py",
+        "pkg/Logs/y.py",
+        "build/lib/out.py",
+        "pkg/gen_a.py",
+        "pkg/sub/deep/one.py",
+        "docs/a/b/gen/doc.py",
+        "anchored/only/here.py",
+        "inner/skipme/s.py",
+        "inner/gen_inner.py",
+        "inner/third/t.py",
+        "third/sub/e.py",
+        "neg/a.py",
+        "alias.py",
+    ):
         assert gone not in names, gone
-    for kept in ("top.py", "pkg/build/inside.py", "pkg/sub/deep/keep_two.py", "sub/anchored/only/here.py",
-                 "neg/b.py", "pkg/a.py", "tools/deep/y.py", "src/venv.py"):
+    for kept in (
+        "top.py",
+        "pkg/build/inside.py",
+        "pkg/sub/deep/keep_two.py",
+        "sub/anchored/only/here.py",
+        "neg/b.py",
+        "pkg/a.py",
+        "tools/deep/y.py",
+        "src/venv.py",
+    ):
         assert kept in names, kept
 
 
@@ -177,7 +247,9 @@ def test_show_files_lists_the_reference_sorted(tmp_path: Path, monkeypatch) -> N
     monkeypatch.chdir(tree)
     out, err = io.StringIO(), io.StringIO()
     assert main(["show-files", "."], out, err) == 0, err.getvalue()
-    assert out.getvalue() == "".join(p + "\n" for p in sorted(os.path.relpath(p, tree) for p in reference([Path(".")], tree)))
+    assert out.getvalue() == "".join(
+        p + "\n" for p in sorted(os.path.relpath(p, tree) for p in reference([Path(".")], tree))
+    )
 
 
 # --- Generated trees ----------------------------------------------------------------
@@ -185,8 +257,25 @@ def test_show_files_lists_the_reference_sorted(tmp_path: Path, monkeypatch) -> N
 NAMES = ["a", "b", "build", "gen_x", "logs", "deep", "keep"]
 FILE_NAMES = ["m.py", "gen_m.py", "keep.py", "x.py", "n.txt", "a.py"]
 LINES = [
-    "*.py", "!keep.py", "a/", "/a", "b/*.py", "**/deep/", "gen_*", "!gen_m.py", "logs", "x.py", "/x.py",
-    "deep/**/m.py", "[ab]/", "?.py", "!a/", "keep/", "*/m.py", "!*/", "build/",
+    "*.py",
+    "!keep.py",
+    "a/",
+    "/a",
+    "b/*.py",
+    "**/deep/",
+    "gen_*",
+    "!gen_m.py",
+    "logs",
+    "x.py",
+    "/x.py",
+    "deep/**/m.py",
+    "[ab]/",
+    "?.py",
+    "!a/",
+    "keep/",
+    "*/m.py",
+    "!*/",
+    "build/",
 ]
 EXCLUDES = ["gen_*.py", "deep", "a/*", "**/keep/m.py", "logs"]
 
@@ -194,7 +283,11 @@ EXCLUDES = ["gen_*.py", "deep", "a/*", "**/keep/m.py", "logs"]
 @st.composite
 def trees(draw: st.DrawFn) -> Dict[str, str]:
     """Relative path -> text: files up to three folders deep and ``.gitignore`` files among them."""
-    folders = draw(st.lists(st.lists(st.sampled_from(NAMES), min_size=0, max_size=3).map("/".join), min_size=1, max_size=6, unique=True))
+    folders = draw(
+        st.lists(
+            st.lists(st.sampled_from(NAMES), min_size=0, max_size=3).map("/".join), min_size=1, max_size=6, unique=True
+        )
+    )
     files: Dict[str, str] = {}
     for folder in folders:
         prefix = folder + "/" if folder else ""

@@ -6,9 +6,12 @@
    (:mod:`pinfix.imports`, on a LibCST parse of the edited text), and an import
    the edits left unused is removed; only the import statements' lines may
    change in this step, whatever LibCST would round-trip differently elsewhere.
-3. The text is encoded back line by line: a line the fix did not change keeps
+3. The statements the fixes changed are laid out by the project's formatter
+   (:mod:`pinfix.formatter`: ruff or black on those lines only, or the
+   built-in layout), before anything is written.
+4. The text is encoded back line by line: a line the fix did not change keeps
    its very bytes (its encoding quirks, its line end).
-4. The result must parse; otherwise nothing is written.
+5. The result must parse; otherwise nothing is written.
 """
 
 from __future__ import annotations
@@ -17,12 +20,15 @@ import ast
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import AbstractSet, Any, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, AbstractSet, Any, List, Optional, Sequence, Set, Tuple
 
 from ..diffs import line_opcodes
 from ..edits import Applicability, Edit, Fix
 from ..semantic.source import SourceText
 from ..settings import Settings
+
+if TYPE_CHECKING:
+    from ..formatter import Layout
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
@@ -45,14 +51,20 @@ class Applied:
     touched: Set[int] = field(default_factory=set)
     #: What the applied fixes should also say (an isort setting not followed).
     note: Optional[str] = None
+    #: Why the project's formatter was not used (the built-in layout was), in one line.
+    warning: Optional[str] = None
 
 
-def chosen_fixes(findings: Sequence[Any], required: Applicability, codes: Optional[AbstractSet[str]] = None) -> List[Optional[Fix]]:
+def chosen_fixes(
+    findings: Sequence[Any], required: Applicability, codes: Optional[AbstractSet[str]] = None
+) -> List[Optional[Fix]]:
     """Each finding's fix where it applies (:meth:`~pinfix.edits.Applicability.applies`
     ``required``, and the finding's code is one of ``codes`` when given), else ``None``:
     the one choice every front end makes between analysing and applying."""
     return [
-        f.fix if f.fix is not None and f.fix.applicability.applies(required) and (codes is None or f.code in codes) else None
+        f.fix
+        if f.fix is not None and f.fix.applicability.applies(required) and (codes is None or f.code in codes)
+        else None
         for f in findings
     ]
 
@@ -73,7 +85,9 @@ def fix_findings(
     return apply_fixes(src, wanted, settings, path)
 
 
-def apply_fixes(src: SourceText, fixes: Sequence[Optional[Fix]], settings: Settings, path: Optional[Path] = None) -> Applied:
+def apply_fixes(
+    src: SourceText, fixes: Sequence[Optional[Fix]], settings: Settings, path: Optional[Path] = None
+) -> Applied:
     chosen: List[int] = []
     edits: List[Edit] = []
     skipped: List[Tuple[int, str]] = []
@@ -102,14 +116,15 @@ def apply_fixes(src: SourceText, fixes: Sequence[Optional[Fix]], settings: Setti
     note = None
     if needed or drops:
         text, note = _imports(text, needed, drops, settings, path)
-    text = _laid_out(src.text, text, settings)
+    layout = _laid_out(src.text, text, settings, path)
+    text = layout.text
     new_src = SourceText(text, src.path, src.encoding)
     try:
         ast.parse(text)
     except SyntaxError as e:  # a bug of ours: never write it
         raise FixError(f"the fixed file would not parse ({e.msg} at line {e.lineno}); file left unchanged") from None
     data = encode_like(src, new_src)
-    return Applied(text, data, chosen, skipped, touched | _changed_lines(src.text, text), note)
+    return Applied(text, data, chosen, skipped, touched | _changed_lines(src.text, text), note, layout.warning)
 
 
 def splice(text: str, edits: Sequence[Edit]) -> str:
@@ -177,7 +192,9 @@ def _lines_of(src: SourceText, edit: Edit) -> range:
     return range(first, last + 1)
 
 
-def _imports(text: str, needed: Sequence[Tuple[str, str]], drops: Sequence[str], settings: Settings, path: Optional[Path]) -> Tuple[str, Optional[str]]:
+def _imports(
+    text: str, needed: Sequence[Tuple[str, str]], drops: Sequence[str], settings: Settings, path: Optional[Path]
+) -> Tuple[str, Optional[str]]:
     """``text`` with ``needed`` imported where the project's isort settings put it,
     and ``drops`` no longer imported where the text no longer uses them; and a
     note when an isort setting could not be followed."""
@@ -245,13 +262,14 @@ def _imports(text: str, needed: Sequence[Tuple[str, str]], drops: Sequence[str],
     return text, note
 
 
-def _laid_out(old: str, new: str, settings: Settings) -> str:
-    """``new`` with the statements the fixes changed laid out as the project's formatter would."""
-    from ..layout import relayout
+def _laid_out(old: str, new: str, settings: Settings, path: Optional[Path]) -> "Layout":
+    """``new`` with the statements the fixes changed laid out by the project's
+    formatter (the ``formatter`` setting), or as it would lay them out."""
+    from ..formatter import lay_out
     from ..style import project_style
 
-    fmt = project_style(settings.style_file, settings.line_length).format
-    return relayout(old, new, fmt.line_length, indent_width=fmt.indent_width, skip_magic_trailing_comma=fmt.skip_magic_trailing_comma)
+    style = project_style(settings.style_file, settings.line_length)
+    return lay_out(old, new, style, settings.formatter, path, settings.root)
 
 
 #: A statement after the imports is read with them only when it is this short.

@@ -118,7 +118,18 @@ class RuleContext:
         return f"{display(step.src.path)}:{step.line}"
 
 
-_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef, ast.AsyncFor, ast.AsyncWith, ast.AsyncFunctionDef)
+_COMPOUND = (
+    ast.If,
+    ast.For,
+    ast.While,
+    ast.With,
+    ast.Try,
+    ast.FunctionDef,
+    ast.ClassDef,
+    ast.AsyncFor,
+    ast.AsyncWith,
+    ast.AsyncFunctionDef,
+)
 
 
 class StatementIndex:
@@ -191,4 +202,3 @@ class Rule:
 
 def route_steps(route: Any) -> List[Step]:
     return list(steps(route))
-

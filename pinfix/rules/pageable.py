@@ -51,8 +51,12 @@ def what_copies(copy: Copy, src: Any) -> str:
         given = copy.given_by
         where = f"line {given.line}" if same_source(given.src, src) else f"{display(given.src.path)}:{given.line}"
         if given.kind == "default":
-            return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` by default, {where})"
-        return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` in the call at {where})"
+            return (
+                f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` by default, {where})"
+            )
+        return (
+            f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` in the call at {where})"
+        )
     if copy.method not in COPY_SINKS and not any(k.arg == NON_BLOCKING_KEYWORD for k in copy.call.keywords):
         return f"`{callee}(...)` (which copies with `non_blocking=True` to an accelerator)"
     if copy.method not in COPY_SINKS and not any(k.arg == NON_BLOCKING_KEYWORD for k in copy.call.keywords):
@@ -156,7 +160,14 @@ class Judge:
         summary = f"`{view}`{held} is a gapped view, so {what} is staged through pageable memory"
         evidence = [*route.steps, Step("copied", copy.call, f"copied with {what}", self.src)]
         return self.ctx.finding(
-            "PIN002", copy.source_node, message, f"{copy.method}/non-dense", None, "gapped view", evidence, summary=summary
+            "PIN002",
+            copy.source_node,
+            message,
+            f"{copy.method}/non-dense",
+            None,
+            "gapped view",
+            evidence,
+            summary=summary,
         )
 
     # --- pageable memory ------------------------------------------------------------------------------
@@ -185,11 +196,17 @@ class Judge:
         at_text = f" ({at})" if at else ""
         bound = route.names[0] if route.names else None
         # Origins of different kinds (`torch.from_numpy` on one path, `torch.cat` on another): each named.
-        groups = [] if deep else _origin_groups([t for t in tensors if t.origin is not None and same_source(t.origin.src, self.src)])
+        groups = (
+            []
+            if deep
+            else _origin_groups([t for t in tensors if t.origin is not None and same_source(t.origin.src, self.src)])
+        )
         several = len(groups) > 1
         # `subject` is the whole account of where the memory comes from; `short` names only what is pageable.
         if several:
-            listed = ", ".join(f"{origin_text(label)} (line {', '.join(map(str, at_lines))})" for label, at_lines, _ in groups)
+            listed = ", ".join(
+                f"{origin_text(label)} (line {', '.join(map(str, at_lines))})" for label, at_lines, _ in groups
+            )
             holder = f"`{bound}` holds" if bound else f"`{self.src.short(copy.source_node)}` holds"
             subject = f"{holder} pageable memory from {len(groups)} origins: {listed}"
             short = f"{holder} pageable memory from {len(groups)} origins"
@@ -265,7 +282,12 @@ def is_computed(tensor: Tensor, made: Optional[Step]) -> bool:
 
 
 def _is_pin001(t: Tensor) -> bool:
-    return t.origin is not None and isinstance(t.origin.effect, Makes) and t.origin.effect.code == "PIN001" and not t.converted
+    return (
+        t.origin is not None
+        and isinstance(t.origin.effect, Makes)
+        and t.origin.effect.code == "PIN001"
+        and not t.converted
+    )
 
 
 def _origin_position(t: Tensor, here: str) -> Tuple[int, int, int, int]:
@@ -281,6 +303,9 @@ def _holds(outer: ast.AST, inner: ast.AST) -> bool:
     if outer is inner:
         return True
     try:
-        return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)  # type: ignore[attr-defined]
+        return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
+            inner.end_lineno,
+            inner.end_col_offset,
+        ) <= (outer.end_lineno, outer.end_col_offset)  # type: ignore[attr-defined]
     except AttributeError:
         return False

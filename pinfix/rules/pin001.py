@@ -10,9 +10,7 @@ from .pageable import pageable_findings
 H2D_SETTINGS = (("h2d-helper", "vllm.utils.torch_utils.async_tensor_h2d"),)
 
 _HEADER = "import numpy as np\nimport torch\n\nINDEX = torch.int32\n\n\n"
-_FIXED_HEADER = (
-    "import numpy as np\nimport torch\nfrom vllm.utils.torch_utils import np_to_pinned_tensor\n\nINDEX = torch.int32\n\n\n"
-)
+_FIXED_HEADER = "import numpy as np\nimport torch\nfrom vllm.utils.torch_utils import np_to_pinned_tensor\n\nINDEX = torch.int32\n\n\n"
 
 
 class PageableNonBlockingCopy(Rule):
@@ -97,8 +95,14 @@ class PageableNonBlockingCopy(Rule):
 
     VALID = [
         # Narrowing: the tests rule the pageable path out.
-        Case(_HEADER + "def f(a, d):\n    x = torch.from_numpy(a)\n    return x.to(d, non_blocking=True) if x.is_pinned() else x.to(d)\n"),
-        Case(_HEADER + "def f(a, d):\n    x = torch.from_numpy(a)\n    return x.is_pinned() and x.to(d, non_blocking=True)\n"),
+        Case(
+            _HEADER
+            + "def f(a, d):\n    x = torch.from_numpy(a)\n    return x.to(d, non_blocking=True) if x.is_pinned() else x.to(d)\n"
+        ),
+        Case(
+            _HEADER
+            + "def f(a, d):\n    x = torch.from_numpy(a)\n    return x.is_pinned() and x.to(d, non_blocking=True)\n"
+        ),
         Case(
             _HEADER + "from vllm.utils.platform_utils import is_pin_memory_available\n\n\ndef f(a, d):\n"
             "    x = torch.from_numpy(a)\n    if not is_pin_memory_available():\n        return x.to(d)\n"
@@ -145,9 +149,13 @@ class PageableNonBlockingCopy(Rule):
     ]
 
     INVALID = [
-        Case(_HEADER + "def f(a, d):\n    x = torch.from_numpy(a)\n    return x.is_pinned() or x.to(d, non_blocking=True)\n"),
         Case(
-            _HEADER + "def f(a, d, allowed):\n    x = torch.from_numpy(a)\n    if allowed(d):\n        x = x.pin_memory()\n"
+            _HEADER
+            + "def f(a, d):\n    x = torch.from_numpy(a)\n    return x.is_pinned() or x.to(d, non_blocking=True)\n"
+        ),
+        Case(
+            _HEADER
+            + "def f(a, d, allowed):\n    x = torch.from_numpy(a)\n    if allowed(d):\n        x = x.pin_memory()\n"
             "    return x.to(d, non_blocking=True)\n"
         ),
         # Pinned only when `n` is true: the other path blocks whenever it runs.
@@ -156,10 +164,7 @@ class PageableNonBlockingCopy(Rule):
             "    return x.to(dev, non_blocking=True)\n"
         ),
         # A module-level pageable tensor copied in a function (fixed where it is made: no fix here).
-        Case(
-            _HEADER + "src = torch.from_numpy(np.zeros(3))\n\n"
-            "def f(dst):\n    dst.copy_(src, non_blocking=True)\n"
-        ),
+        Case(_HEADER + "src = torch.from_numpy(np.zeros(3))\n\ndef f(dst):\n    dst.copy_(src, non_blocking=True)\n"),
         Case(
             _HEADER + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=True)\n",
             fixed=_FIXED_HEADER + "def f(dst, a):\n    dst.copy_(np_to_pinned_tensor(a), non_blocking=True)\n",
@@ -170,13 +175,13 @@ class PageableNonBlockingCopy(Rule):
         ),
         Case(
             _HEADER + "def f(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n",
-            fixed=_FIXED_HEADER
-            + "def f(a):\n    return np_to_pinned_tensor(a).to('cuda', non_blocking=True)\n",
+            fixed=_FIXED_HEADER + "def f(a):\n    return np_to_pinned_tensor(a).to('cuda', non_blocking=True)\n",
         ),
         # Unsafe fix: `dev` may be the CPU, where `.to` returns the tensor on the array's memory itself.
         Case(_HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(dev, non_blocking=True)\n"),
         Case(
-            _HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(device=dev, dtype=torch.int64, non_blocking=True)\n",
+            _HEADER
+            + "def f(a, dev):\n    return torch.from_numpy(a).to(device=dev, dtype=torch.int64, non_blocking=True)\n",
         ),
         Case(_HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(dev, torch.int64, True)\n"),
         Case(_HEADER + "def f(a):\n    return torch.from_numpy(a).to('cuda', non_blocking=True)\n"),
@@ -218,8 +223,10 @@ class PageableNonBlockingCopy(Rule):
 
     #: Cases with ``[tool.pinfix] h2d-helper = "vllm.utils.torch_utils.async_tensor_h2d"``.
     H2D_VALID = [
-        Case(_HEADER + "from vllm.utils.torch_utils import async_tensor_h2d\n\n"
-              "def f(a, dev):\n    return async_tensor_h2d(a, device=dev)\n"),
+        Case(
+            _HEADER + "from vllm.utils.torch_utils import async_tensor_h2d\n\n"
+            "def f(a, dev):\n    return async_tensor_h2d(a, device=dev)\n"
+        ),
         Case(_HEADER + "def f(a, dev):\n    return torch.from_numpy(a).to(dev)\n"),
     ]
     H2D_INVALID = [
@@ -229,7 +236,8 @@ class PageableNonBlockingCopy(Rule):
             "INDEX = torch.int32\n\n\ndef f(a):\n    return async_tensor_h2d(a, device='cuda')\n",
         ),
         Case(
-            _HEADER + "def f(a):\n    return torch.from_numpy(a).to(device=torch.device('cuda', 0), dtype=INDEX, non_blocking=True)\n",
+            _HEADER
+            + "def f(a):\n    return torch.from_numpy(a).to(device=torch.device('cuda', 0), dtype=INDEX, non_blocking=True)\n",
             fixed="import numpy as np\nimport torch\nfrom vllm.utils.torch_utils import async_tensor_h2d\n\n"
             "INDEX = torch.int32\n\n\ndef f(a):\n    return async_tensor_h2d(a, device=torch.device('cuda', 0), dtype=INDEX)\n",
         ),
@@ -243,10 +251,10 @@ class PageableNonBlockingCopy(Rule):
         ),
         # Bound name used again: unsafe, reported without a fix.
         Case(
-            _HEADER + "def f(a, dev):\n    x = torch.from_numpy(a)\n    y = x.to(dev, non_blocking=True)\n    return x, y\n"
+            _HEADER
+            + "def f(a, dev):\n    x = torch.from_numpy(a)\n    y = x.to(dev, non_blocking=True)\n    return x, y\n"
         ),
     ]
-
 
     def check(self, ctx: RuleContext) -> Iterable[Finding]:
         return [f for f in pageable_findings(ctx) if f.code == self.code]

@@ -18,9 +18,14 @@ _A = "import torch\nfrom accelerate.utils import send_to_device\nfrom torch.util
 
 def _picks(pinned: int, pageable: bool) -> str:
     """A function that picks one of ``pinned`` pinned allocations (and a pageable one)."""
-    lines = [f"    {'if' if i == 0 else 'elif'} k == {i}:\n        x = torch.zeros({i + 1}, pin_memory=True)\n" for i in range(pinned)]
+    lines = [
+        f"    {'if' if i == 0 else 'elif'} k == {i}:\n        x = torch.zeros({i + 1}, pin_memory=True)\n"
+        for i in range(pinned)
+    ]
     last = "        x = torch.zeros(n)\n" if pageable else "        x = torch.zeros(n, pin_memory=True)\n"
-    return _H + "def f(k, n, dev):\n" + "".join(lines) + "    else:\n" + last + "    return x.to(dev, non_blocking=True)\n"
+    return (
+        _H + "def f(k, n, dev):\n" + "".join(lines) + "    else:\n" + last + "    return x.to(dev, non_blocking=True)\n"
+    )
 
 
 class PageableCpuSource(Rule):
@@ -213,10 +218,22 @@ class PageableCpuSource(Rule):
 
     VALID = [
         # Factories given no device allocate on the default device, which these set.
-        Case(_H + "def f(n, dev):\n    with torch.device(dev):\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(ids, dev):\n    torch.set_default_device(dev)\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, dev):\n    return torch.empty(n, device=torch.get_default_device()).to(dev, non_blocking=True)\n"),
-        Case(_H + "torch.set_default_device('cuda')\n\n\ndef f(n, dev):\n    return torch.ones(n).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    with torch.device(dev):\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(ids, dev):\n    torch.set_default_device(dev)\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(n, dev):\n    return torch.empty(n, device=torch.get_default_device()).to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "torch.set_default_device('cuda')\n\n\ndef f(n, dev):\n    return torch.ones(n).to(dev, non_blocking=True)\n"
+        ),
         # Fifteen pinned allocations: merged past the bound, they stay pinned.
         Case(_picks(14, pageable=False)),
         Case(_H + "def f(ids, dev):\n    return torch.tensor(ids, device=dev).to(dev, non_blocking=True)\n"),
@@ -232,10 +249,7 @@ class PageableCpuSource(Rule):
         ),
         Case(_H + "def f(x, n, dev):\n    return torch.full((n,), 0, device=x.device).to(dev, non_blocking=True)\n"),
         # `part` may be 0-dim (an integer index): it would follow the other operand's device.
-        Case(
-            _H + "def f(t, i, x, dev):\n    part = t.cpu()[i]\n"
-            "    return (part - x).to(dev, non_blocking=True)\n"
-        ),
+        Case(_H + "def f(t, i, x, dev):\n    part = t.cpu()[i]\n    return (part - x).to(dev, non_blocking=True)\n"),
         # `x += 1` in place keeps pinned memory pinned.
         Case(
             _H + "def f(n, dev):\n    x = torch.zeros(n, pin_memory=True)\n    x += 1\n"
@@ -246,29 +260,45 @@ class PageableCpuSource(Rule):
         Case(_H + "def f(dev):\n    return torch.empty((4, 0), dtype=torch.int32).to(dev, non_blocking=True)\n"),
         Case(_H + "def f(dev):\n    return torch.full([0], 1.0).to(dev, non_blocking=True)\n"),
         Case(_H + "def f(ids, dev):\n    return torch.tensor(ids, pin_memory=True).to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(ids, dev, pin_memory=True):\n    return torch.tensor(ids, pin_memory=pin_memory).to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(ids, dev):\n    return torch.tensor(ids, pin_memory=is_pin_memory_available()).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(ids, dev, pin_memory=True):\n    return torch.tensor(ids, pin_memory=pin_memory).to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(ids, dev):\n    return torch.tensor(ids, pin_memory=is_pin_memory_available()).to(dev, non_blocking=True)\n"
+        ),
         Case(
             "import torch\nfrom vllm.utils.torch_utils import PIN_MEMORY\n\n\n"
             "def f(ids, dev):\n    return torch.tensor(ids, pin_memory=PIN_MEMORY).to(dev, non_blocking=True)\n"
         ),
         # Narrowing: a test rules the pageable path out, in every construct that branches.
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    return x.to(d, non_blocking=True) if x.is_pinned() else x.to(d)\n"),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    return x.to(d, non_blocking=True) if x.is_pinned() else x.to(d)\n"
+        ),
         Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    return x.is_pinned() and x.to(d, non_blocking=True)\n"),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    return not x.is_pinned() or x.to(d, non_blocking=True)\n"),
+        Case(
+            _H + "def f(n, d):\n    x = torch.arange(n)\n    return not x.is_pinned() or x.to(d, non_blocking=True)\n"
+        ),
         Case(
             _H + "def f(n, d):\n    x = torch.arange(n)\n    if not is_pin_memory_available():\n        y = x\n"
             "    else:\n        y = x.pin_memory()\n    return y.to(d, non_blocking=True)\n"
         ),
         Case(
-            _H + "def f(n, d):\n    x = torch.arange(n)\n    if not is_pin_memory_available():\n        return x.to(d, non_blocking=False)\n"
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    if not is_pin_memory_available():\n        return x.to(d, non_blocking=False)\n"
             "    elif x.is_pinned():\n        return x.to(d, non_blocking=True)\n    return x.pin_memory().to(d, non_blocking=True)\n"
         ),
         Case(
-            _H + "def f(n, d):\n    x = torch.arange(n)\n    y = x if not is_pin_memory_available() else x.pin_memory()\n"
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    y = x if not is_pin_memory_available() else x.pin_memory()\n"
             "    return y.to(d, non_blocking=True)\n"
         ),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    while not x.is_pinned():\n        x = x.pin_memory()\n    return x.to(d, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    while not x.is_pinned():\n        x = x.pin_memory()\n    return x.to(d, non_blocking=True)\n"
+        ),
         Case(
             _H + "def f(n, d):\n    xs = [torch.arange(n), torch.zeros(n, pin_memory=True)]\n"
             "    return [x.to(d, non_blocking=True) for x in xs if x.is_pinned()]\n"
@@ -281,17 +311,30 @@ class PageableCpuSource(Rule):
             _H + "from torch.distributed.tensor import DTensor\n\n\ndef f(n, d):\n    x = torch.arange(n)\n"
             "    if isinstance(x, DTensor):\n        return x.to(d, non_blocking=True)\n    return x\n"
         ),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if type(x) is not torch.Tensor:\n        return x.to(d, non_blocking=True)\n    return x\n"),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if isinstance(x, (np.ndarray, list)):\n        return x.to(d, non_blocking=True)\n    return x\n"),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if x is None:\n        return x.to(d, non_blocking=True)\n    return x\n"),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if not hasattr(x, 'is_pinned'):\n        return x.to(d, non_blocking=True)\n    return x\n"),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    if type(x) is not torch.Tensor:\n        return x.to(d, non_blocking=True)\n    return x\n"
+        ),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    if isinstance(x, (np.ndarray, list)):\n        return x.to(d, non_blocking=True)\n    return x\n"
+        ),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    if x is None:\n        return x.to(d, non_blocking=True)\n    return x\n"
+        ),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    if not hasattr(x, 'is_pinned'):\n        return x.to(d, non_blocking=True)\n    return x\n"
+        ),
         # A pinned allocation with a fallback where pinning is impossible counts as pinned.
         Case(
             _H + "def f(n, d):\n    try:\n        buf = torch.empty(n, pin_memory=True)\n    except RuntimeError:\n"
             "        buf = torch.empty(n)\n    return buf.to(d, non_blocking=True)\n"
         ),
         Case(
-            _H + "def f(n, d):\n    while True:\n        try:\n            buf = torch.empty(n, pin_memory=True)\n            break\n"
+            _H
+            + "def f(n, d):\n    while True:\n        try:\n            buf = torch.empty(n, pin_memory=True)\n            break\n"
             "        except (RuntimeError, MemoryError):\n            if n <= 1:\n                buf = torch.empty(n)\n                break\n"
             "            n //= 2\n    return buf.to(d, non_blocking=True)\n"
         ),
@@ -316,13 +359,20 @@ class PageableCpuSource(Rule):
         Case(_H + "def f(a, b, dev):\n    return torch.cat([a, b]).to(dev, non_blocking=True)\n"),
         Case(_H + "def f(x, dev):\n    return (x * 2).to(dev, non_blocking=True)\n"),
         # Pinned on every way to the copy.
-        Case(_H + "def f(n, dev):\n    x = torch.arange(n)\n    x = x.pin_memory()\n    return x.to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    x = torch.arange(n)\n    x = x.pin_memory()\n    return x.to(dev, non_blocking=True)\n"
+        ),
         # Unpinned only where pinned memory is unavailable: no accelerator there to block on.
         Case(
-            _H + "def f(a, dev):\n    x = torch.from_numpy(a)\n    if is_pin_memory_available():\n        x = x.pin_memory()\n"
+            _H
+            + "def f(a, dev):\n    x = torch.from_numpy(a)\n    if is_pin_memory_available():\n        x = x.pin_memory()\n"
             "    return x.to(dev, non_blocking=True)\n"
         ),
-        Case(_H + "def f(n, dev, pin_memory=True):\n    x = torch.arange(n)\n    x = x.pin_memory() if pin_memory else x\n    return x.to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev, pin_memory=True):\n    x = torch.arange(n)\n    x = x.pin_memory() if pin_memory else x\n    return x.to(dev, non_blocking=True)\n"
+        ),
         # On later iterations `acc` is the device result: only the first copy reads host memory, and it is pinned.
         Case(
             _H + "def f(xs, dev):\n    acc = torch.zeros(4, pin_memory=True)\n    for s in xs:\n"
@@ -336,66 +386,148 @@ class PageableCpuSource(Rule):
         # A 0-dim CPU tensor combines with a device tensor on the device.
         Case(_H + "def f(x, dev):\n    return (torch.tensor(5) + x).to(dev, non_blocking=True)\n"),
         # An int index is a view of pinned memory; narrow(0, ...) too.
-        Case(_H + "def f(i, n, dev):\n    buf = torch.zeros(n, 4, pin_memory=True)\n    return buf[i].to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, dev):\n    buf = torch.zeros(n, 4, pin_memory=True)\n    return buf.narrow(0, 0, 2).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(i, n, dev):\n    buf = torch.zeros(n, 4, pin_memory=True)\n    return buf[i].to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(n, dev):\n    buf = torch.zeros(n, 4, pin_memory=True)\n    return buf.narrow(0, 0, 2).to(dev, non_blocking=True)\n"
+        ),
         # A loader that pins its batches (a flag counts as pinned, as `pin_memory=` of a factory does).
-        Case(_L + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8, pin_memory=True):\n        x.to(dev, non_blocking=True)\n"),
-        Case(_L + "def f(ds, pin, dev):\n    loader = DataLoader(ds, pin_memory=pin)\n    return next(iter(loader)).to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8, pin_memory=True):\n        x.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _L
+            + "def f(ds, pin, dev):\n    loader = DataLoader(ds, pin_memory=pin)\n    return next(iter(loader)).to(dev, non_blocking=True)\n"
+        ),
         # Batches are what a collate_fn of the project's own returns; **kwargs may set pin_memory.
-        Case(_L + "def f(ds, fn, dev):\n    for b in DataLoader(ds, collate_fn=fn):\n        b.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(ds, fn, dev):\n    for b in DataLoader(ds, collate_fn=fn):\n        b.to(dev, non_blocking=True)\n"
+        ),
         Case(_L + "def f(ds, kw, dev):\n    for b in DataLoader(ds, **kw):\n        b.to(dev, non_blocking=True)\n"),
         # `**cfg` of a dict that sets pin_memory, or may hold keys pinfix does not know.
-        Case(_L + "def f(ds, dev):\n    cfg = dict(batch_size=4, pin_memory=True)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
-        Case(_L + "def f(ds, dev, extra):\n    cfg = {'batch_size': 4}\n    cfg.update(extra)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
-        Case(_L + "def f(ds, dev, key):\n    cfg = {'shuffle': True}\n    cfg[key] = True\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
-        Case(_L + "def f(ds, dev):\n    cfg = {'shuffle': True}\n    cfg.update(pin_memory=True)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
-        Case(_L + "def f(ds, dev, base):\n    for b in DataLoader(ds, **{**base, 'batch_size': 4}):\n        b.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(ds, dev):\n    cfg = dict(batch_size=4, pin_memory=True)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _L
+            + "def f(ds, dev, extra):\n    cfg = {'batch_size': 4}\n    cfg.update(extra)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _L
+            + "def f(ds, dev, key):\n    cfg = {'shuffle': True}\n    cfg[key] = True\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _L
+            + "def f(ds, dev):\n    cfg = {'shuffle': True}\n    cfg.update(pin_memory=True)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _L
+            + "def f(ds, dev, base):\n    for b in DataLoader(ds, **{**base, 'batch_size': 4}):\n        b.to(dev, non_blocking=True)\n"
+        ),
         # A dict given `setdefault`, or handed to other code, may gain keys the flow does not see.
-        Case(_L + "def f(ds, dev):\n    cfg = {'batch_size': 4}\n    cfg.setdefault('pin_memory', True)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
-        Case(_L + "def f(ds, dev, tune):\n    cfg = {'batch_size': 4}\n    tune(cfg)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(ds, dev):\n    cfg = {'batch_size': 4}\n    cfg.setdefault('pin_memory', True)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _L
+            + "def f(ds, dev, tune):\n    cfg = {'batch_size': 4}\n    tune(cfg)\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"
+        ),
         # A collate_fn of the module's own that pins what it returns, or hands the items on as they
         # are (a dataset's items may be pinned or not: unknown), or a loader that pins it all.
         Case(
             _L + "def pin_collate(items):\n    return torch.stack(items).pin_memory()\n\n\n"
             "def f(ds, dev):\n    for b in DataLoader(ds, collate_fn=pin_collate):\n        b.to(dev, non_blocking=True)\n"
         ),
-        Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, collate_fn=lambda items: items):\n        b[0].to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(ds, dev):\n    for b in DataLoader(ds, collate_fn=lambda items: items):\n        b[0].to(dev, non_blocking=True)\n"
+        ),
         Case(
             _L + "def pad(items):\n    return torch.tensor([len(i) for i in items])\n\n\n"
             "def f(ds, dev):\n    for b in DataLoader(ds, collate_fn=pad, pin_memory=True):\n        b.to(dev, non_blocking=True)\n"
         ),
         # torch.load without map_location restores each tensor where it was saved; onto a device: not the host.
         Case(_L + "def f(path, dev):\n    return torch.load(path)['w'].to(dev, non_blocking=True)\n"),
-        Case(_L + "def f(path, dev):\n    return torch.load(path, map_location='cuda')['w'].to(dev, non_blocking=True)\n"),
+        Case(
+            _L + "def f(path, dev):\n    return torch.load(path, map_location='cuda')['w'].to(dev, non_blocking=True)\n"
+        ),
         Case(_F + "def f(path, dev):\n    return load_file(path, device='cuda:0')['w'].to(dev, non_blocking=True)\n"),
         # safe_open onto an accelerator (or a device pinfix cannot tell); a read pinned before the copy.
-        Case(_S + "def f(path, dev):\n    with safe_open(path, framework='pt', device='cuda:0') as f:\n        return f.get_tensor('w').to(dev, non_blocking=True)\n"),
-        Case(_S + "def f(path, dev):\n    with safe_open(path, framework='pt', device=dev) as f:\n        return f.get_tensor('w').to(dev, non_blocking=True)\n"),
-        Case(_S + "def f(path, dev):\n    with safe_open(path, 'pt') as f:\n        return f.get_slice('w')[:4].pin_memory().to(dev, non_blocking=True)\n"),
+        Case(
+            _S
+            + "def f(path, dev):\n    with safe_open(path, framework='pt', device='cuda:0') as f:\n        return f.get_tensor('w').to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _S
+            + "def f(path, dev):\n    with safe_open(path, framework='pt', device=dev) as f:\n        return f.get_tensor('w').to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _S
+            + "def f(path, dev):\n    with safe_open(path, 'pt') as f:\n        return f.get_slice('w')[:4].pin_memory().to(dev, non_blocking=True)\n"
+        ),
         # Unpickled tensors go back to the device they were pickled from: never known to be host memory.
-        Case("import pickle\n\n" + _L + "def f(path, dev):\n    with open(path, 'rb') as fh:\n        state = pickle.load(fh)\n    return state['w'].to(dev, non_blocking=True)\n"),
+        Case(
+            "import pickle\n\n"
+            + _L
+            + "def f(path, dev):\n    with open(path, 'rb') as fh:\n        state = pickle.load(fh)\n    return state['w'].to(dev, non_blocking=True)\n"
+        ),
         # share_memory_() of a device tensor leaves it there.
-        Case(_L + "def f(n, dev):\n    t = torch.zeros(n, device=dev).share_memory_()\n    return t.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(n, dev):\n    t = torch.zeros(n, device=dev).share_memory_()\n    return t.to(dev, non_blocking=True)\n"
+        ),
         # accelerate's send_to_device: of pinned batches, to the host, or blocking.
-        Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=True):\n        send_to_device(b, dev, non_blocking=True)\n"),
+        Case(
+            _A
+            + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=True):\n        send_to_device(b, dev, non_blocking=True)\n"
+        ),
         Case(_A + "def f(ds):\n    for b in DataLoader(ds):\n        send_to_device(b, 'cpu', non_blocking=True)\n"),
         Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds):\n        send_to_device(b, dev)\n"),
         # accelerate: an Accelerator places batches on the device by default; a pinned loader stays pinned;
         # device placement pinfix cannot tell (`cpu=`, a flag per object) is unknown.
-        Case(_P + "def f(ds, dev):\n    acc = Accelerator()\n    model, loader = acc.prepare(torch.nn.Linear(2, 2), DataLoader(ds))\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
-        Case(_P + "def f(ds, dev):\n    acc = Accelerator(device_placement=False)\n    for b in acc.prepare(DataLoader(ds, pin_memory=True)):\n        b.to(dev, non_blocking=True)\n"),
-        Case(_P + "def f(ds, dev, flag):\n    acc = Accelerator(cpu=flag, device_placement=False)\n    for b in acc.prepare(DataLoader(ds)):\n        b.to(dev, non_blocking=True)\n"),
-        Case(_P + "def f(ds, dev):\n    m, loader = Accelerator().prepare(ds, DataLoader(ds), device_placement=[True, False])\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
-        Case(_P + "def f(ds, dev):\n    for b in prepare_data_loader(DataLoader(ds), put_on_device=True):\n        b.to(dev, non_blocking=True)\n"),
+        Case(
+            _P
+            + "def f(ds, dev):\n    acc = Accelerator()\n    model, loader = acc.prepare(torch.nn.Linear(2, 2), DataLoader(ds))\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _P
+            + "def f(ds, dev):\n    acc = Accelerator(device_placement=False)\n    for b in acc.prepare(DataLoader(ds, pin_memory=True)):\n        b.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _P
+            + "def f(ds, dev, flag):\n    acc = Accelerator(cpu=flag, device_placement=False)\n    for b in acc.prepare(DataLoader(ds)):\n        b.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _P
+            + "def f(ds, dev):\n    m, loader = Accelerator().prepare(ds, DataLoader(ds), device_placement=[True, False])\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _P
+            + "def f(ds, dev):\n    for b in prepare_data_loader(DataLoader(ds), put_on_device=True):\n        b.to(dev, non_blocking=True)\n"
+        ),
         # A loader rebuilt from another's pin_memory: a flag pinfix does not trace counts as pinned.
-        Case(_L + "def f(loader, dev):\n    again = DataLoader(loader.dataset, batch_size=8, pin_memory=loader.pin_memory)\n    for b in again:\n        b.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(loader, dev):\n    again = DataLoader(loader.dataset, batch_size=8, pin_memory=loader.pin_memory)\n    for b in again:\n        b.to(dev, non_blocking=True)\n"
+        ),
         # Lightning's move_data_to_device: of pinned batches, to the CPU, or to an int index (blocking).
-        Case(_M + "def f(ds):\n    for b in DataLoader(ds, pin_memory=True):\n        b = move_data_to_device(b, torch.device('cuda'))\n"),
+        Case(
+            _M
+            + "def f(ds):\n    for b in DataLoader(ds, pin_memory=True):\n        b = move_data_to_device(b, torch.device('cuda'))\n"
+        ),
         Case(_M + "def f(ds):\n    for b in DataLoader(ds):\n        b = move_data_to_device(b, 'cpu')\n"),
         Case(_M + "def f(ds):\n    for b in DataLoader(ds):\n        b = move_data_to_device(b, 0)\n"),
         # Deep mode: a flag that is False by default, with no call passing True.
         Case(
-            _L + "def plan(ids, dev, non_blocking: bool = False):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
+            _L
+            + "def plan(ids, dev, non_blocking: bool = False):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
             settings=(("deep", True),),
         ),
     ]
@@ -403,8 +535,10 @@ class PageableCpuSource(Rule):
     INVALID = [
         # DataLoader batches without pin_memory=True: fresh pageable memory, in every spelling of iteration.
         Case(
-            _L + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8):\n        x.to(dev, non_blocking=True)\n",
-            fixed=_L + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8, pin_memory=True):\n        x.to(dev, non_blocking=True)\n",
+            _L
+            + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8):\n        x.to(dev, non_blocking=True)\n",
+            fixed=_L
+            + "def f(ds, dev):\n    for x, y in DataLoader(ds, batch_size=8, pin_memory=True):\n        x.to(dev, non_blocking=True)\n",
         ),
         Case(
             _L + "def f(ds, dev):\n    loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
@@ -413,22 +547,38 @@ class PageableCpuSource(Rule):
         ),
         # `batch['ids']` of a dict batch is that batch's tensor, no conversion: the loader's fix applies.
         Case(
-            _L + "def f(ds, dev):\n    batch = next(iter(DataLoader(ds)))\n    return batch['ids'].cuda(non_blocking=True)\n",
-            fixed=_L + "def f(ds, dev):\n    batch = next(iter(DataLoader(ds, pin_memory=True)))\n    return batch['ids'].cuda(non_blocking=True)\n",
+            _L
+            + "def f(ds, dev):\n    batch = next(iter(DataLoader(ds)))\n    return batch['ids'].cuda(non_blocking=True)\n",
+            fixed=_L
+            + "def f(ds, dev):\n    batch = next(iter(DataLoader(ds, pin_memory=True)))\n    return batch['ids'].cuda(non_blocking=True)\n",
         ),
         Case(_L + "def f(ds, dev):\n    return [b[0].to(dev, non_blocking=True) for b in list(DataLoader(ds))]\n"),
-        Case(_L + "def f(a, b, dev):\n    for x, y in zip(DataLoader(a), DataLoader(b, pin_memory=True)):\n        x.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(a, b, dev):\n    for x, y in zip(DataLoader(a), DataLoader(b, pin_memory=True)):\n        x.to(dev, non_blocking=True)\n"
+        ),
         # Through a progress bar.
-        Case(_L + "from tqdm import tqdm\n\n\ndef f(ds, dev):\n    for x in tqdm(DataLoader(ds), desc='train'):\n        x.to(dev, non_blocking=True)\n"),
-        Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=False):\n        for t in b.values():\n            t.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "from tqdm import tqdm\n\n\ndef f(ds, dev):\n    for x in tqdm(DataLoader(ds), desc='train'):\n        x.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _L
+            + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=False):\n        for t in b.values():\n            t.to(dev, non_blocking=True)\n"
+        ),
         # `pin_memory=None` (positional here) is no pinning; written out, so no fix adds a second one.
-        Case(_L + "def f(ds, dev):\n    for b in DataLoader(ds, 4, False, None, None, 0, None, None):\n        b.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(ds, dev):\n    for b in DataLoader(ds, 4, False, None, None, 0, None, None):\n        b.to(dev, non_blocking=True)\n"
+        ),
         # A collate_fn of the module's own (a function or a lambda) that stacks or makes fresh
         # tensors: the batches are pageable; the fix pins them in the loader.
         Case(
-            _L + "def pad(items):\n    return torch.stack([i[0] for i in items]), torch.tensor([i[1] for i in items])\n\n\n"
+            _L
+            + "def pad(items):\n    return torch.stack([i[0] for i in items]), torch.tensor([i[1] for i in items])\n\n\n"
             "def f(ds, dev):\n    for x, y in DataLoader(ds, collate_fn=pad):\n        x.to(dev, non_blocking=True)\n",
-            fixed=_L + "def pad(items):\n    return torch.stack([i[0] for i in items]), torch.tensor([i[1] for i in items])\n\n\n"
+            fixed=_L
+            + "def pad(items):\n    return torch.stack([i[0] for i in items]), torch.tensor([i[1] for i in items])\n\n\n"
             "def f(ds, dev):\n    for x, y in DataLoader(ds, collate_fn=pad, pin_memory=True):\n        x.to(dev, non_blocking=True)\n",
         ),
         Case(
@@ -438,24 +588,50 @@ class PageableCpuSource(Rule):
         ),
         # `**cfg` of a dict whose keys pinfix knows: no `pin_memory` key, or a false one (no fix: the
         # call passes `**`).
-        Case(_L + "def f(ds, dev):\n    cfg = {'batch_size': 4, 'shuffle': True}\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
-        Case(_L + "def f(ds, dev):\n    cfg = {'batch_size': 4}\n    cfg['pin_memory'] = False\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(ds, dev):\n    cfg = {'batch_size': 4, 'shuffle': True}\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _L
+            + "def f(ds, dev):\n    cfg = {'batch_size': 4}\n    cfg['pin_memory'] = False\n    for b in DataLoader(ds, **cfg):\n        b.to(dev, non_blocking=True)\n"
+        ),
         # Checkpoints and files read onto the host.
-        Case(_L + "def f(path, dev):\n    state = torch.load(path, map_location='cpu', mmap=True)\n    return state['w'].to(dev, non_blocking=True)\n"),
-        Case(_F + "def f(path, dev):\n    return {k: v.to(dev, non_blocking=True) for k, v in load_file(path).items()}\n"),
+        Case(
+            _L
+            + "def f(path, dev):\n    state = torch.load(path, map_location='cpu', mmap=True)\n    return state['w'].to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _F + "def f(path, dev):\n    return {k: v.to(dev, non_blocking=True) for k, v in load_file(path).items()}\n"
+        ),
         # safe_open: a read (`get_tensor`, an indexed `get_slice`) onto the CPU, its default.
         Case(
-            _S + "def f(path, dev):\n    out = {}\n    with safe_open(path, framework='pt') as f:\n        for k in f.keys():\n"
+            _S
+            + "def f(path, dev):\n    out = {}\n    with safe_open(path, framework='pt') as f:\n        for k in f.keys():\n"
             "            out[k] = f.get_tensor(k).to(dev, non_blocking=True)\n    return out\n"
         ),
-        Case(_S + "def f(path, dev):\n    f = safe_open(path, framework='pt', device='cpu')\n    return f.get_slice('w')[:, :4].to(dev, non_blocking=True)\n"),
-        Case(_L + "def f(blob, dev):\n    return torch.frombuffer(blob, dtype=torch.uint8).to(dev, non_blocking=True)\n"),
+        Case(
+            _S
+            + "def f(path, dev):\n    f = safe_open(path, framework='pt', device='cpu')\n    return f.get_slice('w')[:, :4].to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _L + "def f(blob, dev):\n    return torch.frombuffer(blob, dtype=torch.uint8).to(dev, non_blocking=True)\n"
+        ),
         # NumPy arrays read from files are host memory (built before: NumPy calls make arrays).
-        Case(_H + "def f(path, n, dev):\n    return torch.as_tensor(np.memmap(path, dtype=np.int64, shape=(n,))).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(path, n, dev):\n    return torch.as_tensor(np.memmap(path, dtype=np.int64, shape=(n,))).to(dev, non_blocking=True)\n"
+        ),
         # share_memory_() moves a CPU tensor (pinned or not) into shared pageable memory, in place.
-        Case(_L + "def f(n, dev):\n    t = torch.zeros(n, pin_memory=True)\n    t.share_memory_()\n    return t.to(dev, non_blocking=True)\n"),
+        Case(
+            _L
+            + "def f(n, dev):\n    t = torch.zeros(n, pin_memory=True)\n    t.share_memory_()\n    return t.to(dev, non_blocking=True)\n"
+        ),
         # Library helpers that copy a whole batch: accelerate's send_to_device, a BatchEncoding's `.to`.
-        Case(_A + "def f(ds, dev):\n    for b in DataLoader(ds):\n        b = send_to_device(b, dev, non_blocking=True)\n"),
+        Case(
+            _A
+            + "def f(ds, dev):\n    for b in DataLoader(ds):\n        b = send_to_device(b, dev, non_blocking=True)\n"
+        ),
         Case(_A + "def f(tok, text, dev):\n    return tok(text, return_tensors='pt').to(dev, non_blocking=True)\n"),
         # accelerate keeps a loader's pinning: without device placement its batches are the loader's
         # (the fix goes to the loader), as are prepare_data_loader's (no placement by default);
@@ -466,25 +642,45 @@ class PageableCpuSource(Rule):
             fixed=_P + "def f(ds, net, opt, dev):\n    acc = Accelerator(device_placement=False)\n"
             "    net, opt, loader = acc.prepare(net, opt, DataLoader(ds, pin_memory=True))\n    for b in loader:\n        b.to(dev, non_blocking=True)\n",
         ),
-        Case(_P + "def f(ds, dev):\n    loader = prepare_data_loader(DataLoader(ds))\n    loader.set_epoch(1)\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
-        Case(_P + "def f(ds, dev):\n    loader = Accelerator().prepare_data_loader(DataLoader(ds), device_placement=False)\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
-        Case(_L + "def f(ds, dev):\n    loader = DataLoader(ds)\n    loader.sampler.set_epoch(1)\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"),
+        Case(
+            _P
+            + "def f(ds, dev):\n    loader = prepare_data_loader(DataLoader(ds))\n    loader.set_epoch(1)\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _P
+            + "def f(ds, dev):\n    loader = Accelerator().prepare_data_loader(DataLoader(ds), device_placement=False)\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _L
+            + "def f(ds, dev):\n    loader = DataLoader(ds)\n    loader.sampler.set_epoch(1)\n    for b in loader:\n        b.to(dev, non_blocking=True)\n"
+        ),
         # Lightning's move_data_to_device copies non_blocking to an accelerator without being asked.
         Case(
             _M + "def f(ds, dev):\n    for b in DataLoader(ds):\n        b = move_data_to_device(b, dev)\n",
-            fixed=_M + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=True):\n        b = move_data_to_device(b, dev)\n",
+            fixed=_M
+            + "def f(ds, dev):\n    for b in DataLoader(ds, pin_memory=True):\n        b = move_data_to_device(b, dev)\n",
         ),
         Case(_M + "def f(ids):\n    return move_data_to_device({'ids': torch.tensor(ids)}, 'cuda:0')\n"),
         # Deep mode: a flag True by default is what users of `plan` run.
         Case(
-            _L + "def plan(ids, dev, non_blocking: bool = True):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
+            _L
+            + "def plan(ids, dev, non_blocking: bool = True):\n    return torch.tensor(ids).to(dev, non_blocking=non_blocking)\n",
             settings=(("deep", True),),
         ),
         # The default device is the CPU there: inside `with torch.device('cpu')`, after a
         # `with` block ends, after `set_default_device('cpu')`.
-        Case(_H + "def f(n, dev):\n    with torch.device('cpu'):\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, dev):\n    with torch.device(dev):\n        pass\n    x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(ids, dev):\n    torch.set_default_device('cpu')\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    with torch.device('cpu'):\n        x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(n, dev):\n    with torch.device(dev):\n        pass\n    x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(ids, dev):\n    torch.set_default_device('cpu')\n    return torch.tensor(ids).to(dev, non_blocking=True)\n"
+        ),
         Case(
             _H + "def f(n, dev):\n    torch.set_default_device('cpu')\n"
             "    return torch.empty(n, device=torch.get_default_device()).to(dev, non_blocking=True)\n"
@@ -495,7 +691,10 @@ class PageableCpuSource(Rule):
         # Flags not traced to an availability source: the path where they are false is reported,
         # in every spelling.
         Case(_H + "def f(ids, dev, pin):\n    return torch.tensor(ids, pin_memory=pin).to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, dev, allowed):\n    x = torch.zeros(n, pin_memory=allowed(dev))\n    return x.to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev, allowed):\n    x = torch.zeros(n, pin_memory=allowed(dev))\n    return x.to(dev, non_blocking=True)\n"
+        ),
         Case(
             _H + "def f(n, dev, allowed):\n    x = torch.arange(n)\n    if allowed(dev):\n        x = x.pin_memory()\n"
             "    return x.to(dev, non_blocking=True)\n"
@@ -505,14 +704,23 @@ class PageableCpuSource(Rule):
             "    return x.to(dev, non_blocking=True)\n"
         ),
         # What a test leaves open.
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    return x.to(d, non_blocking=True) if not x.is_pinned() else x.to(d)\n"),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    return x.to(d, non_blocking=True) if not x.is_pinned() else x.to(d)\n"
+        ),
         Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    return x.is_pinned() or x.to(d, non_blocking=True)\n"),
         Case(
             _H + "def f(n, d):\n    xs = [torch.arange(n), torch.zeros(n, pin_memory=True)]\n"
             "    return [x.to(d, non_blocking=True) for x in xs if not x.is_pinned()]\n"
         ),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if isinstance(x, torch.Tensor):\n        return x.to(d, non_blocking=True)\n    return x\n"),
-        Case(_H + "def f(n, d):\n    x = torch.arange(n)\n    if x is not None:\n        return x.to(d, non_blocking=True)\n    return x\n"),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    if isinstance(x, torch.Tensor):\n        return x.to(d, non_blocking=True)\n    return x\n"
+        ),
+        Case(
+            _H
+            + "def f(n, d):\n    x = torch.arange(n)\n    if x is not None:\n        return x.to(d, non_blocking=True)\n    return x\n"
+        ),
         # A handler of another error is no allocation fallback; another name is not the pinned one.
         Case(
             _H + "def f(n, d):\n    try:\n        buf = torch.empty(n, pin_memory=True)\n    except ValueError:\n"
@@ -523,7 +731,10 @@ class PageableCpuSource(Rule):
             "        other = torch.empty(n)\n        return other.to(d, non_blocking=True)\n    return buf\n"
         ),
         # A sparse layout: reported, but no `pin_memory=` fix (torch refuses to pin it).
-        Case(_H + "def f(n, dev):\n    x = torch.zeros(n, n, layout=torch.sparse_coo)\n    return x.to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    x = torch.zeros(n, n, layout=torch.sparse_coo)\n    return x.to(dev, non_blocking=True)\n"
+        ),
         # A comprehension's own variable holds what its iterable holds.
         Case(
             _H + "def f(rows, dev):\n    hosts = [torch.tensor(r) for r in rows]\n"
@@ -535,7 +746,9 @@ class PageableCpuSource(Rule):
             _H + "def f(n, c, dev):\n    x = torch.zeros(n, pin_memory=True)\n    if c:\n        x = torch.zeros(n)\n"
             "    return x.to(dev, non_blocking=True)\n"
         ),
-        Case(_H + "def f(gpu_t, c, v, dev):\n    return (gpu_t if c else torch.tensor(v)).to(dev, non_blocking=True)\n"),
+        Case(
+            _H + "def f(gpu_t, c, v, dev):\n    return (gpu_t if c else torch.tensor(v)).to(dev, non_blocking=True)\n"
+        ),
         # Lists built up in a loop; conversions chained before the copy.
         Case(
             _H + "def f(n, dev):\n    a, b, c = [], [], 0\n    for i in range(n):\n        a.append(torch.arange(i))\n"
@@ -556,15 +769,22 @@ class PageableCpuSource(Rule):
             "    return batch['ids'].to(dev, non_blocking=True)\n"
         ),
         # A processor's `return_tensors="pt"` output is made on the host.
-        Case(_H + "def f(tok, text, dev):\n    enc = tok(text, return_tensors='pt')\n    return enc['input_ids'].to(dev, non_blocking=True)\n"),
         Case(
-            _H + "def f(a, n, dev):\n    x = torch.from_numpy(a)\n    if n:\n        x = torch.cat((x, torch.zeros(n)))\n"
+            _H
+            + "def f(tok, text, dev):\n    enc = tok(text, return_tensors='pt')\n    return enc['input_ids'].to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(a, n, dev):\n    x = torch.from_numpy(a)\n    if n:\n        x = torch.cat((x, torch.zeros(n)))\n"
             "    return x.to(dev, non_blocking=True)\n"
         ),
         Case(_H + "def f(x, dev):\n    x = x.cpu()\n    return x.to(dev, non_blocking=True)\n"),
         # In place: `x += 1` keeps x's (pageable) memory; `xs += [t]` extends the list.
         Case(_H + "def f(n, dev):\n    x = torch.zeros(n)\n    x += 1\n    return x.to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(dev):\n    xs = []\n    xs += [torch.zeros(4)]\n    return torch.cat(xs).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(dev):\n    xs = []\n    xs += [torch.zeros(4)]\n    return torch.cat(xs).to(dev, non_blocking=True)\n"
+        ),
         Case(
             _H + "def f(t, n, dev):\n    s = slice(0, n)\n    part = t.cpu()[s]\n"
             "    return (part - torch.minimum(part, part)).to(dev, non_blocking=True)\n"
@@ -586,7 +806,10 @@ class PageableCpuSource(Rule):
         Case(_H + "def f(a, dev):\n    return torch.asarray(np.arange(3)).to(dev, non_blocking=True)\n"),
         Case(_H + "def f(t, dev):\n    return torch.as_tensor(t.numpy()).to(dev, non_blocking=True)\n"),
         Case(_H + "def f(t, dev):\n    host = t.cpu()\n    return host.to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(ids, n, dst):\n    t = torch.tensor(ids)\n    part = t[:n]\n    dst.copy_(part, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(ids, n, dst):\n    t = torch.tensor(ids)\n    part = t[:n]\n    dst.copy_(part, non_blocking=True)\n"
+        ),
         Case(_H + "def f(ids, dev):\n    t = torch.tensor(ids).view(-1, 2)\n    return t.to(dev, non_blocking=True)\n"),
         Case(_H + "def f(ids, dev):\n    t = torch.tensor(ids)\n    return t.long().to(dev, non_blocking=True)\n"),
         Case(_H + "def f(a, dev):\n    return torch.from_numpy(a).long().to(dev, non_blocking=True)\n"),
@@ -596,33 +819,52 @@ class PageableCpuSource(Rule):
             "    return buf[:, :4].to(dev, non_blocking=True)\n"
         ),
         Case(_H + "def f(t, dev):\n    return t.pin_memory()[::2].to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, dev):\n    buf = torch.zeros(1, n, pin_memory=True)\n    return buf.expand(4, -1).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    buf = torch.zeros(1, n, pin_memory=True)\n    return buf.expand(4, -1).to(dev, non_blocking=True)\n"
+        ),
         # A later plain assignment overwrites an earlier one; a conditional's tensor branch counts.
-        Case(_H + "def f(n, dev):\n    x = torch.arange(n).pin_memory()\n    x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    x = torch.arange(n).pin_memory()\n    x = torch.zeros(n)\n    return x.to(dev, non_blocking=True)\n"
+        ),
         Case(_H + "def f(n, dev):\n    i = torch.arange(n)\n    i = i + 1\n    return i.to(dev, non_blocking=True)\n"),
         Case(_H + "def f(t, c, dev):\n    s = t.cpu() if c else None\n    return (s - 1).to(dev, non_blocking=True)\n"),
         # Fresh tensors computed on the CPU (report only).
-        Case(_H + "def f(n, dev):\n    return torch.cat([torch.arange(n), torch.arange(n)]).to(dev, non_blocking=True)\n"),
+        Case(
+            _H + "def f(n, dev):\n    return torch.cat([torch.arange(n), torch.arange(n)]).to(dev, non_blocking=True)\n"
+        ),
         Case(
             _H + "def f(sizes, dev):\n    parts = list()\n    for n in sizes:\n        parts.append(torch.arange(n))\n"
             "    return torch.concat(parts, dim=0).to(dev, non_blocking=True)\n"
         ),
         Case(_H + "def f(n, dev):\n    return (torch.arange(n) * 2).to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, tag, dev):\n    mask = torch.arange(n) == tag\n    return mask.to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(ids, dev):\n    return torch.tensor(ids).repeat_interleave(2).to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, dev):\n    buf = torch.zeros(n, pin_memory=True)\n    return buf[[0, 2]].to(dev, non_blocking=True)\n"),
-        Case(_H + "def f(n, dev):\n    buf = torch.zeros(n, pin_memory=True)\n    return buf.clone().to(dev, non_blocking=True)\n"),
         Case(
-            _H + "def f(n, counts, dev):\n    buf = torch.zeros(n, pin_memory=True)\n    idx = np.repeat(np.arange(3), counts)\n"
+            _H + "def f(n, tag, dev):\n    mask = torch.arange(n) == tag\n    return mask.to(dev, non_blocking=True)\n"
+        ),
+        Case(_H + "def f(ids, dev):\n    return torch.tensor(ids).repeat_interleave(2).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    buf = torch.zeros(n, pin_memory=True)\n    return buf[[0, 2]].to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(n, dev):\n    buf = torch.zeros(n, pin_memory=True)\n    return buf.clone().to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(n, counts, dev):\n    buf = torch.zeros(n, pin_memory=True)\n    idx = np.repeat(np.arange(3), counts)\n"
             "    return buf[idx].to(dev, non_blocking=True)\n"
         ),
-        Case(_H + "def f(n, dev):\n    buf = torch.zeros(4, n, pin_memory=True)\n    return buf[:, :2].contiguous().to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(n, dev):\n    buf = torch.zeros(4, n, pin_memory=True)\n    return buf[:, :2].contiguous().to(dev, non_blocking=True)\n"
+        ),
         Case(
             _H + "def f(n, dst):\n    buf = torch.empty(n, 8, pin_memory=True)\n    col = buf[:, 0]\n"
             "    dst.copy_(col, non_blocking=True)\n"
         ),
     ]
-
 
     def check(self, ctx: RuleContext) -> Iterable[Finding]:
         return [f for f in pageable_findings(ctx) if f.code == self.code]

@@ -78,7 +78,10 @@ class UnsynchronizedHostRead(Rule):
     name = "UnsynchronizedHostRead"
 
     VALID = [
-        Case(_H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    torch.cuda.synchronize()\n    return y.tolist()\n"),
+        Case(
+            _H
+            + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    torch.cuda.synchronize()\n    return y.tolist()\n"
+        ),
         Case(_H + "def f(t, ev):\n    y = t.to('cpu', non_blocking=True)\n    ev.synchronize()\n    return y[0]\n"),
         Case(_H + "def f(t):\n    return t.to('cpu', non_blocking=True)\n"),
         Case(_H + "def f(t):\n    return list(t.to('cpu', non_blocking=True))\n"),
@@ -91,10 +94,16 @@ class UnsynchronizedHostRead(Rule):
         ),
         Case(_H + "def f(t, n):\n    buf = torch.zeros(n)\n    buf.copy_(t, non_blocking=True)\n    return buf\n"),
         Case(_H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    return y.tolist()  # noqa: PIN003\n"),
-        Case(_H + "def f(t, n):\n    buf = torch.zeros(n)\n    buf.copy_(torch.ones(n), non_blocking=True)\n    return buf[0]\n"),
+        Case(
+            _H
+            + "def f(t, n):\n    buf = torch.zeros(n)\n    buf.copy_(torch.ones(n), non_blocking=True)\n    return buf[0]\n"
+        ),
         # `.numpy()` views the destination: the array is read later, after a wait.
         Case(_H + "def f(t):\n    return t.to('cpu', non_blocking=True).numpy()\n"),
-        Case(_H + "def f(t, ev):\n    a = t.to('cpu', non_blocking=True).numpy()\n    ev.synchronize()\n    return a.tolist()\n"),
+        Case(
+            _H
+            + "def f(t, ev):\n    a = t.to('cpu', non_blocking=True).numpy()\n    ev.synchronize()\n    return a.tolist()\n"
+        ),
         # A view or slice of the destination reads nothing; nor does another non_blocking
         # copy into another part of it, or sending it to the device.
         Case(_H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    return y[0]\n"),
@@ -111,29 +120,42 @@ class UnsynchronizedHostRead(Rule):
             "    back = buf.to(dev, non_blocking=True)\n    torch.cuda.synchronize()\n    return buf.tolist(), back\n"
         ),
         # Made on the default device (not the CPU here): a device-to-device copy.
-        Case(_H + "def f(t, n, dev):\n    with torch.device(dev):\n        buf = torch.zeros(n)\n    buf.copy_(t, non_blocking=True)\n    return buf.tolist()\n"),
-        Case(_H + "def f(t, n, dev):\n    torch.set_default_device(dev)\n    buf = torch.empty(n)\n    buf.copy_(t, non_blocking=True)\n    return buf.tolist()\n"),
+        Case(
+            _H
+            + "def f(t, n, dev):\n    with torch.device(dev):\n        buf = torch.zeros(n)\n    buf.copy_(t, non_blocking=True)\n    return buf.tolist()\n"
+        ),
+        Case(
+            _H
+            + "def f(t, n, dev):\n    torch.set_default_device(dev)\n    buf = torch.empty(n)\n    buf.copy_(t, non_blocking=True)\n    return buf.tolist()\n"
+        ),
     ]
 
     INVALID = [
-        Case(_H + "def f(t, n):\n    with torch.device('cpu'):\n        buf = torch.zeros(n)\n    buf.copy_(t, non_blocking=True)\n    return buf.tolist()\n"),
+        Case(
+            _H
+            + "def f(t, n):\n    with torch.device('cpu'):\n        buf = torch.zeros(n)\n    buf.copy_(t, non_blocking=True)\n    return buf.tolist()\n"
+        ),
         Case(_H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    return y.tolist()\n"),
         Case(_H + "def f(t):\n    y = t.to(device='cpu', non_blocking=True)\n    return y.item()\n"),
         Case(_H + "def f(t):\n    y = t.to(torch.device('cpu'), non_blocking=True)\n    print(y)\n"),
         Case(_H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    if y == 0:\n        return 1\n"),
         Case(_H + "def f(t):\n    return t.to('cpu', non_blocking=True).tolist()\n"),
-        Case(_H + "def f(t, n):\n    buf = torch.zeros(n)\n    buf.copy_(t, non_blocking=True)\n    return buf.tolist()\n"),
+        Case(
+            _H
+            + "def f(t, n):\n    buf = torch.zeros(n)\n    buf.copy_(t, non_blocking=True)\n    return buf.tolist()\n"
+        ),
         Case(_H + "def f(t, n):\n    buf = torch.empty(n, 4)\n    buf[:2].copy_(t, True)\n    return int(buf[0, 0])\n"),
         # A truth test calls `__bool__`, which the effects table says reads on the host.
         Case(_H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    while not y:\n        return 1\n"),
         # Formatted, read through a view, read through the array that views it, handed to NumPy.
         Case(_H + "def f(t):\n    a = t.to('cpu', non_blocking=True).numpy()\n    return a.tolist()\n"),
         Case(_H + "def f(t):\n    a = t.to('cpu', non_blocking=True).numpy()\n    return int(a[0])\n"),
-        Case("import numpy as np\n" + _H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    return np.cumsum(y)\n"),
+        Case(
+            "import numpy as np\n" + _H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    return np.cumsum(y)\n"
+        ),
         Case(_H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    return f'{y}'\n"),
         Case(_H + "def f(t):\n    y = t.to('cpu', non_blocking=True)\n    head = y[:2]\n    return head.tolist()\n"),
     ]
-
 
     def check(self, ctx: RuleContext) -> Iterable[Finding]:
         out = []
@@ -170,7 +192,9 @@ class UnsynchronizedHostRead(Rule):
                 else:
                     held = _held_name(read.node)
                     subject = f"`{held.id}` holds {what}" if held is not None else what.capitalize()
-                    message = f"{subject} and is read by `{read_text}` with no synchronize or event wait in between; {WHY}"
+                    message = (
+                        f"{subject} and is read by `{read_text}` with no synchronize or event wait in between; {WHY}"
+                    )
                     summary = f"{subject} and is read before anything waits for it"
                     pattern = "to-cpu/bound"
                     if held is not None:

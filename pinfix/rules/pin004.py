@@ -51,7 +51,6 @@ class UnknownPinnedness(Rule):
     ]
     INVALID = []  # type: ignore[var-annotated]
 
-
     def check(self, ctx: RuleContext) -> Iterable[Finding]:
         out = []
         for copy in ctx.facts.copies:
@@ -71,8 +70,15 @@ class UnknownPinnedness(Rule):
             evidence = [*_unknown_steps(ctx, source.unknown), step]
             out.append(
                 ctx.finding(
-                    self.code, copy.source_node, message, f"{copy.method}/unknown", None, None, evidence,
-                    severity="info", summary=summary,
+                    self.code,
+                    copy.source_node,
+                    message,
+                    f"{copy.method}/unknown",
+                    None,
+                    None,
+                    evidence,
+                    severity="info",
+                    summary=summary,
                 )
             )
         return out
@@ -83,7 +89,9 @@ def _unclear(atom: Any) -> bool:
     tensor on a device it cannot name (``x.to(dev)``: ``dev`` may be the CPU)."""
     if isinstance(atom, Unknown):
         return True
-    return isinstance(atom, Tensor) and (atom.device == ANY_DEVICE or (atom.device == CPU and atom.memory == ANY_MEMORY))
+    return isinstance(atom, Tensor) and (
+        atom.device == ANY_DEVICE or (atom.device == CPU and atom.memory == ANY_MEMORY)
+    )
 
 
 def _unknown_steps(ctx: RuleContext, found: Optional[Unknown]) -> List[Step]:
@@ -93,7 +101,9 @@ def _unknown_steps(ctx: RuleContext, found: Optional[Unknown]) -> List[Step]:
     out: List[Step] = []
     node = found.node
     if isinstance(node, ast.expr) and id(node) in _node_ids(ctx):
-        out.append(Step("unknown", node, f"`{ctx.src.short(node)}`: {_sentence(found.why, ctx.src.short(node))}", ctx.src))
+        out.append(
+            Step("unknown", node, f"`{ctx.src.short(node)}`: {_sentence(found.why, ctx.src.short(node))}", ctx.src)
+        )
     return out + list(steps(found.route))
 
 

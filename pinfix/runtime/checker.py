@@ -113,9 +113,7 @@ class _CopyMode(TorchFunctionMode):
         if transfer is None or torch.compiler.is_compiling():
             return func(*args, **kwargs)
         if transfer.host is not None:
-            reason = host_side_reason(
-                transfer.host, staged=transfer.staged, is_pinned=self._check.is_pinned
-            )
+            reason = host_side_reason(transfer.host, staged=transfer.staged, is_pinned=self._check.is_pinned)
             if reason:
                 self._check._report(transfer, reason, transfer.host)
         result = func(*args, **kwargs)

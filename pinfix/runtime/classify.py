@@ -119,11 +119,7 @@ def needs_host_temporary(host: torch.Tensor, device_side: torch.Tensor, directio
     if host.dtype == device_side.dtype and same_layout(host, device_side):
         return False
     if direction == "H2D":
-        return not (
-            host.is_contiguous()
-            and host.dtype == device_side.dtype
-            and host.numel() == device_side.numel()
-        )
+        return not (host.is_contiguous() and host.dtype == device_side.dtype and host.numel() == device_side.numel())
     return not host.is_contiguous()
 
 

@@ -63,7 +63,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "default) or the dotted name of a predicate tensor -> bool.",
     )
     parser.addini("pinfix_allow_meta", "let meta tensors stand in for accelerator tensors", type="bool", default=False)
-    parser.addini("pinfix_is_pinned", "never, always, auto or the dotted name of a predicate tensor -> bool", default="auto")
+    parser.addini(
+        "pinfix_is_pinned", "never, always, auto or the dotted name of a predicate tensor -> bool", default="auto"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -80,9 +82,7 @@ def _mode_for(item: pytest.Item) -> Optional[str]:
     if marker is not None:
         mode = marker.kwargs.get("mode", marker.args[0] if marker.args else "raise")
         if mode not in MODES:
-            raise pytest.UsageError(
-                f"{item.nodeid}: @pytest.mark.{MARKER}(mode={mode!r}): mode must be one of {MODES}"
-            )
+            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.{MARKER}(mode={mode!r}): mode must be one of {MODES}")
         return mode
     return item.config.getoption("--pinfix-copies")
 

@@ -33,7 +33,16 @@ _EXPORTS = {
     "SourceText": "source",
 }
 
-__all__ = ["Copy", "FunctionFacts", "HostRead", "ModuleFacts", "SourceError", "SourceText", "analyze_module", "hot_lines"]
+__all__ = [
+    "Copy",
+    "FunctionFacts",
+    "HostRead",
+    "ModuleFacts",
+    "SourceError",
+    "SourceText",
+    "analyze_module",
+    "hot_lines",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -59,12 +59,29 @@ def _fresh(effect: Optional[Effect]) -> bool:
 
 #: Methods and attributes that read no memory into anything shared (``a.size()``, ``a.tolist()``, ``a.shape``).
 _FRESH_METHODS: FrozenSet[str] = frozenset(
-    name for table in (TENSOR_METHODS, ARRAY_METHODS) for name, e in table.items() if isinstance(e, (Metadata, HostData, ReadsOnHost))
+    name
+    for table in (TENSOR_METHODS, ARRAY_METHODS)
+    for name, e in table.items()
+    if isinstance(e, (Metadata, HostData, ReadsOnHost))
 ) - frozenset(n for n, e in ARRAY_METHODS.items() if not isinstance(e, (Metadata, HostData, ReadsOnHost)))
 _METADATA_ATTRIBUTES: FrozenSet[str] = frozenset(n for n, e in TENSOR_ATTRIBUTES.items() if isinstance(e, Metadata))
 
 
-_OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>", ast.MatMult: "@"}
+_OPERATORS = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.MatMult: "@",
+}
 
 
 class Hazard:
@@ -106,7 +123,9 @@ class MemoryWrites:
             self.by_class.setdefault(self.find(name), []).extend(events)
         for events in (self.anything, self.opaque, *self.by_class.values()):
             events.sort(key=lambda e: e[0])
-        self.starts: Dict[int, List[Tuple[int, int]]] = {id(e): [at for at, _, _ in e] for e in (self.anything, self.opaque, *self.by_class.values())}
+        self.starts: Dict[int, List[Tuple[int, int]]] = {
+            id(e): [at for at, _, _ in e] for e in (self.anything, self.opaque, *self.by_class.values())
+        }
         self.escaped = {self.find(n) for n in self.escapes}
         for n in list(self.parent):
             if not n.startswith("#") and self.foreign(n):
@@ -190,18 +209,28 @@ class MemoryWrites:
         qualified = self.qualified(call.func)
         if qualified is not None:
             return qualified in FUNCTIONS and qualified.rpartition(".")[2] not in RUNS_ANY_CODE
-        return isinstance(call.func, ast.Attribute) and (call.func.attr in TENSOR_METHODS or call.func.attr in ARRAY_METHODS)
+        return isinstance(call.func, ast.Attribute) and (
+            call.func.attr in TENSOR_METHODS or call.func.attr in ARRAY_METHODS
+        )
 
     def shares(self, parent: ast.AST, child: ast.AST) -> bool:
         """Whether ``parent``'s value may hold, view or contain ``child``'s memory."""
-        if not isinstance(child, ast.expr) or isinstance(parent, (ast.Constant, ast.Compare, ast.JoinedStr, ast.FormattedValue)):
+        if not isinstance(child, ast.expr) or isinstance(
+            parent, (ast.Constant, ast.Compare, ast.JoinedStr, ast.FormattedValue)
+        ):
             return False
         if isinstance(parent, ast.Attribute):
             return parent.attr not in _METADATA_ATTRIBUTES
         if isinstance(parent, ast.Call):
             if child is parent.func:
-                return not isinstance(child, ast.Name) and not self.fresh_call(parent)  # the callee object, not what it returns
-            if isinstance(parent.func, ast.Attribute) and self.qualified(parent.func) is None and self.library_call(parent):
+                return not isinstance(child, ast.Name) and not self.fresh_call(
+                    parent
+                )  # the callee object, not what it returns
+            if (
+                isinstance(parent.func, ast.Attribute)
+                and self.qualified(parent.func) is None
+                and self.library_call(parent)
+            ):
                 return False  # a tensor / array method's arguments (`dst.copy_(src)` returns `dst`)
             return not self.fresh_call(parent)
         return isinstance(parent, ast.expr)
@@ -284,24 +313,44 @@ class MemoryWrites:
                 self.escapes.add(node.id)
             return
         if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            self.anything.append((where, node, f"the `yield` at line {node.lineno} lets other code run (and write the array)"))
+            self.anything.append(
+                (where, node, f"the `yield` at line {node.lineno} lets other code run (and write the array)")
+            )
         elif isinstance(node, ast.Await):
-            self.anything.append((where, node, f"the `await` at line {node.lineno} lets other code run (and write the array)"))
+            self.anything.append(
+                (where, node, f"the `await` at line {node.lineno} lets other code run (and write the array)")
+            )
         elif isinstance(node, ast.Call):
             qualified = self.qualified(node.func)
             if qualified is not None and qualified.startswith("builtins.") and qualified[9:] in RUNS_ANY_CODE:
-                self.anything.append((where, node, f"`{qualified[9:]}(...)` at line {node.lineno} may read or write any local"))
+                self.anything.append(
+                    (where, node, f"`{qualified[9:]}(...)` at line {node.lineno} may read or write any local")
+                )
             elif not self.library_call(node):
-                self.opaque.append((where, node, f"the call at line {node.lineno} may write the array through a reference pinfix cannot see"))
+                self.opaque.append(
+                    (
+                        where,
+                        node,
+                        f"the call at line {node.lineno} may write the array through a reference pinfix cannot see",
+                    )
+                )
             if isinstance(node.func, ast.Attribute) and not self.library_call(node):
                 # `lst.append(a)`, `self.keep(a)`: the receiver may hold the arguments now.
                 receiver = _root(node.func.value)
                 if receiver is not None and not self.imported(receiver):
-                    self.union([receiver, *(k for a in [*node.args, *(kw.value for kw in node.keywords)] for k in self.key(a))])
+                    self.union(
+                        [receiver, *(k for a in [*node.args, *(kw.value for kw in node.keywords)] for k in self.key(a))]
+                    )
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 # `b += x` may work in place (an array, a tensor, a list).
-                self.uses.setdefault(node.target.id, []).append((where, node, f"`{node.target.id} {_OPERATORS.get(type(node.op), '?')}= ...` at line {node.lineno} may change the array in place"))
+                self.uses.setdefault(node.target.id, []).append(
+                    (
+                        where,
+                        node,
+                        f"`{node.target.id} {_OPERATORS.get(type(node.op), '?')}= ...` at line {node.lineno} may change the array in place",
+                    )
+                )
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             self.union([*_bound(targets), *self.key(node.value)])
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):

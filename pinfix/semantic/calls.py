@@ -150,7 +150,9 @@ class Arguments:
 def _literal_keywords(node: ast.expr) -> bool:
     """Whether ``node`` is a dict display whose keys are all string literals
     (what ``**`` then passes is known: one keyword per entry)."""
-    return isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys)
+    return isinstance(node, ast.Dict) and all(
+        isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys
+    )
 
 
 def literal_bool(node: Optional[ast.AST]) -> Optional[bool]:
@@ -190,7 +192,12 @@ class Calls(Expressions):
             for atom in value.only(Const):
                 effect = KEYWORD_CALLS.get((name, atom.value)) if isinstance(atom.value, str) else None
                 if isinstance(effect, MakesBatch):
-                    tensor = self.made(node, effect, f"<{name}={atom.value!r}>", f"`{self.short(node.func, 40)}(..., {name}={atom.value!r})`")
+                    tensor = self.made(
+                        node,
+                        effect,
+                        f"<{name}={atom.value!r}>",
+                        f"`{self.short(node.func, 40)}(..., {name}={atom.value!r})`",
+                    )
                     return Value((DictAtom((), Value((tensor,)), node, record=True),))
         return None
 
@@ -283,7 +290,13 @@ class Calls(Expressions):
         if name == "dict":
             if not args.positional and not args.starred and not args.double_starred:
                 # `dict(batch_size=4, pin_memory=True)`: its keys are the keywords.
-                return Value((DictAtom(tuple((k, v) for k, _, v in args.keywords), join(*(v for _, _, v in args.keywords)), node),))
+                return Value(
+                    (
+                        DictAtom(
+                            tuple((k, v) for k, _, v in args.keywords), join(*(v for _, _, v in args.keywords)), node
+                        ),
+                    )
+                )
             return Value((DictAtom((), unknown(node=node), node),))
         if name in ("enumerate", "zip"):
             parts = [self.elements_of(v, node) for _, v in args.positional]
@@ -328,7 +341,11 @@ class Calls(Expressions):
             effect = TENSOR_METHODS.get(method)
             if effect is None:
                 self.escape(args, state)
-                return Value((Tensor(atom.device),)) if atom.device != CPU else unknown(f"pinfix does not know the tensor method `.{method}()`", node)
+                return (
+                    Value((Tensor(atom.device),))
+                    if atom.device != CPU
+                    else unknown(f"pinfix does not know the tensor method `.{method}()`", node)
+                )
             return self.apply(effect, "torch.Tensor." + method, node, args, state, receiver=atom)
         if isinstance(atom, Array):
             effect = ARRAY_METHODS.get(method)
@@ -350,7 +367,11 @@ class Calls(Expressions):
                 self.escape(args, state)
                 return unknown(f"pinfix does not follow `{self.short(node.func, 40)}()`", node)
             given = args.keyword(atom.effect.placement)
-            placed = atom.placed if given is None and not args.double_starred else self.placement(args, atom.effect.placement, bool(atom.placed))
+            placed = (
+                atom.placed
+                if given is None and not args.double_starred
+                else self.placement(args, atom.effect.placement, bool(atom.placed))
+            )
             if given is not None and isinstance(given[0], (ast.List, ast.Tuple)):
                 placed = None  # one flag per object: pinfix does not match them up
             return self.prepared(node, args, placed, atom.effect.placement)
@@ -446,11 +467,15 @@ class Calls(Expressions):
 
     # --- the effects -----------------------------------------------------------------------------------
 
-    def apply(self, effect: Effect, qualified: str, node: ast.Call, args: Arguments, state: State, receiver: Optional[Tensor]) -> Value:
+    def apply(
+        self, effect: Effect, qualified: str, node: ast.Call, args: Arguments, state: State, receiver: Optional[Tensor]
+    ) -> Value:
         if isinstance(effect, Makes):
             return self.makes(effect, qualified, node, args, state)
         if isinstance(effect, Pins):
-            what = "pins it" if receiver is not None or qualified.startswith("torch.Tensor.") else "returns pinned memory"
+            what = (
+                "pins it" if receiver is not None or qualified.startswith("torch.Tensor.") else "returns pinned memory"
+            )
             return Value((self.pinned(node, effect, what, qualified),))
         if isinstance(effect, View):
             return self.view(effect, node, args, receiver)
@@ -471,7 +496,9 @@ class Calls(Expressions):
             return self.opens(effect, qualified, node, args, state)
         if isinstance(effect, Restores):
             self.escape(args, state)
-            return unknown(f"`{self.short(node.func, 40)}(...)` puts each tensor back on the device it was saved from", node)
+            return unknown(
+                f"`{self.short(node.func, 40)}(...)` puts each tensor back on the device it was saved from", node
+            )
         if isinstance(effect, Prepares):
             if effect.role == "object":
                 placed = self.placement(args, effect.placement, effect.default)
@@ -515,7 +542,9 @@ class Calls(Expressions):
                 # Read back: what this function set, else whatever the process set (unknown).
                 return state.get(DEFAULT_DEVICE) or Value((Device(ANY_DEVICE),))
             given = args.first("device")
-            state.set(DEFAULT_DEVICE, self.devices(given[1], state) if given is not None else Value((Device(ANY_DEVICE),)))
+            state.set(
+                DEFAULT_DEVICE, self.devices(given[1], state) if given is not None else Value((Device(ANY_DEVICE),))
+            )
             return Value((NoneValue(),))
         if isinstance(effect, RecordFields):
             return self.fields_call(node, args)
@@ -567,7 +596,11 @@ class Calls(Expressions):
             for name in dict.fromkeys(names):
                 known = atom.field(name) if isinstance(atom, Instance) else None
                 if known is None:
-                    known = self.instance_attribute(atom, name, node) if isinstance(atom, Instance) else self.class_attribute(atom, name, node)
+                    known = (
+                        self.instance_attribute(atom, name, node)
+                        if isinstance(atom, Instance)
+                        else self.class_attribute(atom, name, node)
+                    )
                 out.append(known)
             return join(*out)
 
@@ -615,7 +648,9 @@ class Calls(Expressions):
                 # A flag pinfix cannot trace to an availability source: pageable where it is false.
                 scalar = qualified == "torch.tensor" and args.positional and _maybe_scalar_data(args.positional[0][0])
                 data = args.positional[0][1] if args.positional else None
-                pageable = self.on_devices(devices, lambda: self.made(node, effect, qualified, label, True, bool(scalar), data))
+                pageable = self.on_devices(
+                    devices, lambda: self.made(node, effect, qualified, label, True, bool(scalar), data)
+                )
                 return self.conditional(pinned, pageable, self.short(pin[0], 40))
         if effect.like and args.keyword("device") is None:
             first = args.first()
@@ -630,7 +665,9 @@ class Calls(Expressions):
                 if isinstance(a, Tensor):
                     return Value((a,))  # as_tensor returns a tensor it is given
                 if host_atom(a):
-                    return self.on_devices(devices, lambda: self.made(node, effect, qualified, label, scalar=_maybe_scalar_data(data[0])))
+                    return self.on_devices(
+                        devices, lambda: self.made(node, effect, qualified, label, scalar=_maybe_scalar_data(data[0]))
+                    )
                 return Value((a,)) if isinstance(a, Unknown) else unknown(node=node)
 
             return data[1].map(each)
@@ -699,7 +736,18 @@ class Calls(Expressions):
             return Value((Tensor(receiver.device, route=receiver.route, via=receiver.via),))
         self.host_read(Value((receiver,)), node, state, computing=True)
         if effect.contiguous and receiver.layout == GAPPED:
-            return Value((self.computed(node, receiver, CONTIGUOUS, "`.contiguous()`", "copies the gapped view into a fresh tensor", effect),))
+            return Value(
+                (
+                    self.computed(
+                        node,
+                        receiver,
+                        CONTIGUOUS,
+                        "`.contiguous()`",
+                        "copies the gapped view into a fresh tensor",
+                        effect,
+                    ),
+                )
+            )
         if effect.contiguous and receiver.gapped and receiver.memory == PAGEABLE:
             return Value((receiver,))
         if receiver.memory == PAGEABLE:
@@ -709,7 +757,15 @@ class Calls(Expressions):
             return Value((receiver,))
         return unknown(f"`{self.short(node)}` may or may not copy into fresh memory", node)
 
-    def computes(self, effect: Computes, qualified: str, node: ast.Call, args: Arguments, state: State, receiver: Optional[Tensor]) -> Value:
+    def computes(
+        self,
+        effect: Computes,
+        qualified: str,
+        node: ast.Call,
+        args: Arguments,
+        state: State,
+        receiver: Optional[Tensor],
+    ) -> Value:
         out = args.keyword("out")
         if out is not None:
             return out[1]  # the result is the `out=` tensor itself
@@ -790,7 +846,11 @@ class Calls(Expressions):
             return unknown(f"`{callee}(...)` passes `*args`/`**kwargs` that may set `pin_memory=`", node)
         # A `pin_memory=` written out (False, None, a name bound to False): the fix would not add a second one.
         explicit = pin is not None
-        pageable = pin is None or literal_bool(pin[0]) is False or pin[1].all(lambda a: (isinstance(a, Const) and a.value is False) or isinstance(a, NoneValue))
+        pageable = (
+            pin is None
+            or literal_bool(pin[0]) is False
+            or pin[1].all(lambda a: (isinstance(a, Const) and a.value is False) or isinstance(a, NoneValue))
+        )
         label = f"`{callee}(...)` batches"
         if not pageable:
             tensor = self.pinned(node, effect, "pins each batch it yields", qualified)
@@ -809,7 +869,9 @@ class Calls(Expressions):
             return Value((Seq("gen", None, collated(default, node), node),))
 
         def batches(atom: Any) -> Value:
-            if isinstance(atom, NoneValue) or (isinstance(atom, Ref) and isinstance(FUNCTIONS.get(atom.name), Collates)):
+            if isinstance(atom, NoneValue) or (
+                isinstance(atom, Ref) and isinstance(FUNCTIONS.get(atom.name), Collates)
+            ):
                 return collated(default, node)
             if isinstance(atom, Ref):
                 found = self.project_reference(atom.name, node)
@@ -955,7 +1017,9 @@ class Calls(Expressions):
 
     # --- sinks -----------------------------------------------------------------------------------------
 
-    def sink(self, node: ast.Call, effect: CopiesTo, receiver: Value, args: Arguments, state: State, function_form: bool) -> Value:
+    def sink(
+        self, node: ast.Call, effect: CopiesTo, receiver: Value, args: Arguments, state: State, function_form: bool
+    ) -> Value:
         positional = args.positional
         if function_form:
             if not positional:
@@ -984,15 +1048,29 @@ class Calls(Expressions):
         non_blocking: Optional[bool] = None
         if nb_node is not None:
             literal = literal_bool(nb_node)
-            if literal is None and nb_value is not None and nb_value.all(lambda a: isinstance(a, Const) and a.value is True):
+            if (
+                literal is None
+                and nb_value is not None
+                and nb_value.all(lambda a: isinstance(a, Const) and a.value is True)
+            ):
                 literal = True
-            if literal is None and nb_value is not None and nb_value.all(lambda a: isinstance(a, Const) and a.value is False):
+            if (
+                literal is None
+                and nb_value is not None
+                and nb_value.all(lambda a: isinstance(a, Const) and a.value is False)
+            ):
                 literal = False
             non_blocking = literal
         if effect.source == "receiver":
-            source_node: Optional[ast.expr] = node.func.value if isinstance(node.func, ast.Attribute) and not function_form else (args.positional[0][0] if args.positional else None)
+            source_node: Optional[ast.expr] = (
+                node.func.value
+                if isinstance(node.func, ast.Attribute) and not function_form
+                else (args.positional[0][0] if args.positional else None)
+            )
             # A record's `.to` (a Hugging Face `BatchEncoding` / `BatchFeature`) copies each of its tensors.
-            source = receiver.map(lambda a: join(Value((a,)), a.elements) if isinstance(a, DictAtom) and a.record else None)
+            source = receiver.map(
+                lambda a: join(Value((a,)), a.elements) if isinstance(a, DictAtom) and a.record else None
+            )
             destination = None
         else:
             src = positional[0] if positional else None
@@ -1003,12 +1081,26 @@ class Calls(Expressions):
                 return receiver
             source_node, source = src
             destination = receiver
-        direction, device_node, result = self.copy_direction(node, effect, source, destination, positional, args, state, non_blocking)
+        direction, device_node, result = self.copy_direction(
+            node, effect, source, destination, positional, args, state, non_blocking
+        )
         if nb_node is None or non_blocking is False or source_node is None:
             return result
         if effect.method == "to" and direction == "none":
             return result
-        copy = Copy(node, effect.method, function_form, source_node, source, destination, non_blocking, nb_node, direction, device_node, self.func)
+        copy = Copy(
+            node,
+            effect.method,
+            function_form,
+            source_node,
+            source,
+            destination,
+            non_blocking,
+            nb_node,
+            direction,
+            device_node,
+            self.func,
+        )
         landed = destination if effect.method == "copy_" else result
         if landed is not None and landed.all(lambda a: isinstance(a, Tensor) and a.device == ACCEL):
             copy.target = ACCEL
@@ -1031,20 +1123,37 @@ class Calls(Expressions):
         moved = collated(Value((Tensor(ACCEL if target == ACCEL else ANY_DEVICE),)), node)
         if effect.implied_except is not None:
             # Non_blocking unless the device is an int index or one of the blocking types.
-            if device[1].any(lambda a: isinstance(a, Const) and (isinstance(a.value, int) or str(a.value).split(":")[0] in effect.implied_except)):
+            if device[1].any(
+                lambda a: (
+                    isinstance(a, Const)
+                    and (isinstance(a.value, int) or str(a.value).split(":")[0] in effect.implied_except)
+                )
+            ):
                 return moved
             nb = (device[0], Value((Const(True),)))
         if target in (CPU, "meta", "dtype") or nb is None or literal_bool(nb[0]) is False:
             return moved
         if nb[1].all(lambda a: isinstance(a, Const) and a.value is False):
             return moved
-        non_blocking = True if literal_bool(nb[0]) is True or nb[1].all(lambda a: isinstance(a, Const) and a.value is True) else None
+        non_blocking = (
+            True
+            if literal_bool(nb[0]) is True or nb[1].all(lambda a: isinstance(a, Const) and a.value is True)
+            else None
+        )
         source = _contents(given[1], MAX_CONTAINER_DEPTH)
         copy = Copy(node, effect.method, True, given[0], source, None, non_blocking, nb[0], "h2d", device[0], self.func)
         self.facts.add_copy(copy)
         return moved
 
-    def not_a_copy(self, node: ast.Call, effect: CopiesTo, receiver: Value, positional: Sequence[Tuple[ast.expr, Value]], args: Arguments, state: State) -> Value:
+    def not_a_copy(
+        self,
+        node: ast.Call,
+        effect: CopiesTo,
+        receiver: Value,
+        positional: Sequence[Tuple[ast.expr, Value]],
+        args: Arguments,
+        state: State,
+    ) -> Value:
         """What a sink's call returns where its parts cannot be placed (``copy_(*args)``):
         ``copy_`` its receiver, the others what they return whatever the flag."""
         if effect.method == "copy_":
@@ -1088,7 +1197,11 @@ class Calls(Expressions):
             return "none", None, self.conversion(source, node, state, True)
         if target == CPU:
             moved = self.to_cpu_result(node, source, non_blocking, state)
-            return ("h2h" if source.all(lambda a: isinstance(a, Tensor) and a.device == CPU) else "d2h"), device[0], moved
+            return (
+                ("h2h" if source.all(lambda a: isinstance(a, Tensor) and a.device == CPU) else "d2h"),
+                device[0],
+                moved,
+            )
         if target == "meta":
             return "none", device[0], Value((Tensor(ANY_DEVICE),))
         return "h2d", device[0], Value((Tensor(ACCEL if target == ACCEL else ANY_DEVICE),))
@@ -1132,20 +1245,52 @@ class Calls(Expressions):
                 return Value((a,))
             if non_blocking is True:
                 step = self.step("made", node, f"`{self.short(node)}` is on the CPU")
-                return Value((Tensor(CPU, PINNED, DENSE, Origin(node, None, self.src, self.short(node), "<to-cpu>"), route=(step, None)),))
+                return Value(
+                    (
+                        Tensor(
+                            CPU,
+                            PINNED,
+                            DENSE,
+                            Origin(node, None, self.src, self.short(node), "<to-cpu>"),
+                            route=(step, None),
+                        ),
+                    )
+                )
             step = self.step("made", node, f"`{self.short(node)}` is on the CPU")
-            return Value((Tensor(CPU, ANY_MEMORY, DENSE, Origin(node, None, self.src, self.short(node), "<to-cpu>"), route=(step, None)),))
+            return Value(
+                (
+                    Tensor(
+                        CPU,
+                        ANY_MEMORY,
+                        DENSE,
+                        Origin(node, None, self.src, self.short(node), "<to-cpu>"),
+                        route=(step, None),
+                    ),
+                )
+            )
 
         if non_blocking is not True:
             self.synchronized(state)
         return source.map(each)
 
-    def pending_copy(self, node: ast.Call, copy: Copy, source_node: ast.expr, destination: Optional[Value], result: Value, state: State) -> Value:
+    def pending_copy(
+        self,
+        node: ast.Call,
+        copy: Copy,
+        source_node: ast.expr,
+        destination: Optional[Value],
+        result: Value,
+        state: State,
+    ) -> Value:
         """A non_blocking device-to-host copy: its destination is pending until a wait."""
         pending = list(state.get(PENDING) or EMPTY)
         if copy.method == "copy_":
             assert destination is not None
-            targets = [t for t in destination.tensors if t.device == CPU and t.memory == PAGEABLE and t.origin is not None and t.pending is None]
+            targets = [
+                t
+                for t in destination.tensors
+                if t.device == CPU and t.memory == PAGEABLE and t.origin is not None and t.pending is None
+            ]
             root = node.func.value if isinstance(node.func, ast.Attribute) else None
             while isinstance(root, (ast.Subscript, ast.Attribute)):
                 root = root.value
@@ -1164,7 +1309,9 @@ def collated(tensors: Value, node: ast.AST) -> Value:
     """What holds ``tensors`` in a structure pinfix cannot see (a collated batch, a
     checkpoint): a tensor, or a tuple, list or dict (read by key or attribute) of them,
     two levels deep: unpacking, indexing, ``.items()`` and ``.values()`` reach them."""
-    inner = join(tensors, Value((Seq("list", None, tensors, node),)), Value((DictAtom((), tensors, node, record=True),)))
+    inner = join(
+        tensors, Value((Seq("list", None, tensors, node),)), Value((DictAtom((), tensors, node, record=True),))
+    )
     return join(tensors, Value((Seq("tuple", None, inner, node),)), Value((DictAtom((), inner, node, record=True),)))
 
 
@@ -1202,7 +1349,9 @@ def _plain_dict_names(func: ast.AST, local: FrozenSet[str]) -> FrozenSet[str]:
     ok: dict[str, bool] = {}
     body = getattr(func, "body", [])
     # (node, parent, inside a nested scope), walked without recursion: one visit per node.
-    stack: list[Tuple[ast.AST, Optional[ast.AST], bool]] = [(stmt, None, False) for stmt in (body if isinstance(body, list) else [body])]
+    stack: list[Tuple[ast.AST, Optional[ast.AST], bool]] = [
+        (stmt, None, False) for stmt in (body if isinstance(body, list) else [body])
+    ]
     while stack:
         node, parent, nested = stack.pop()
         if isinstance(node, ast.Name) and node.id in local:
@@ -1281,7 +1430,9 @@ def _to_positional_non_blocking(positional: Sequence[Tuple[ast.expr, Value]]) ->
         return positional[2]
     if len(positional) > 1 and literal_bool(positional[1][0]) is not None:
         first_node, first = positional[0]
-        if first.any(lambda a: isinstance(a, (Tensor, DType))) or (first.unknown and _by_spelling(first_node) == "dtype"):
+        if first.any(lambda a: isinstance(a, (Tensor, DType))) or (
+            first.unknown and _by_spelling(first_node) == "dtype"
+        ):
             return positional[1]
         if first.unknown and not _device_like(first_node):
             return positional[1]  # `.to(other, True)`: another tensor

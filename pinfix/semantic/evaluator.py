@@ -120,7 +120,9 @@ def annotation_value(annotation: Optional[ast.expr]) -> Optional[Value]:
         if outer in _LISTS:
             inner = node.slice
             items = list(inner.elts) if isinstance(inner, ast.Tuple) else [inner]
-            host = all(last_name(i) in _HOST_ITEMS or (isinstance(i, ast.Constant) and i.value is Ellipsis) for i in items)
+            host = all(
+                last_name(i) in _HOST_ITEMS or (isinstance(i, ast.Constant) and i.value is Ellipsis) for i in items
+            )
             elements = Value((Host(),)) if host else unknown("is an item of a parameter")
             return Value((Seq("list" if outer not in ("tuple", "Tuple") else "tuple", None, elements),))
         if outer in ("NDArray",):
@@ -137,5 +139,3 @@ def annotation_value(annotation: Optional[ast.expr]) -> Optional[Value]:
     if name == "device":
         return Value((Device(ANY_DEVICE),))
     return None
-
-

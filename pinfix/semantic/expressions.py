@@ -13,7 +13,15 @@ import ast
 from fnmatch import fnmatchcase
 from typing import Any, Callable, List, Optional, Tuple
 
-from ..effects import CPU_DEVICE_TYPES, NO_DATA_DEVICE_TYPES, TENSOR_ATTRIBUTES, TENSOR_METHODS, Metadata, ReadsOnHost, View
+from ..effects import (
+    CPU_DEVICE_TYPES,
+    NO_DATA_DEVICE_TYPES,
+    TENSOR_ATTRIBUTES,
+    TENSOR_METHODS,
+    Metadata,
+    ReadsOnHost,
+    View,
+)
 from . import narrowing
 from .facts import FunctionFacts, HostRead
 from .scope import COMPREHENSIONS, FunctionInfo, ModuleInfo, target_names
@@ -110,7 +118,16 @@ class Expressions:
     def short(self, node: ast.AST, limit: int = 60) -> str:
         return self.src.short(node, limit)
 
-    def made(self, node: ast.AST, effect: Any, qualified: str, label: str, explicit: bool = False, scalar: bool = False, data: Any = None) -> Tensor:
+    def made(
+        self,
+        node: ast.AST,
+        effect: Any,
+        qualified: str,
+        label: str,
+        explicit: bool = False,
+        scalar: bool = False,
+        data: Any = None,
+    ) -> Tensor:
         """A fresh pageable CPU tensor made at ``node``."""
         step = self.step("made", node, f"`{self.short(node)}` makes a pageable CPU tensor")
         origin = Origin(node, effect, self.src, label, qualified, data)
@@ -118,13 +135,26 @@ class Expressions:
 
     def pinned(self, node: ast.AST, effect: Any, what: str, qualified: str = "") -> Tensor:
         step = self.step("pinned", node, f"`{self.short(node)}` {what}")
-        return Tensor(CPU, PINNED, DENSE, Origin(node, effect, self.src, self.short(node), qualified), route=(step, None))
+        return Tensor(
+            CPU, PINNED, DENSE, Origin(node, effect, self.src, self.short(node), qualified), route=(step, None)
+        )
 
-    def computed(self, node: ast.AST, inner: Tensor, qualified: str, label: str, what: str, effect: Any = None, scalar: bool = False) -> Tensor:
+    def computed(
+        self,
+        node: ast.AST,
+        inner: Tensor,
+        qualified: str,
+        label: str,
+        what: str,
+        effect: Any = None,
+        scalar: bool = False,
+    ) -> Tensor:
         """A fresh pageable tensor computed on the CPU from ``inner``'s tensor."""
         step = self.step("computed", node, f"`{self.short(node)}` {what}: a fresh pageable CPU tensor")
         origin = Origin(node, effect, self.src, label, qualified)
-        return Tensor(CPU, PAGEABLE, DENSE, origin, scalar=scalar, route=(step, inner.route), via=inner.via, cond=inner.cond)
+        return Tensor(
+            CPU, PAGEABLE, DENSE, origin, scalar=scalar, route=(step, inner.route), via=inner.via, cond=inner.cond
+        )
 
     # --- dispatch ------------------------------------------------------------------------
 
@@ -160,7 +190,10 @@ class Expressions:
             found = state.get(name)
             if found is None or not found:
                 return unknown(f"`{name}` is not bound on every way here", node)
-            if any(isinstance(a, Seq) and a.elements.unknown is not None and a.elements.unknown.why == ITEM_OF_PARAMETER for a in found):
+            if any(
+                isinstance(a, Seq) and a.elements.unknown is not None and a.elements.unknown.why == ITEM_OF_PARAMETER
+                for a in found
+            ):
                 found = found.map(lambda a: self.items_of_parameter(a, name) if isinstance(a, Seq) else None)
             return self.by_name(found, name, node)
         found = state.get(name)
@@ -182,7 +215,11 @@ class Expressions:
         if found.tensors:
             # Made in another scope: the finding names where, and fixes it there.
             step = self.step("read", node, f"{where} name `{name}`")
-            found = found.map(lambda a: Value((a.evolve(route=(step, a.route), via=a.via or step),)) if isinstance(a, Tensor) else None)
+            found = found.map(
+                lambda a: (
+                    Value((a.evolve(route=(step, a.route), via=a.via or step),)) if isinstance(a, Tensor) else None
+                )
+            )
         return self.by_name(found, name, node)
 
     def items_of_parameter(self, seq: Seq, name: str) -> Optional[Value]:
@@ -191,7 +228,9 @@ class Expressions:
         if not any(p.name == name for p in self.func.params):
             return None
         named = Unknown(f"is an item of the parameter `{name}`")
-        elements = seq.elements.map(lambda a: Value((named,)) if isinstance(a, Unknown) and a.why == ITEM_OF_PARAMETER else None)
+        elements = seq.elements.map(
+            lambda a: Value((named,)) if isinstance(a, Unknown) and a.why == ITEM_OF_PARAMETER else None
+        )
         return Value((Seq(seq.kind, seq.items, elements, seq.site),))
 
     def by_name(self, value: Value, name: str, node: ast.AST) -> Value:
@@ -200,7 +239,9 @@ class Expressions:
         if not patterns or not value.unknown or not any(fnmatchcase(name, p) for p in patterns):
             return value
         step = self.step("named", node, f"`{self.short(node)}` is a CPU tensor by its name")
-        tensor = Tensor(CPU, ANY_MEMORY, DENSE, Origin(node, None, self.src, self.short(node), BY_NAME), route=(step, None))
+        tensor = Tensor(
+            CPU, ANY_MEMORY, DENSE, Origin(node, None, self.src, self.short(node), BY_NAME), route=(step, None)
+        )
         return join(Value(tuple(a for a in value if not isinstance(a, Unknown))), Value((tensor,)))
 
     # --- attributes ---------------------------------------------------------------------------
@@ -319,10 +360,16 @@ class Expressions:
             if element.value is None or element.value is Ellipsis:
                 return "none", None
             return "other", None
-        if isinstance(element, ast.UnaryOp) and isinstance(element.op, ast.USub) and isinstance(element.operand, ast.Constant):
+        if (
+            isinstance(element, ast.UnaryOp)
+            and isinstance(element.op, ast.USub)
+            and isinstance(element.operand, ast.Constant)
+        ):
             return "int", None
         value = self.eval(element, state)
-        if isinstance(element, ast.Compare) and not any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in element.ops):
+        if isinstance(element, ast.Compare) and not any(
+            isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in element.ops
+        ):
             return "gather", value  # a boolean mask
         if value.all(lambda a: isinstance(a, SliceAtom)):
             return "slice", value
@@ -332,7 +379,9 @@ class Expressions:
             return "int", value
         return "other", value
 
-    def item_of(self, atom: Any, node: ast.Subscript, elements: List[ast.AST], kinds: List[Tuple[str, Optional[Value]]]) -> Value:
+    def item_of(
+        self, atom: Any, node: ast.Subscript, elements: List[ast.AST], kinds: List[Tuple[str, Optional[Value]]]
+    ) -> Value:
         if isinstance(atom, Opened) and atom.sliced:
             # `f.get_slice(name)[:, :k]`: the part read afresh from the file.
             step = self.step("read", node, f"`{self.short(node, 40)}` reads part of a tensor from the file")
@@ -376,7 +425,9 @@ class Expressions:
         if any(k == "gather" for k, _ in kinds):
             if atom.device != CPU:
                 return Value((Tensor(atom.device, origin=atom.origin, route=atom.route, via=atom.via),))
-            gathered = self.computed(node, atom, GATHER, "the result of advanced indexing", "gathers (advanced indexing)")
+            gathered = self.computed(
+                node, atom, GATHER, "the result of advanced indexing", "gathers (advanced indexing)"
+            )
             return Value((gathered,))
         if layout == "unknown":
             if atom.device != CPU:
@@ -386,10 +437,21 @@ class Expressions:
             return unknown(f"`{self.short(node)}` may be a view or a fresh tensor", node)
         if layout == GAPPED and atom.device == CPU and atom.memory != PAGEABLE:
             step = self.step("gapped", node, f"`{self.short(node)}` is a gapped view")
-            return Value((atom.evolve(layout=GAPPED, gapped=atom.gapped or self.short(node, 80), scalar=scalar, route=(step, atom.route)),))
+            return Value(
+                (
+                    atom.evolve(
+                        layout=GAPPED,
+                        gapped=atom.gapped or self.short(node, 80),
+                        scalar=scalar,
+                        route=(step, atom.route),
+                    ),
+                )
+            )
         if layout == GAPPED and atom.device == CPU:
             step = self.step("gapped", node, f"`{self.short(node)}` is a gapped view")
-            return Value((atom.evolve(gapped=atom.gapped or self.short(node, 80), scalar=scalar, route=(step, atom.route)),))
+            return Value(
+                (atom.evolve(gapped=atom.gapped or self.short(node, 80), scalar=scalar, route=(step, atom.route)),)
+            )
         return Value((atom.evolve(scalar=scalar),)) if scalar != atom.scalar else Value((atom,))
 
     def maybe_gapped(self, atom: Tensor, node: ast.AST) -> Value:
@@ -397,7 +459,9 @@ class Expressions:
         if atom.device != CPU or atom.memory != PINNED:
             return Value((atom,))
         step = self.step("gapped", node, f"`{self.short(node)}` may be a non-dense view")
-        return Value((atom.evolve(layout=GAPPED, gapped=atom.gapped or self.short(node, 80), route=(step, atom.route)),))
+        return Value(
+            (atom.evolve(layout=GAPPED, gapped=atom.gapped or self.short(node, 80), route=(step, atom.route)),)
+        )
 
     # --- displays ------------------------------------------------------------------------------
 
@@ -464,7 +528,11 @@ class Expressions:
                 narrowing.narrow(self, cond, True, inner)
         if inner.dead:
             # No item passes the comprehension's tests where any copy of ours runs.
-            result = Value((DictAtom((), EMPTY, node),)) if isinstance(node, ast.DictComp) else Value((Seq("list" if not isinstance(node, ast.SetComp) else "set", (), EMPTY, node),))
+            result = (
+                Value((DictAtom((), EMPTY, node),))
+                if isinstance(node, ast.DictComp)
+                else Value((Seq("list" if not isinstance(node, ast.SetComp) else "set", (), EMPTY, node),))
+            )
         elif isinstance(node, ast.DictComp):
             self.eval(node.key, inner)
             value = self.eval(node.value, inner)
@@ -483,9 +551,14 @@ class Expressions:
 
     @staticmethod
     def walrus_target(node: ast.AST, name: str) -> bool:
-        return any(isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name) and n.target.id == name for n in ast.walk(node))
+        return any(
+            isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name) and n.target.id == name
+            for n in ast.walk(node)
+        )
 
-    def bind_target(self, target: ast.AST, value: Value, state: State, node: ast.AST, comprehension: bool = False) -> None:
+    def bind_target(
+        self, target: ast.AST, value: Value, state: State, node: ast.AST, comprehension: bool = False
+    ) -> None:
         """Bind a comprehension's (or a ``for``'s) target; overridden by :mod:`.flow` for statements."""
         for name in target_names(target):
             state.set(name, value if isinstance(target, ast.Name) else unknown(node=node))
@@ -551,12 +624,26 @@ class Expressions:
             if any(o.any(lambda a: isinstance(a, Array)) for o in operands):
                 return Value((Array(),))
             seqs = [a for o in operands for a in o.only(Seq)]
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and seqs and len(seqs) == len([a for o in operands for a in o]):
+            if (
+                isinstance(node, ast.BinOp)
+                and isinstance(node.op, ast.Add)
+                and seqs
+                and len(seqs) == len([a for o in operands for a in o])
+            ):
                 return Value((Seq(seqs[0].kind, None, join(*(s.elements for s in seqs)), seqs[0].site),))
             return unknown(node=node)
         return self.tensor_result(node, operands, ARITHMETIC, "the result of arithmetic", "computes a fresh tensor")
 
-    def tensor_result(self, node: ast.AST, operands: List[Value], qualified: str, label: str, what: str, effect: Any = None, scalar: bool = False) -> Value:
+    def tensor_result(
+        self,
+        node: ast.AST,
+        operands: List[Value],
+        qualified: str,
+        label: str,
+        what: str,
+        effect: Any = None,
+        scalar: bool = False,
+    ) -> Value:
         """The device of a result computed from ``operands``: CPU when a CPU input
         that is not 0-dim (or every input a CPU tensor or number) says so."""
         out: List[Value] = []
@@ -595,8 +682,20 @@ class Expressions:
 
     def conditional(self, first: Value, second: Value, test: str) -> Value:
         """The join of two arms, each tensor marked with the condition it needs (where it is one arm's only)."""
-        marked_first = first.map(lambda a: Value((a.evolve(cond=f"`{test}` is true"),)) if isinstance(a, Tensor) and a.cond is None and a.key not in second.keys else None)
-        marked_second = second.map(lambda a: Value((a.evolve(cond=f"`{test}` is false"),)) if isinstance(a, Tensor) and a.cond is None and a.key not in first.keys else None)
+        marked_first = first.map(
+            lambda a: (
+                Value((a.evolve(cond=f"`{test}` is true"),))
+                if isinstance(a, Tensor) and a.cond is None and a.key not in second.keys
+                else None
+            )
+        )
+        marked_second = second.map(
+            lambda a: (
+                Value((a.evolve(cond=f"`{test}` is false"),))
+                if isinstance(a, Tensor) and a.cond is None and a.key not in first.keys
+                else None
+            )
+        )
         return join(marked_first, marked_second)
 
     # --- the rest ------------------------------------------------------------------------------------
@@ -616,7 +715,9 @@ class Expressions:
 
         info = self.module.functions.get(id(node))
         if info is None:
-            info = self.module.functions[id(node)] = FunctionInfo(node, self.module, self.func, None, self.func.qualname + ".<lambda>")
+            info = self.module.functions[id(node)] = FunctionInfo(
+                node, self.module, self.func, None, self.func.qualname + ".<lambda>"
+            )
         self.evaluate_nested(info)
         return Value((Func(info),))
 
@@ -687,7 +788,12 @@ class Expressions:
 def _int_value(node: ast.AST) -> Optional[int]:
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
         return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, int):
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and isinstance(node.operand.value, int)
+    ):
         return -node.operand.value
     return None
 

@@ -18,9 +18,10 @@ import copy
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from .aliasing import Hazard, MemoryWrites
-from .scope import FunctionInfo, ModuleInfo, binds, enclosing_loops, iter_nodes
+
 # What rules read of the source besides the facts (re-exported: rules import only facts and values).
 from .modules import is_demo_of as is_demo_of
+from .scope import FunctionInfo, ModuleInfo, binds, enclosing_loops, iter_nodes
 from .source import SourceText
 from .source import same_source as same_source
 from .values import ANY_DEVICE, CPU, Pending, Step, Tensor, Value, join
@@ -277,7 +278,9 @@ def _blocks_around(body: Sequence[ast.AST], node: ast.AST) -> List[Tuple[Sequenc
     return out
 
 
-def _swept_into(node: Any, starts: List[Tuple[int, int]], statements: Sequence[ast.AST], cursors: List[int], k: int) -> bool:
+def _swept_into(
+    node: Any, starts: List[Tuple[int, int]], statements: Sequence[ast.AST], cursors: List[int], k: int
+) -> bool:
     """Whether ``node`` lies within one of ``statements`` (in written order, ``starts``
     their positions), for nodes asked in written order: ``cursors[k]`` is the first
     statement that may hold the next one."""

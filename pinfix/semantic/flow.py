@@ -53,7 +53,19 @@ MAX_ROUNDS = 6
 BUDGET_PER_STATEMENT = 24
 #: Decorators that leave a function callable as written.
 TRANSPARENT_DECORATORS = frozenset(
-    {"staticmethod", "classmethod", "property", "lru_cache", "cache", "cached_property", "wraps", "no_grad", "inference_mode", "override", "abstractmethod"}
+    {
+        "staticmethod",
+        "classmethod",
+        "property",
+        "lru_cache",
+        "cache",
+        "cached_property",
+        "wraps",
+        "no_grad",
+        "inference_mode",
+        "override",
+        "abstractmethod",
+    }
 )
 
 
@@ -218,7 +230,9 @@ class Flow(Calls):
         state.set(name, mark(self.fallback_value(name, value), step))
         self.forget_paths(name, state)
 
-    def bind_target(self, target: ast.AST, value: Value, state: State, node: ast.AST, comprehension: bool = False) -> None:
+    def bind_target(
+        self, target: ast.AST, value: Value, state: State, node: ast.AST, comprehension: bool = False
+    ) -> None:
         if comprehension:
             # A comprehension's own variables: not the function's names.
             for name, item in _unpacked(target, value, self, node):
@@ -290,7 +304,9 @@ class Flow(Calls):
         self.run_block(node.orelse, orelse)
         self.join_branches(state, then, orelse, self.short(node.test, 40), node.test)
 
-    def join_branches(self, state: State, then: State, orelse: State, test: str, test_node: Optional[ast.AST] = None) -> None:
+    def join_branches(
+        self, state: State, then: State, orelse: State, test: str, test_node: Optional[ast.AST] = None
+    ) -> None:
         """Join two branches, marking the tensors only one branch makes with its condition
         (``test_node``: the test whose word on where a value is ends here)."""
         tested = {id(n) for n in ast.walk(test_node)} if test_node is not None else set()
@@ -408,7 +424,11 @@ class Flow(Calls):
                 state.set(DEFAULT_DEVICE, context)
             if item.optional_vars is not None:
                 # An open file of tensors enters as itself (`with safe_open(...) as f:`).
-                entered = context if context and context.all(lambda a: isinstance(a, Opened)) else unknown("is bound by a `with`", item.optional_vars)
+                entered = (
+                    context
+                    if context and context.all(lambda a: isinstance(a, Opened))
+                    else unknown("is bound by a `with`", item.optional_vars)
+                )
                 self.assign(item.optional_vars, entered, state, node)
         self.run_block(node.body, state)
         if before is not None:
@@ -462,7 +482,9 @@ class Flow(Calls):
         if not self.fallbacks or name not in self.fallbacks[-1]:
             return value
         pinned = self.fallbacks[-1][name]
-        return value.map(lambda a: pinned if isinstance(a, Tensor) and a.device == CPU and a.memory == PAGEABLE else None)
+        return value.map(
+            lambda a: pinned if isinstance(a, Tensor) and a.device == CPU and a.memory == PAGEABLE else None
+        )
 
     def fallback_names(self, handler: Any, entry: State, recorder: Dict[str, Value]) -> Dict[str, Value]:
         """A handler of what a failed pinned allocation raises (``except RuntimeError``,
@@ -473,13 +495,16 @@ class Flow(Calls):
         pinned = {
             name: Value(tuple(t for t in value.tensors if t.device == CPU and t.memory == PINNED))
             for name, value in recorder.items()
-            if (name == RETURNED or not name.startswith("#")) and value.any(lambda a: isinstance(a, Tensor) and a.device == CPU and a.memory == PINNED)
+            if (name == RETURNED or not name.startswith("#"))
+            and value.any(lambda a: isinstance(a, Tensor) and a.device == CPU and a.memory == PINNED)
         }
         if not pinned:
             return {}
         if handler.type is not None:
             caught = self.eval(handler.type, entry)
-            names = {a.name for a in caught.only(Ref)} | {a.name for s in caught.only(Seq) for a in s.elements.only(Ref)}
+            names = {a.name for a in caught.only(Ref)} | {
+                a.name for s in caught.only(Seq) for a in s.elements.only(Ref)
+            }
             if not names & ALLOCATION_ERRORS:
                 return {}
         return pinned
@@ -492,7 +517,11 @@ class Flow(Calls):
             branch = state.fork()
             for name in sorted(_capture_names(case.pattern)):
                 if name in self.func.locals:
-                    captured = subject if isinstance(case.pattern, ast.MatchAs) and case.pattern.pattern is None else unknown("is captured by a `match` pattern", case.pattern)
+                    captured = (
+                        subject
+                        if isinstance(case.pattern, ast.MatchAs) and case.pattern.pattern is None
+                        else unknown("is captured by a `match` pattern", case.pattern)
+                    )
                     branch.set(name, captured)
             if case.guard is not None:
                 guard = self.eval(case.guard, branch)
@@ -518,21 +547,39 @@ def _assigned_names(body: Sequence[ast.AST]) -> Set[str]:
         for node in iter_nodes(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 out.add(node.id)
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name):
+            elif (
+                isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name)
+            ):
                 out.add(f"{node.value.id}.{node.attr}")
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+            ):
                 out.add(node.func.value.id)  # `xs.append(...)` changes what `xs` holds
     return out
 
 
 def _mark(value: Value, other: Value, cond: str) -> Value:
-    return value.map(lambda a: Value((a.evolve(cond=cond),)) if isinstance(a, Tensor) and a.cond is None and a.key not in other.keys else None)
+    return value.map(
+        lambda a: (
+            Value((a.evolve(cond=cond),))
+            if isinstance(a, Tensor) and a.cond is None and a.key not in other.keys
+            else None
+        )
+    )
 
 
 def _capture_names(pattern: ast.AST) -> Set[str]:
     out = set()
     for node in ast.walk(pattern):
-        name = getattr(node, "name", None) if type(node).__name__ in ("MatchAs", "MatchStar") else getattr(node, "rest", None) if type(node).__name__ == "MatchMapping" else None
+        name = (
+            getattr(node, "name", None)
+            if type(node).__name__ in ("MatchAs", "MatchStar")
+            else getattr(node, "rest", None)
+            if type(node).__name__ == "MatchMapping"
+            else None
+        )
         if name:
             out.add(name)
     return out
@@ -567,7 +614,10 @@ def _parts(target: Any, value: Value, ev: Flow, node: ast.AST) -> List[Any]:
         else:
             for i in range(len(elts)):
                 per[i].append(unknown(node=node))
-    return [(e.value if isinstance(e, ast.Starred) else e, join(*vs) if vs else unknown(node=node)) for e, vs in zip(elts, per)]
+    return [
+        (e.value if isinstance(e, ast.Starred) else e, join(*vs) if vs else unknown(node=node))
+        for e, vs in zip(elts, per)
+    ]
 
 
 def _unpacked(target: ast.AST, value: Value, ev: Flow, node: ast.AST) -> List[Any]:

@@ -165,11 +165,21 @@ def _refine(ev: Any, test: ast.AST, truth: bool, state: State, leaves: List[int]
     fact = memory_test(test)
     if fact is not None:
         return _memory(ev, test, fact, truth, state)
-    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in ("isinstance", "hasattr") and len(test.args) == 2 and not test.keywords:
+    if (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id in ("isinstance", "hasattr")
+        and len(test.args) == 2
+        and not test.keywords
+    ):
         if test.func.id == "isinstance":
             return _class_test(ev, test.args[0], test.args[1], truth, False, state)
         return _hasattr(ev, test.args[0], test.args[1], truth, state)
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq))
+    ):
         holds = truth == isinstance(test.ops[0], (ast.Is, ast.Eq))
         left, right = test.left, test.comparators[0]
         if isinstance(left, ast.Constant) and left.value is None:
@@ -177,7 +187,12 @@ def _refine(ev: Any, test: ast.AST, truth: bool, state: State, leaves: List[int]
         if isinstance(right, ast.Constant) and right.value is None and isinstance(test.ops[0], (ast.Is, ast.IsNot)):
             return _keep(ev, left, state, lambda a: _is_none(a) if holds else _not_none(a))
         for one, other in ((left, right), (right, left)):
-            if isinstance(one, ast.Call) and isinstance(one.func, ast.Name) and one.func.id == "type" and len(one.args) == 1:
+            if (
+                isinstance(one, ast.Call)
+                and isinstance(one.func, ast.Name)
+                and one.func.id == "type"
+                and len(one.args) == 1
+            ):
                 return _class_test(ev, one.args[0], other, holds, True, state)
     settled = truth_of(ev, test, state)
     if settled is not None:
@@ -234,7 +249,10 @@ def truth_of(ev: Any, test: ast.AST, state: State) -> Optional[bool]:
     if isinstance(test, ast.Constant):
         return bool(test.value)
     simple = isinstance(test, (ast.Name, ast.Attribute)) or (
-        isinstance(test, ast.Call) and not test.args and not test.keywords and isinstance(test.func, (ast.Name, ast.Attribute))
+        isinstance(test, ast.Call)
+        and not test.args
+        and not test.keywords
+        and isinstance(test.func, (ast.Name, ast.Attribute))
     )
     if not simple:
         return None
@@ -266,7 +284,13 @@ def memory_test(test: ast.AST) -> Optional[Tuple[ast.AST, str, bool]]:
     """``(subject, kind, holds)`` for a test of a tensor's memory: kind ``"pinned"``
     (``t.is_pinned()``) or ``"cpu"`` (``t.is_cpu``, ``t.is_cuda``, ``t.device.type == "cpu"``),
     ``holds``: what the test being true says."""
-    if isinstance(test, ast.Call) and not test.args and not test.keywords and isinstance(test.func, ast.Attribute) and test.func.attr == "is_pinned":
+    if (
+        isinstance(test, ast.Call)
+        and not test.args
+        and not test.keywords
+        and isinstance(test.func, ast.Attribute)
+        and test.func.attr == "is_pinned"
+    ):
         return test.func.value, "pinned", True
     if isinstance(test, ast.Attribute):
         if test.attr == "is_cpu":
@@ -274,13 +298,22 @@ def memory_test(test: ast.AST) -> Optional[Tuple[ast.AST, str, bool]]:
         if test.attr in _ACCEL_FLAGS:
             return test.value, "cpu", False
         return None
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot))
+    ):
         left, right = test.left, test.comparators[0]
         if isinstance(left, ast.Constant):
             left, right = right, left
         if not (isinstance(right, ast.Constant) and isinstance(right.value, str)):
             return None
-        if not (isinstance(left, ast.Attribute) and left.attr == "type" and isinstance(left.value, ast.Attribute) and left.value.attr == "device"):
+        if not (
+            isinstance(left, ast.Attribute)
+            and left.attr == "type"
+            and isinstance(left.value, ast.Attribute)
+            and left.value.attr == "device"
+        ):
             return None
         equal = isinstance(test.ops[0], (ast.Eq, ast.Is))
         if right.value == "cpu":
@@ -298,17 +331,28 @@ def _memory(ev: Any, test: ast.AST, fact: Tuple[ast.AST, str, bool], truth: bool
     if name is None or not value:
         return NOTHING
     if kind == "pinned" and holds:
-        narrowed = value.map(lambda a: Value((a.evolve(device=CPU, memory=PINNED),)) if isinstance(a, Tensor) and a.device != ACCEL else None)
+        narrowed = value.map(
+            lambda a: (
+                Value((a.evolve(device=CPU, memory=PINNED),)) if isinstance(a, Tensor) and a.device != ACCEL else None
+            )
+        )
     elif kind == "cpu" and not holds:
-        narrowed = value.map(lambda a: Value((a.evolve(device=ACCEL),)) if isinstance(a, Tensor) and a.device != ACCEL else None)
+        narrowed = value.map(
+            lambda a: Value((a.evolve(device=ACCEL),)) if isinstance(a, Tensor) and a.device != ACCEL else None
+        )
     elif kind == "cpu":
         # A test that names the CPU (``t.is_cpu``, ``t.device.type == "cpu"``; not one that
         # only denies an accelerator) also makes a value pinfix could not follow a CPU tensor:
         # its memory stays unknown, but what is computed from it is fresh host memory.
         names = _names_cpu(test)
         narrowed = value.map(
-            lambda a: Value((a.evolve(device=CPU),)) if isinstance(a, Tensor) and a.device == ANY_DEVICE
-            else tested_cpu(ev, subject, a) if names and isinstance(a, Unknown) else None
+            lambda a: (
+                Value((a.evolve(device=CPU),))
+                if isinstance(a, Tensor) and a.device == ANY_DEVICE
+                else tested_cpu(ev, subject, a)
+                if names and isinstance(a, Unknown)
+                else None
+            )
         )
     else:
         return NOTHING
@@ -345,8 +389,11 @@ def ended(value: Optional[Value], other: Optional[Value], tested: Set[int]) -> O
 
     def ends(a: Any) -> bool:
         return (
-            isinstance(a, Tensor) and a.origin is not None and a.origin.qualified == BY_TEST
-            and id(a.origin.node) in tested and a.key not in kept
+            isinstance(a, Tensor)
+            and a.origin is not None
+            and a.origin.qualified == BY_TEST
+            and id(a.origin.node) in tested
+            and a.key not in kept
         )
 
     if not any(ends(a) for a in value):
@@ -571,4 +618,3 @@ __all__ = [
     "remember_path",
     "tested_cpu",
 ]
-

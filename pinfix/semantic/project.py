@@ -204,7 +204,9 @@ class Project:
             self.work_left = budget  # each function's question, a budget of its own
             facts = self.facts(func, RETURNS)
             returned = facts.returns if facts is not None else None
-            if returned and all(isinstance(a, Tensor) and a.device == CPU and a.memory == PINNED and a.layout == DENSE for a in returned):
+            if returned and all(
+                isinstance(a, Tensor) and a.device == CPU and a.memory == PINNED and a.layout == DENSE for a in returned
+            ):
                 found.append((func, returned))
         return found
 
@@ -329,7 +331,9 @@ class Project:
             method = self.method(atom.info, attr)
             if method is not None:
                 return Value((Func(method),))
-            return self.attribute(atom.info, attr) or unknown(f"pinfix cannot see every assignment to `{atom.info.name}.{attr}`")
+            return self.attribute(atom.info, attr) or unknown(
+                f"pinfix cannot see every assignment to `{atom.info.name}.{attr}`"
+            )
         return unknown(f"`{attr}` of something pinfix cannot see")
 
     def class_expression(self, module: ModuleInfo, node: ast.AST) -> Optional[ClassInfo]:
@@ -408,7 +412,9 @@ class Project:
     def deeper(self) -> "_Deeper":
         return _Deeper(self)
 
-    def call(self, func: FunctionInfo, receiver: Optional[Value], args: Optional[Arguments], node: ast.AST) -> Optional[Value]:
+    def call(
+        self, func: FunctionInfo, receiver: Optional[Value], args: Optional[Arguments], node: ast.AST
+    ) -> Optional[Value]:
         """What ``func`` returns for these arguments (``None``: recursion, or too far
         from the copy to follow). Within :data:`CONTEXT_DEPTH` of the copy, ``func``
         is evaluated with the arguments the call gives it; further away with its own
@@ -510,7 +516,9 @@ class Project:
                 if args.starred or args.double_starred:  # `*a` or `**kw` may give it
                     given[name] = unknown(f"`{name}` may be given by `*` or `**` in `{cls.name}(...)`")
                 elif fields is None and args.positional:
-                    given[name] = unknown(f"`{name}` may be given by a positional argument of `{cls.name}(...)` (a base pinfix cannot see comes first)")
+                    given[name] = unknown(
+                        f"`{name}` may be given by a positional argument of `{cls.name}(...)` (a base pinfix cannot see comes first)"
+                    )
                 elif default is not None:
                     given[name] = _literal(default)
             return sorted(given.items())
@@ -552,7 +560,6 @@ class Project:
             else:
                 self._files = (roots, Corpus(entries))
         return self._files[1]
-
 
     def callers(self, func: FunctionInfo) -> Optional[List[FunctionInfo]]:
         """The project functions whose text calls ``func`` by its name (``None``: too
@@ -613,7 +620,9 @@ class Project:
         callers = self.callers(func)
         out: Dict[str, List[Value]] = {n: [] for n in names}
         for caller, call, given in self.call_sites(func):
-            where = Step("argument", call, f"the argument given to `{func.name}()` in `{caller.name}`", caller.module.src)
+            where = Step(
+                "argument", call, f"the argument given to `{func.name}()` in `{caller.name}`", caller.module.src
+            )
             for name in names:
                 if name in given:
                     out[name].append(mark(given[name], where, via=True))
@@ -647,7 +656,11 @@ class Project:
         given = self.from_callers(func, wanted) if wanted else {}
         given = {n: v for n, v in given.items() if v.any(lambda a: not isinstance(a, Unknown))}
         # A number or a flag a caller passes decides no tensor's memory here: not worth an evaluation.
-        given = {n: v for n, v in given.items() if n not in shaping or v.any(lambda a: not isinstance(a, (Unknown, Const, NoneValue)))}
+        given = {
+            n: v
+            for n, v in given.items()
+            if n not in shaping or v.any(lambda a: not isinstance(a, (Unknown, Const, NoneValue)))
+        }
         refined = facts
         if given:
             key = ("refined", id(func.node), purpose, tuple(sorted((n, v.keys) for n, v in given.items())), self.left)
@@ -673,9 +686,15 @@ class Project:
             return set()
         relevant = self.slice(func, ("copies", frozenset(lines)))
         me = func.self_name
-        return {p.name for p in func.params if p.kind not in ("vararg", "kwarg") and p.name != me and relevant.reads_name(p.name)}
+        return {
+            p.name
+            for p in func.params
+            if p.kind not in ("vararg", "kwarg") and p.name != me and relevant.reads_name(p.name)
+        }
 
-    def given_non_blocking(self, facts: FunctionFacts, flags: Dict[int, str], purpose: Optional[Purpose]) -> FunctionFacts:
+    def given_non_blocking(
+        self, facts: FunctionFacts, flags: Dict[int, str], purpose: Optional[Purpose]
+    ) -> FunctionFacts:
         """``facts`` with each copy whose ``non_blocking`` is the parameter ``flags[id(call)]``
         seen as the project's calls that pass ``True`` for it make it: one evaluation per
         such call, with everything that call gives (the copy's source joined over them)."""
@@ -693,7 +712,11 @@ class Project:
             for name in names:
                 if not (name in given and given[name].all(lambda a: isinstance(a, Const) and a.value is False)):
                     said_false[name] = False
-            passed = {name for name in names if name in given and given[name].all(lambda a: isinstance(a, Const) and a.value is True)}
+            passed = {
+                name
+                for name in names
+                if name in given and given[name].all(lambda a: isinstance(a, Const) and a.value is True)
+            }
             relayed = {}
             for name in names - passed:
                 up = self.relayed_true(caller, call, func, name)
@@ -702,7 +725,9 @@ class Project:
             passed |= set(relayed)
             if not passed:
                 continue
-            argument = Step("argument", call, f"the argument given to `{func.name}()` in `{caller.name}`", caller.module.src)
+            argument = Step(
+                "argument", call, f"the argument given to `{func.name}()` in `{caller.name}`", caller.module.src
+            )
             given = {name: mark(value, argument, via=True) for name, value in given.items()}
             given.update({name: Value((Const(True),)) for name in relayed})
             key = ("flagged", id(func.node), purpose, id(call), self.left)
@@ -713,7 +738,10 @@ class Project:
                 flag = flags.get(call_id)
                 if copy.non_blocking is not True or flag not in passed:
                     continue
-                given_copy = copy.given(relayed.get(flag) or Step("argument", call, f"`{caller.name}()` passes `{flag}=True`", caller.module.src))
+                given_copy = copy.given(
+                    relayed.get(flag)
+                    or Step("argument", call, f"`{caller.name}()` passes `{flag}=True`", caller.module.src)
+                )
                 known = seen.get(call_id)
                 if known is not None and (known.blocking or not given_copy.blocking):
                     known.merge(given_copy)  # the first call whose copy blocks names the way
@@ -723,20 +751,34 @@ class Project:
                     seen[call_id] = given_copy
         # A default of `True` is what a user of the function runs, unless every call the project
         # shows passes `False` (calls that leave it out pass the default: found above).
-        defaults = {p.name: p for p in func.params if p.name in names and isinstance(p.default, ast.Constant) and p.default.value is True}
+        defaults = {
+            p.name: p
+            for p in func.params
+            if p.name in names and isinstance(p.default, ast.Constant) and p.default.value is True
+        }
         defaulted = {name for name, p in defaults.items() if not (sites and said_false[name])}
         if defaulted and not any(flags.get(call_id) in defaulted for call_id in seen):
-            found = self.evaluated(self.refined, ("defaulted", id(func.node), purpose, self.left), func, self.parameters(func, None, None), purpose)
-            for call_id, copy in (found.copies.items() if found is not None else ()):
+            found = self.evaluated(
+                self.refined,
+                ("defaulted", id(func.node), purpose, self.left),
+                func,
+                self.parameters(func, None, None),
+                purpose,
+            )
+            for call_id, copy in found.copies.items() if found is not None else ():
                 flag = flags.get(call_id)
                 if copy.non_blocking is True and flag in defaulted and call_id not in seen:
                     default = defaults[flag].default
-                    seen[call_id] = copy.given(Step("default", default, f"`{flag}` is `True` by default in `{func.name}()`", func.module.src))
+                    seen[call_id] = copy.given(
+                        Step("default", default, f"`{flag}` is `True` by default in `{func.name}()`", func.module.src)
+                    )
         if not seen:
             return facts
         return facts.with_copies({**facts.copies, **seen})
 
-    def relayed_true(self, caller: FunctionInfo, call: ast.Call, func: FunctionInfo, name: str, hops: int = 0) -> Optional[Step]:
+    def relayed_true(
+        self, caller: FunctionInfo, call: ast.Call, func: FunctionInfo, name: str, hops: int = 0
+    ) -> Optional[Step]:
         """Where ``True`` comes from when ``call`` (in ``caller``) gives ``func``'s parameter
         ``name`` one of ``caller``'s own parameters, passed on unchanged: the call further up
         that gives that parameter ``True`` (followed at most :data:`MAX_FLAG_RELAY` calls up,
@@ -755,7 +797,12 @@ class Project:
                 if n >= MAX_FLAG_SITES:
                     break
                 if own in given and given[own].all(lambda a: isinstance(a, Const) and a.value is True):
-                    found = Step("argument", up_call, f"`{up.name}()` passes `{own}=True` to `{caller.name}()`, which passes it on", up.module.src)
+                    found = Step(
+                        "argument",
+                        up_call,
+                        f"`{up.name}()` passes `{own}=True` to `{caller.name}()`, which passes it on",
+                        up.module.src,
+                    )
                 else:
                     found = self.relayed_true(up, up_call, caller, own, hops + 1)
                 if found is not None:
@@ -804,7 +851,11 @@ class Project:
             node = next((s for s in cls.node.body if _assigns_name(s, attr)), cls.node)
             step = Step("attribute", node, f"the class attribute `{cls.name}.{attr}`", cls.module.src)
             values.append(mark(body.all_values[attr], step, via=True))
-        if cls.is_record and self.wide(RECORD_DEPTH) and any(name == attr for name, _ in self.record_fields(cls) or cls.fields()):
+        if (
+            cls.is_record
+            and self.wide(RECORD_DEPTH)
+            and any(name == attr for name, _ in self.record_fields(cls) or cls.fields())
+        ):
             values.extend(self.given_to_field(cls, attr))
         family = [cls, *(self.subclasses(cls) if self.wide() else ())]
         seen: Set[int] = set()
@@ -839,7 +890,12 @@ class Project:
             for klass, call, fields in facts.made:
                 value = dict(fields).get(attr) if klass is cls else None
                 if value is not None:
-                    step = Step("attribute", call, f"the field `{attr}` given to `{cls.name}(...)` in `{func.name}`", func.module.src)
+                    step = Step(
+                        "attribute",
+                        call,
+                        f"the field `{attr}` given to `{cls.name}(...)` in `{func.name}`",
+                        func.module.src,
+                    )
                     out.append(mark(value, step, via=True))
         return out
 
@@ -855,12 +911,16 @@ class Project:
         out = []
         for receiver, name, value, node in facts.stores:
             if name == attr and receiver.any(lambda a: isinstance(a, Instance) and any(a.cls is k for k in family)):
-                target = _target_text(node, attr, func) if func.cls is not None else f"{_receiver_text(node, attr)}.{attr}"
+                target = (
+                    _target_text(node, attr, func) if func.cls is not None else f"{_receiver_text(node, attr)}.{attr}"
+                )
                 step = Step("attribute", node, f"the attribute `{target}` assigned in `{func.name}`", func.module.src)
                 out.append(mark(value, step, via=True))
         return out
 
-    def grep(self, pattern: "re.Pattern[bytes]", word: str, limit: int = MAX_CALLER_FILES) -> Optional[List[Tuple[ModuleInfo, List[int]]]]:
+    def grep(
+        self, pattern: "re.Pattern[bytes]", word: str, limit: int = MAX_CALLER_FILES
+    ) -> Optional[List[Tuple[ModuleInfo, List[int]]]]:
         """Project modules whose text matches ``pattern``, with the lines it matches on
         (``None``: more than ``limit`` files match, too many to read them all)."""
         key = (pattern.pattern, word, limit)
@@ -875,7 +935,9 @@ class Project:
         self._greps[key] = out
         return out
 
-    def _grep(self, pattern: "re.Pattern[bytes]", word: str, limit: int) -> Optional[List[Tuple[ModuleInfo, List[int]]]]:
+    def _grep(
+        self, pattern: "re.Pattern[bytes]", word: str, limit: int
+    ) -> Optional[List[Tuple[ModuleInfo, List[int]]]]:
         corpus = self.corpus()
         hits = []
         for hit in corpus.matching(pattern, word.encode()):
@@ -903,7 +965,9 @@ class Project:
 
     def _subclasses_of(self, cls: ClassInfo) -> List[ClassInfo]:
         found: List[ClassInfo] = []
-        pattern = re.compile(rb"class\s+" + NAME_BYTE + rb"+\s*\([^)]*" + NOT_AFTER_NAME + re.escape(cls.name.encode()) + NOT_BEFORE_NAME)
+        pattern = re.compile(
+            rb"class\s+" + NAME_BYTE + rb"+\s*\([^)]*" + NOT_AFTER_NAME + re.escape(cls.name.encode()) + NOT_BEFORE_NAME
+        )
         for module, _ in self.grep(pattern, cls.name, MAX_STORE_FILES) or ():
             if not speaks_for(module, cls.module):
                 continue
@@ -944,7 +1008,12 @@ class Project:
             facts = self.facts(func, ("stores", attr))
             for _, name, value, node in facts.stores if facts is not None else ():
                 if name == attr:
-                    step = Step("attribute", node, f"the attribute `{_receiver_text(node, attr)}.{attr}` assigned in `{func.name}`", func.module.src)
+                    step = Step(
+                        "attribute",
+                        node,
+                        f"the attribute `{_receiver_text(node, attr)}.{attr}` assigned in `{func.name}`",
+                        func.module.src,
+                    )
                     values.append(mark(value, step, via=True))
         result = None
         if values:
@@ -1045,7 +1114,12 @@ class DeepEvaluator(Evaluator):
 
     def attribute_of(self, atom: Any, node: ast.Attribute, state: State) -> Value:
         found = super().attribute_of(atom, node, state)
-        if self.deep_on and isinstance(atom, Unknown) and found.unknown is not None and node.attr not in ("device", "dtype", "shape"):
+        if (
+            self.deep_on
+            and isinstance(atom, Unknown)
+            and found.unknown is not None
+            and node.attr not in ("device", "dtype", "shape")
+        ):
             agreed = self.project.agreed(node.attr)
             if agreed is not None:
                 return mark(agreed, self.step("read", node, f"read as `{self.short(node, 40)}`"))
@@ -1074,7 +1148,9 @@ class DeepEvaluator(Evaluator):
         if method is not None:
             return Value((Func(method),))
         found = self.project.attribute(atom.info, attr)
-        return found if found is not None else unknown(f"pinfix cannot see every assignment to `{self.short(node)}`", node)
+        return (
+            found if found is not None else unknown(f"pinfix cannot see every assignment to `{self.short(node)}`", node)
+        )
 
 
 #: A byte of an identifier's UTF-8 (``\\b`` and ``\\w`` on bytes know ASCII only: a name
@@ -1222,7 +1298,9 @@ def _passed_parameter(caller: FunctionInfo, call: ast.Call, func: FunctionInfo, 
         given = call.args[index]
     if not isinstance(given, ast.Name) or given.id not in {p.name for p in caller.params}:
         return None
-    if any(isinstance(n, ast.Name) and n.id == given.id and not isinstance(n.ctx, ast.Load) for n in caller.own_nodes()):
+    if any(
+        isinstance(n, ast.Name) and n.id == given.id and not isinstance(n.ctx, ast.Load) for n in caller.own_nodes()
+    ):
         return None
     return given.id
 

@@ -91,7 +91,15 @@ def _pattern_names(pattern: ast.AST) -> Iterator[str]:
 class Param:
     __slots__ = ("name", "kind", "default", "annotation", "node", "index")
 
-    def __init__(self, name: str, kind: str, default: Optional[ast.expr], annotation: Optional[ast.expr], node: ast.arg, index: int):
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        default: Optional[ast.expr],
+        annotation: Optional[ast.expr],
+        node: ast.arg,
+        index: int,
+    ):
         self.name = name
         #: ``posonly``, ``positional``, ``vararg``, ``kwonly``, ``kwarg``.
         self.kind = kind
@@ -293,10 +301,16 @@ class FunctionInfo:
                     continue
                 if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
                     found.add(node.attr)
-                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_buffer":
+                elif (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "register_buffer"
+                ):
                     if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
                         found.add(node.args[0].value)
-                if isinstance(node, (ast.stmt, ast.excepthandler, ast.withitem)) or (isinstance(node, ast.expr) and _may_store(node)):
+                if isinstance(node, (ast.stmt, ast.excepthandler, ast.withitem)) or (
+                    isinstance(node, ast.expr) and _may_store(node)
+                ):
                     stack.extend(ast.iter_child_nodes(node))
             self._stores = frozenset(found)
         return self._stores
@@ -352,7 +366,11 @@ class ClassInfo:
         """A dataclass or NamedTuple: its annotated class-level names are its fields."""
         if self.is_dataclass:
             return True
-        return any((isinstance(b, ast.Name) and b.id == "NamedTuple") or (isinstance(b, ast.Attribute) and b.attr == "NamedTuple") for b in self.bases)
+        return any(
+            (isinstance(b, ast.Name) and b.id == "NamedTuple")
+            or (isinstance(b, ast.Attribute) and b.attr == "NamedTuple")
+            for b in self.bases
+        )
 
     def fields(self) -> List[Tuple[str, Optional[ast.expr]]]:
         """A record's fields in order, with their defaults."""
@@ -362,7 +380,10 @@ class ClassInfo:
                 annotation = stmt.annotation
                 if isinstance(annotation, ast.Name) and annotation.id == "ClassVar":
                     continue
-                if isinstance(annotation, ast.Subscript) and getattr(annotation.value, "id", getattr(annotation.value, "attr", "")) == "ClassVar":
+                if (
+                    isinstance(annotation, ast.Subscript)
+                    and getattr(annotation.value, "id", getattr(annotation.value, "attr", "")) == "ClassVar"
+                ):
                     continue
                 out.append((stmt.target.id, stmt.value))
         return out
@@ -374,7 +395,14 @@ Definition = Union[FunctionInfo, ClassInfo]
 class ModuleInfo:
     """One parsed module: imports, definitions, scopes."""
 
-    def __init__(self, src: SourceText, tree: ast.Module, path: Optional[Path] = None, name: Optional[str] = None, is_package: bool = False):
+    def __init__(
+        self,
+        src: SourceText,
+        tree: ast.Module,
+        path: Optional[Path] = None,
+        name: Optional[str] = None,
+        is_package: bool = False,
+    ):
         self.src = src
         self.tree = tree
         self.path = path
@@ -400,9 +428,14 @@ class ModuleInfo:
         """Whether the module calls a function that page-locks host memory it is given
         (:data:`~pinfix.effects.HOST_REGISTER_CALLS`)."""
         if self._registers is None:
-            self._registers = any(
-                isinstance(node, ast.Call) and last_name(node.func) in HOST_REGISTER_CALLS for node in ast.walk(self.tree)
-            ) if any(name in self.src.text for name in HOST_REGISTER_CALLS) else False
+            self._registers = (
+                any(
+                    isinstance(node, ast.Call) and last_name(node.func) in HOST_REGISTER_CALLS
+                    for node in ast.walk(self.tree)
+                )
+                if any(name in self.src.text for name in HOST_REGISTER_CALLS)
+                else False
+            )
         return self._registers
 
     @property
@@ -412,10 +445,16 @@ class ModuleInfo:
         device: then a function's factories given no device, before it sets one itself,
         allocate where pinfix cannot tell."""
         if self._sets_device is None:
-            self._sets_device = any(
-                isinstance(node, ast.Call) and last_name(node.func) in DEFAULT_DEVICE_SETTERS and not _sets_cpu(node)
-                for node in ast.walk(self.tree)
-            ) if any(name in self.src.text for name in DEFAULT_DEVICE_SETTERS) else False
+            self._sets_device = (
+                any(
+                    isinstance(node, ast.Call)
+                    and last_name(node.func) in DEFAULT_DEVICE_SETTERS
+                    and not _sets_cpu(node)
+                    for node in ast.walk(self.tree)
+                )
+                if any(name in self.src.text for name in DEFAULT_DEVICE_SETTERS)
+                else False
+            )
         return self._sets_device
 
     @property
@@ -462,7 +501,9 @@ class ModuleInfo:
             for stmt in self.tree.body:
                 value = export_value(stmt.value) if isinstance(stmt, ast.Expr) else None
                 if value is not None:
-                    found.update(n.value for n in ast.walk(value) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+                    found.update(
+                        n.value for n in ast.walk(value) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    )
             self._call_exports = frozenset(found)
         return self._call_exports
 
@@ -480,7 +521,11 @@ class ModuleInfo:
         ``None`` when some binding is anything else or they disagree."""
         if name in self._global_imports:
             return self._global_imports[name]
-        scopes = [self.body] + [f for f in (*self.functions.values(), *(c.body_function for c in self.classes.values())) if name in f.declared_global]
+        scopes = [self.body] + [
+            f
+            for f in (*self.functions.values(), *(c.body_function for c in self.classes.values()))
+            if name in f.declared_global
+        ]
         found: Set[str] = set()
         other = False
         for scope in scopes:
@@ -496,7 +541,9 @@ class ModuleInfo:
         return qualified
 
     def _index(self, body: Sequence[ast.AST], parent: FunctionInfo, cls: Optional[ClassInfo], prefix: str) -> None:
-        stack: List[Tuple[ast.AST, FunctionInfo, Optional[ClassInfo], str]] = [(s, parent, cls, prefix) for s in reversed(list(body))]
+        stack: List[Tuple[ast.AST, FunctionInfo, Optional[ClassInfo], str]] = [
+            (s, parent, cls, prefix) for s in reversed(list(body))
+        ]
         while stack:
             node, owner, klass, pre = stack.pop()
             if isinstance(node, FUNCTION_NODES):
@@ -521,7 +568,12 @@ class ModuleInfo:
             if isinstance(node, ast.stmt):
                 held = [s for name in STATEMENT_LISTS for s in getattr(node, name, ()) or ()]
                 if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-                    held = list(node.body) + [s for h in node.handlers for s in h.body] + list(node.orelse) + list(node.finalbody)  # type: ignore[attr-defined]
+                    held = (
+                        list(node.body)
+                        + [s for h in node.handlers for s in h.body]
+                        + list(node.orelse)
+                        + list(node.finalbody)
+                    )  # type: ignore[attr-defined]
                 if type(node).__name__ == "Match":
                     held = [s for case in node.cases for s in case.body]  # type: ignore[attr-defined]
                 stack.extend(reversed([(s, owner, klass, pre) for s in held]))
@@ -584,7 +636,11 @@ def export_value(node: ast.AST) -> Optional[ast.AST]:
     / ``.extend([...])`` / ``.insert(i, "x")``; ``None`` for anything else."""
     if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
         return node.value
-    if isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name) and node.target.id == "__all__":
+    if (
+        isinstance(node, (ast.AugAssign, ast.AnnAssign))
+        and isinstance(node.target, ast.Name)
+        and node.target.id == "__all__"
+    ):
         return node.value
     if (
         isinstance(node, ast.Call)
@@ -607,7 +663,9 @@ def binds(node: ast.AST, name: str) -> bool:
         return node.name == "*" or (node.asname or node.name).split(".")[0] == name
     if isinstance(node, ast.arg):
         return node.arg == name
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)) or type(node).__name__ in ("MatchAs", "MatchStar", "MatchMapping"):
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)) or type(
+        node
+    ).__name__ in ("MatchAs", "MatchStar", "MatchMapping"):
         return name in (getattr(node, "name", None), getattr(node, "rest", None))
     return False
 
@@ -692,4 +750,8 @@ def _sets_cpu(call: ast.Call) -> bool:
     if len(call.args) != 1 or call.keywords:
         return False
     arg = call.args[0]
-    return isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.split(":", 1)[0].strip() in CPU_DEVICE_TYPES
+    return (
+        isinstance(arg, ast.Constant)
+        and isinstance(arg.value, str)
+        and arg.value.split(":", 1)[0].strip() in CPU_DEVICE_TYPES
+    )

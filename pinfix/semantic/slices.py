@@ -53,7 +53,20 @@ class Slice:
 
 
 class _Unit:
-    __slots__ = ("stmt", "parent", "header", "first", "last", "loads", "receivers", "defines", "rebinds", "stored", "calls", "returns")
+    __slots__ = (
+        "stmt",
+        "parent",
+        "header",
+        "first",
+        "last",
+        "loads",
+        "receivers",
+        "defines",
+        "rebinds",
+        "stored",
+        "calls",
+        "returns",
+    )
 
     def __init__(self, stmt: ast.AST, parent: Optional["_Unit"], header: bool):
         self.stmt = stmt
@@ -101,7 +114,11 @@ class Graph:
             lines = purpose[1]
             assert isinstance(lines, frozenset)
             nested = self.closures
-            return [u for u in units if (nested and isinstance(u.stmt, _NESTED)) or any(n in lines for n in range(u.first, u.last + 1))]
+            return [
+                u
+                for u in units
+                if (nested and isinstance(u.stmt, _NESTED)) or any(n in lines for n in range(u.first, u.last + 1))
+            ]
         if kind == "returns":
             return [u for u in units if u.returns]
         if kind == "stores":

@@ -415,12 +415,20 @@ class DictAtom(Atom):
 
     __slots__ = ("items", "elements", "site", "record")
 
-    def __init__(self, items: Tuple[Tuple[Any, "Value"], ...], elements: "Value", site: Any = None, record: bool = False):
+    def __init__(
+        self, items: Tuple[Tuple[Any, "Value"], ...], elements: "Value", site: Any = None, record: bool = False
+    ):
         self.items = items
         self.elements = elements
         self.site = site
         self.record = record
-        self.key = ("M", id(site) if site is not None else None, tuple((k, v.keys) for k, v in items), elements.keys, record)
+        self.key = (
+            "M",
+            id(site) if site is not None else None,
+            tuple((k, v.keys) for k, v in items),
+            elements.keys,
+            record,
+        )
 
     def get(self, key: Any) -> Optional["Value"]:
         for k, v in self.items:

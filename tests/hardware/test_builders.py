@@ -28,8 +28,18 @@ def _row(spec_name: str) -> dict:
     for row in RESULTS:
         if row["builder"] == spec_name:
             return row
-    row = {"builder": spec_name, "device": "-", "origin": "-", "bit_exact": "-", "viol_before": "skipped",
-           "viol_after": "skipped", "us_before": "-", "us_after": "-", "torch": "-", "helper": "-"}
+    row = {
+        "builder": spec_name,
+        "device": "-",
+        "origin": "-",
+        "bit_exact": "-",
+        "viol_before": "skipped",
+        "viol_after": "skipped",
+        "us_before": "-",
+        "us_after": "-",
+        "torch": "-",
+        "helper": "-",
+    }
     RESULTS.append(row)
     return row
 
@@ -188,10 +198,14 @@ def _real_common(torch, device, qsl):
     cpu = torch.tensor(qsl, dtype=torch.int32)
     lens = np.diff(qsl) if len(qsl) > 1 else np.zeros(0, dtype=np.int64)
     return types.SimpleNamespace(
-        num_actual_tokens=int(qsl[-1]), num_reqs=len(qsl) - 1,
-        max_query_len=int(lens.max()) if lens.size else 0, max_seq_len=int(lens.max()) if lens.size else 0,
-        query_start_loc_cpu=cpu, query_start_loc=cpu.to(device),
-        seq_lens=torch.tensor(lens, dtype=torch.int32).to(device), seq_lens_cpu=torch.tensor(lens, dtype=torch.int32),
+        num_actual_tokens=int(qsl[-1]),
+        num_reqs=len(qsl) - 1,
+        max_query_len=int(lens.max()) if lens.size else 0,
+        max_seq_len=int(lens.max()) if lens.size else 0,
+        query_start_loc_cpu=cpu,
+        query_start_loc=cpu.to(device),
+        seq_lens=torch.tensor(lens, dtype=torch.int32).to(device),
+        seq_lens_cpu=torch.tensor(lens, dtype=torch.int32),
         slot_mapping=torch.zeros(int(qsl[-1]), dtype=torch.int64, device=device),
         block_table_tensor=torch.zeros((max(len(qsl) - 1, 1), 1), dtype=torch.int32, device=device),
     )
@@ -229,8 +243,12 @@ def test_real_vllm_builder(name, request, monkeypatch, tmp_path, torch, device):
                 if module is original:
                     pytest.skip(f"the real {class_name}.build cannot run on this machine: {type(e).__name__}: {e}")
                 raise
-            out.append((_host_snapshot(torch, metadata.req_id_per_token),
-                        _host_snapshot(torch, builder.req_id_per_token_buffer)))
+            out.append(
+                (
+                    _host_snapshot(torch, metadata.req_id_per_token),
+                    _host_snapshot(torch, builder.req_id_per_token_buffer),
+                )
+            )
         results.append(out)
         checks.append(check)
     assert results[0] == results[1]

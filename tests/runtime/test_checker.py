@@ -203,9 +203,7 @@ def test_d2h_to_is_checked_on_the_result_torch_allocated():
     # torch pins the destination of a non_blocking .to("cpu") itself; only its result tells.
     src = torch.empty(4, device="meta")
     transfer = describe(torch.Tensor.to, (src, "cpu"), {"non_blocking": True}, allow_meta=True)
-    assert (transfer.op, transfer.direction, transfer.host, transfer.check_result) == (
-        "to", "D2H", None, True
-    )
+    assert (transfer.op, transfer.direction, transfer.host, transfer.check_result) == ("to", "D2H", None, True)
     assert describe(torch.Tensor.to, (src, "cpu"), {}, allow_meta=True) is None
 
 

@@ -18,7 +18,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-INNER = '''
+INNER = """
 import torch
 
 
@@ -28,7 +28,7 @@ def test_pageable_copy_to_meta():
 
 def test_pinned_by_marker():
     pass
-'''
+"""
 
 
 @pytest.mark.slow
@@ -51,8 +51,16 @@ def test_plugin_works_with_only_the_runtime_extra(tmp_path: Path) -> None:
 
     (tmp_path / "case").mkdir()
     (tmp_path / "case" / "test_inner.py").write_text(INNER)
-    result = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "--pinfix-copies=raise", "--pinfix-allow-meta",
-                 cwd=tmp_path / "case")
+    result = run(
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--pinfix-copies=raise",
+        "--pinfix-allow-meta",
+        cwd=tmp_path / "case",
+    )
     out = result.stdout + result.stderr
     assert "1 failed, 1 passed" in out, out
     assert "PageableCopyError" in out and "test_pageable_copy_to_meta" in out

@@ -67,7 +67,12 @@ def inner(tmp_path):
         (tmp_path / "test_inner.py").write_text(INNER.format(body=body))
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", *PLUGIN, "-p", "no:cacheprovider", "-q", "-rA", *args],
-            cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=120,
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
         )
         return InnerRun(proc.returncode, proc.stdout + proc.stderr)
 
@@ -104,10 +109,7 @@ def test_option_rejects_unknown_modes(inner):
 
 
 def test_marker_arms_one_test(inner):
-    body = (
-        "@pytest.mark.pinfix_copies\ndef test_marked():\n    copy()\n\n"
-        "def test_plain():\n    copy()\n"
-    )
+    body = "@pytest.mark.pinfix_copies\ndef test_marked():\n    copy()\n\ndef test_plain():\n    copy()\n"
     result = inner(body)
     result.assert_outcomes(passed=1, failed=1)
     assert result.has("FAILED.*test_marked") and not result.has("FAILED.*test_plain")
@@ -184,15 +186,20 @@ def test_ini_settings(inner, tmp_path):
 
 def test_is_pinned_by_dotted_name(inner, tmp_path):
     (tmp_path / "pinpred.py").write_text("def pinned(tensor):\n    return tensor.numel() == 4\n")
-    inner(META, "--pinfix-copies=raise", "--pinfix-allow-meta", "--pinfix-is-pinned=pinpred.pinned").assert_outcomes(passed=1)
-    inner(META, "--pinfix-copies=raise", "--pinfix-allow-meta", "--pinfix-is-pinned=pinpred:pinned").assert_outcomes(passed=1)
+    inner(META, "--pinfix-copies=raise", "--pinfix-allow-meta", "--pinfix-is-pinned=pinpred.pinned").assert_outcomes(
+        passed=1
+    )
+    inner(META, "--pinfix-copies=raise", "--pinfix-allow-meta", "--pinfix-is-pinned=pinpred:pinned").assert_outcomes(
+        passed=1
+    )
     result = inner(META, "--pinfix-copies=raise", "--pinfix-is-pinned=pinpred.nothing")
     assert result.ret != 0 and result.has("cannot be imported")
 
 
 def test_marker_arguments_win_over_the_options(inner):
     body = (
-        "@pytest.mark.pinfix_copies(allow_meta=True, is_pinned='never')\n" + META
+        "@pytest.mark.pinfix_copies(allow_meta=True, is_pinned='never')\n"
+        + META
         + "\n@pytest.mark.pinfix_copies(allow_meta=True, is_pinned=lambda t: True)\n"
         + META.replace("test_meta", "test_meta_pinned")
     )
