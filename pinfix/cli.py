@@ -419,7 +419,7 @@ def _show_producers(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .config import settings_of
     from .engine import on_deep_stack
     from .findings import display
-    from .semantic.project import project_for
+    from .semantic.deep.project import project_for
 
     fmt = _inspect_format(args)
     project = _project(args)

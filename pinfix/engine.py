@@ -210,7 +210,7 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: O
     settings = settings_of(config)
     project = None
     if settings.deep:
-        from .semantic.project import project_for
+        from .semantic.deep.project import project_for
 
         project = project_for(settings)
     with deep_recursion():

@@ -437,7 +437,7 @@ def run(
     jobs = jobs or available_cpus()
     # Answers of an earlier run in this process may be stale (its files since edited); the
     # analysis is imported only if it ran (a pre-commit call over ruled-out files never does).
-    deep_project = sys.modules.get("pinfix.semantic.project")
+    deep_project = sys.modules.get("pinfix.semantic.deep.project")
     if deep_project is not None:
         deep_project.forget_projects()
     config_for = config if callable(config) else (lambda _path: config)

@@ -745,7 +745,7 @@ class Batch:
 
 @pytest.mark.parametrize("cap", [0, 100])
 def test_a_function_storing_many_attributes_is_evaluated_once_for_all_of_them(tmp_path, monkeypatch, cap):
-    from pinfix.semantic import project as deep_project
+    from pinfix.semantic.deep import project as deep_project
 
     monkeypatch.setattr(deep_project, "_PROJECTS", {})
     monkeypatch.setattr(deep_project, "MAX_SLICED_STORES", cap)
@@ -762,7 +762,7 @@ def test_a_function_storing_many_attributes_is_evaluated_once_for_all_of_them(tm
 
 
 def test_a_spent_work_budget_leaves_project_questions_unknown(tmp_path, monkeypatch):
-    from pinfix.semantic import project as deep_project
+    from pinfix.semantic.deep import project as deep_project
 
     pkg = project(tmp_path, {"batch.py": _WIDE_INIT})
     monkeypatch.setattr(deep_project, "_PROJECTS", {})
@@ -1051,7 +1051,7 @@ def _checked_in_order(tmp_path: Path, names: List[str]) -> Dict[str, list]:
     from pinfix.engine import process_source
     from pinfix.findings import Mode
     from pinfix.output import render
-    from pinfix.semantic.project import forget_projects
+    from pinfix.semantic.deep.project import forget_projects
 
     forget_projects()
     config = Config(root=tmp_path, deep=True)

@@ -333,7 +333,7 @@ def test_caller_named_in_the_evidence(tmp_path: Path) -> None:
 
 
 def test_word_index_answers_as_the_scan_does() -> None:
-    from pinfix.semantic.project import Corpus
+    from pinfix.semantic.deep.project import Corpus
 
     texts = {
         "a.py": b"def stage(x):\n    return x\n",
@@ -366,7 +366,7 @@ def test_word_index_answers_as_the_scan_does() -> None:
 
 
 def test_deep_mode_finds_the_same_with_the_word_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import pinfix.semantic.project as project_module
+    import pinfix.semantic.deep.project as project_module
 
     others, main_py, expected = CASES["parameter_every_caller_passes_pageable"]
     monkeypatch.setattr(project_module, "INDEX_AFTER_SCANS", 0)  # indexed after the first search

@@ -30,7 +30,7 @@ class ModuleContext:
     def __init__(self, module: ModuleInfo, settings: Settings, project: Optional[object] = None):
         self.module = module
         self.settings = settings
-        #: Deep mode's project (:class:`pinfix.semantic.project.Project`), or ``None``.
+        #: Deep mode's project (:class:`pinfix.semantic.deep.project.DeepProject`), or ``None``.
         self.project = project
         self.results: Dict[int, FunctionFacts] = {}
         self.bindings: Dict[Tuple[int, str], FunctionFacts] = {}

@@ -26,19 +26,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
-from ..regular import read_regular
-from ..settings import Settings
-from .calls import Arguments
-from .evaluator import Evaluator
-from .facts import Copy, FunctionFacts
-from .flow import RETURNED, TRANSPARENT_DECORATORS
-from .module import ModuleContext, functions_at
-from .modules import ModuleIndex, is_test_file, module_name, project_file_names
-from .scope import ClassInfo, FunctionInfo, ModuleInfo, last_name
-from .slices import ANY_ATTRIBUTE, Graph, Purpose, Slice
-from .source import SourceError, SourceText
-from .state import State
-from .values import (
+from ...regular import read_regular
+from ...settings import Settings
+from ..calls import Arguments
+from ..evaluator import Evaluator
+from ..facts import Copy, FunctionFacts
+from ..flow import RETURNED, TRANSPARENT_DECORATORS
+from ..module import ModuleContext, functions_at
+from ..modules import ModuleIndex, is_test_file, module_name, project_file_names
+from ..scope import ClassInfo, FunctionInfo, ModuleInfo, last_name
+from ..slices import ANY_ATTRIBUTE, Graph, Purpose, Slice
+from ..source import SourceError, SourceText
+from ..state import State
+from ..values import (
     ANY_DEVICE,
     CPU,
     DENSE,
@@ -97,7 +97,7 @@ WORK_PER_STATEMENT = 400
 WORK_BASE = 20000
 
 
-class Project:
+class DeepProject:
     """The modules of the project and the answers computed about them."""
 
     def __init__(self, settings: Settings):
@@ -1028,7 +1028,7 @@ class DeepEvaluator(Evaluator):
     """The evaluator, with the project to ask."""
 
     @property
-    def project(self) -> Project:
+    def project(self) -> DeepProject:
         return self.ctx.project  # type: ignore[return-value]
 
     def project_reference(self, qualified: str, node: ast.AST) -> Optional[Value]:
@@ -1238,7 +1238,7 @@ def _read_tree(root: Path) -> List[Tuple[Path, bytes]]:
     """The ``.py`` files below ``root`` with their bytes (regular files only: a FIFO
     named ``x.py`` is never waited on), as the searches read them: as Python reads
     the code (:func:`pinfix.prefilter.readable`: a caller spelt ``ｌoad(...)`` calls ``load``)."""
-    from ..prefilter import readable
+    from ...prefilter import readable
 
     found: List[Tuple[Path, bytes]] = []
     for name in project_file_names(str(root)):
@@ -1368,7 +1368,7 @@ def _literal(node: ast.AST) -> Value:
 class _Deeper:
     """One more call, attribute or store away from the copy (a context manager)."""
 
-    def __init__(self, project: Project):
+    def __init__(self, project: DeepProject):
         self.project = project
 
     def __enter__(self) -> None:
@@ -1378,14 +1378,14 @@ class _Deeper:
         self.project.left += 1
 
 
-_PROJECTS: Dict[Settings, Project] = {}
+_PROJECTS: Dict[Settings, DeepProject] = {}
 
 
-def project_for(settings: Settings) -> Project:
+def project_for(settings: Settings) -> DeepProject:
     """The process's project for ``settings`` (its answers are reused across files)."""
     found = _PROJECTS.get(settings)
     if found is None:
-        found = _PROJECTS[settings] = Project(settings)
+        found = _PROJECTS[settings] = DeepProject(settings)
     return found
 
 
@@ -1395,4 +1395,4 @@ def forget_projects() -> None:
     _PROJECTS.clear()
 
 
-__all__ = ["Project", "DeepEvaluator", "project_for", "forget_projects", "mark"]
+__all__ = ["DeepProject", "DeepEvaluator", "project_for", "forget_projects", "mark"]
