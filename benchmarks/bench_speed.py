@@ -10,6 +10,9 @@ temporary directory and runs, in alternation for several rounds:
 * ``ruff check --select F --no-cache TREE``
 * ``fixit --rules pinfix.lint_rules.pageable_non_blocking_copy lint TREE`` (our rule only)
 * ``grep -rl non_blocking TREE``
+* the parse floor: ``ast.parse`` of every module under the tree's import root (deep
+  mode reads every one of them; summaries are made from one parse of each), the
+  least time a cold deep run in Python can take
 
 For each child it records wall time and peak memory: ``ru_maxrss`` from
 ``os.wait4`` (the largest single process among the child and its waited-for
@@ -46,6 +49,25 @@ REPO = Path(__file__).resolve().parent.parent
 RULE = "pinfix.lint_rules.pageable_non_blocking_copy"
 NO_PREFILTER_ENV = "PINFIX_NO_PREFILTER"
 DEEP_LABEL = "pinfix check --deep"
+PARSE_FLOOR_LABEL = "parse floor (ast.parse of every module deep mode reads)"
+#: The parse floor's child: the ``.py`` files below the root that deep mode reads
+#: (no hidden folder, none of ``pinfix.semantic.modules.NOT_PROJECT``), each parsed.
+PARSE_FLOOR = """
+import ast, os, sys
+skip = {"build", "dist", "node_modules", "site-packages", "venv", "__pycache__"}
+n = 0
+for directory, subdirs, names in os.walk(sys.argv[1]):
+    subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in skip)
+    for name in sorted(names):
+        if name.endswith(".py"):
+            try:
+                with open(os.path.join(directory, name), "rb") as f:
+                    ast.parse(f.read())
+                n += 1
+            except (OSError, SyntaxError, ValueError, RecursionError):
+                pass
+print(n, "modules parsed")
+"""
 DEEP_WARM_LABEL = "pinfix check --deep, warm cache"
 DEEP_ONE_LABEL = "pinfix check --deep FILE, one changed file (a comment), warm cache"
 DEEP_CODE_LABEL = "pinfix check --deep FILE, one changed file (code), warm cache"
@@ -311,6 +333,11 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
         if tools.get("fixit")
         else None,
         Tool("grep -rl non_blocking", ["grep", "-rl", "non_blocking", str(tree)], base_env(), (0, 1), args.rounds),
+        # What a cold deep run cannot go below in Python: parsing what it reads (vLLM's tree is
+        # its own import root; a summary of each module under it takes one parse).
+        Tool(PARSE_FLOOR_LABEL, [sys.executable, "-c", PARSE_FLOOR, str(tree)], base_env(), (0,), args.rounds)
+        if deep
+        else None,
     ]
     line_tools = [t for t in line_tools if t is not None and t.rounds > 0]
     max_rounds = max(t.rounds for t in line_tools)

@@ -68,6 +68,9 @@ SEMANTIC_ORDER = (
     "pinfix.semantic.evaluator",
     "pinfix.semantic.module",
     "pinfix.semantic.deep",
+    "pinfix.semantic.deep.summary",
+    "pinfix.semantic.deep.store",
+    "pinfix.semantic.deep.index",
     "pinfix.semantic.deep.project",
 )
 
