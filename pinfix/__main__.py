@@ -1,3 +1,5 @@
+"""`python -m pinfix`: the `pinfix` command, safe to run inside any source tree."""
+
 import os
 import sys
 

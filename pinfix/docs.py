@@ -9,6 +9,7 @@ table lives between its markers in exactly one of the files.
 from __future__ import annotations
 
 import argparse
+import ast
 import re
 import sys
 from pathlib import Path
@@ -16,11 +17,44 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from .cli import options_markdown, rules_markdown
 from .config import settings_markdown
+from .layers import LAYERS
+
+#: The checkout the layout table describes: pinfix/, and lint_rules/ and codemods/ beside it.
+CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def layout_markdown() -> str:
+    """The layout table: every module of the checkout, in the layer the import
+    contract (:mod:`pinfix.layers`) puts it, with its docstring's first sentence."""
+    rows = ["| module | layer | what |", "| --- | --- | --- |"]
+    for layer, entries in LAYERS:
+        for entry in entries:
+            base = CHECKOUT.joinpath(*entry.rstrip(".*").split("."))
+            if entry.endswith(".*"):
+                files = sorted(base.rglob("*.py"), key=lambda f: (f.parent != base, f.as_posix()))
+            else:
+                files = [base / "__init__.py" if base.is_dir() else base.with_suffix(".py")]
+            for path in files:
+                if path.name == "__main__.py" and entry != "pinfix.__main__":
+                    continue
+                rel = path.relative_to(CHECKOUT).as_posix()
+                rows.append(f"| `{rel}` | {layer} | {_first_sentence(path)} |")
+    return "\n".join(rows) + "\n"
+
+
+def _first_sentence(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_bytes())) if path.is_file() else None
+    first = " ".join((doc or "").split("\n\n")[0].split())
+    end = re.search(r"[.?](\s|$)", first)
+    first = re.sub(r":[a-z]+:`~?", "`", first[: end.start() + 1] if end else first)
+    return first.replace("``", "`").replace("|", "\\|")
+
 
 TABLES: Dict[str, Callable[[], str]] = {
     "options": options_markdown,
     "settings": settings_markdown,
     "rules": rules_markdown,
+    "layout": layout_markdown,
 }
 
 

@@ -13,70 +13,8 @@ import ast
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
+from pinfix.layers import KNOWN_CYCLES, LAYERS, SEMANTIC_ORDER
 from tests.support import REPO
-
-LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
-    (
-        "data",
-        (
-            "pinfix",
-            "pinfix.effects",
-            "pinfix.settings",
-            "pinfix.edits",
-            "pinfix.findings",
-            "pinfix.regular",
-            "pinfix.diffs",
-        ),
-    ),
-    ("engine", ("pinfix.semantic.*", "pinfix.prefilter")),
-    ("rules", ("pinfix.rules.*",)),
-    ("fixes", ("pinfix.fixes.*", "pinfix.imports", "pinfix.layout", "pinfix.style", "pinfix.formatter")),
-    (
-        "shell",
-        (
-            "pinfix.engine",
-            "pinfix.pool",
-            "pinfix.project",
-            "pinfix.suppression",
-            "pinfix.files",
-            "pinfix.writing",
-            "pinfix.cache",
-            "pinfix.deepcache",
-            "pinfix.config",
-            "pinfix.output",
-            "pinfix.api",
-        ),
-    ),
-    ("front ends", ("pinfix.cli", "pinfix.__main__", "pinfix.docs", "lint_rules.*", "codemods.*", "pinfix.runtime.*")),
-]
-
-#: The engine's modules, lowest first: each imports only modules before it.
-SEMANTIC_ORDER = (
-    "pinfix.semantic",
-    "pinfix.semantic.values",
-    "pinfix.semantic.source",
-    "pinfix.semantic.modules",
-    "pinfix.semantic.scope",
-    "pinfix.semantic.slices",
-    "pinfix.semantic.state",
-    "pinfix.semantic.aliasing",
-    "pinfix.semantic.facts",
-    "pinfix.semantic.narrowing",
-    "pinfix.semantic.expressions",
-    "pinfix.semantic.calls",
-    "pinfix.semantic.flow",
-    "pinfix.semantic.evaluator",
-    "pinfix.semantic.module",
-    "pinfix.semantic.deep",
-    "pinfix.semantic.deep.summary",
-    "pinfix.semantic.deep.store",
-    "pinfix.semantic.deep.index",
-    "pinfix.semantic.deep.project",
-)
-
-#: Cycles there are today (each to be removed; none may be added): the engine's
-#: evaluator names ModuleContext for the type checker.
-KNOWN_CYCLES = (frozenset({"pinfix.semantic.evaluator", "pinfix.semantic.module"}),)
 
 
 def _listed(module: str, entry: str) -> bool:
@@ -424,3 +362,15 @@ def test_only_the_narrowing_module_refines_a_value_on_a_test() -> None:
             if evaluates and (tests or parts) and not hands_on:
                 bad.append(f"{where}:{node.lineno}: {node.name} evaluates a test without narrowing")
     assert bad == []
+
+
+def test_the_layout_table_is_made_from_the_contract() -> None:
+    """docs/architecture.md's layout table has one row per module, in the layer the
+    contract gives it (a module moved to another layer moves in the table)."""
+    from pinfix.docs import layout_markdown
+
+    rows = [line.split(" | ") for line in layout_markdown().splitlines()[2:]]
+    table = {row[0].strip("|` "): row[1] for row in rows}
+    assert len(table) == len(rows)
+    expected = {path.relative_to(REPO).as_posix(): LAYERS[layer_of(name)][0] for name, path in modules()}
+    assert table == expected
