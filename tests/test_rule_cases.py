@@ -12,7 +12,7 @@ from pinfix.rules import RULES, Case, Rule
 
 
 def _config(case: Case) -> Config:
-    keys = {"h2d-helper": "h2d_helper", "pin-memory-expr": "pin_memory_expr", "show-unknown": "show_unknown", "deep": "deep"}
+    keys = {"h2d-helper": "h2d_helper", "pin-memory-expr": "pin_memory_expr", "show-unknown": "show_unknown", "deep": "deep", "strict": "strict"}
     return Config(root=Path.cwd()).with_overrides(**{keys[k]: v for k, v in case.settings})
 
 
