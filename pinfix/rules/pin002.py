@@ -175,9 +175,10 @@ class PageableCpuSource(Rule):
     false where an accelerator is present, and what pinfix does with it depends on whether it
     can see the flag's value:
 
-    - a flag whose value pinfix traces (``pin = len(ids) > 8``, ``self.pin_memory = not v2 and
-      PIN_MEMORY`` read in deep mode): the path where it is false is reported, without a fix,
-      naming the flag;
+    - a flag whose value pinfix traces (a comparison or boolean operation it reads, ``pin = n >
+      0``, ``os.environ.get("PIN") == "1"`` in another module in deep mode, ``self.pin_memory =
+      not v2 and PIN_MEMORY`` read in deep mode): the path where it is false is reported,
+      without a fix, naming the flag;
     - a flag whose value pinfix cannot see (a parameter no caller it follows passes, or known
       only by its annotation, ``is_pin_memory: bool``; ``self.pin_memory`` in plain mode, which
       does not read ``__init__``; a call it cannot follow, ``allowed(dev)``; a library value),
@@ -428,6 +429,11 @@ class PageableCpuSource(Rule):
             "    return x.to(dev, non_blocking=True)\n"
         ),
         Case(_H + "def f(n, dev):\n    x = torch.arange(n)\n    return (x.pin_memory() if n > 8 else x).to(dev, non_blocking=True)\n"),
+        # A comparison pinfix reads makes a traced flag, whatever it cannot tell of `n`.
+        Case(
+            _H + "def f(n, dev):\n    x = torch.arange(n)\n    pin = n > 0\n    if pin:\n        x = x.pin_memory()\n"
+            "    return x.to(dev, non_blocking=True)\n"
+        ),
         # Flags pinfix cannot see: the path where they are false is reported with `strict`, in
         # every spelling.
         Case(_H + "def f(ids, dev, pin):\n    return torch.tensor(ids, pin_memory=pin).to(dev, non_blocking=True)\n", settings=(("strict", True),)),

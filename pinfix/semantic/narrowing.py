@@ -265,7 +265,9 @@ def unseen_flag(ev: Any, test: ast.AST, state: State) -> bool:
     value it may hold is one pinfix could not follow (a parameter no caller it sees
     passes, an attribute plain mode does not read, a call it cannot follow, a library
     value) or an availability flag, and at least one is unseen; through ``not``,
-    ``and`` and ``or``. Where such a flag decides whether memory is pinned
+    ``and`` and ``or``. A flag computed by a comparison or a boolean operation pinfix reads
+    is traced, whatever it cannot tell of the operands (``pin = n > 0``; in deep mode
+    ``PIN = os.environ.get("PIN") == "1"`` in another module). Where such a flag decides whether memory is pinned
     (:func:`pinning_arms`, and ``pin_memory=flag``), its false path is not reported:
     only a flag whose value pinfix traces (``pin = n > 0``, ``not v2 and PIN_MEMORY``)
     and that is no availability flag keeps its false path. ``strict`` reports both."""
@@ -298,9 +300,14 @@ def _unseen(ev: Any, test: ast.AST, state: State, parts: List[int]) -> Optional[
         # What the parameter's annotation alone says (``is_pin_memory: bool``): no value seen,
         # unless its default says what callers that pass nothing get (``pin: bool = False``).
         return None if param.default is not None and not (isinstance(param.default, ast.Constant) and param.default.value) else True
-    if not value or not value.all(lambda a: isinstance(a, (Unknown, Ref, Flag))):
+    if not value or not value.all(lambda a: isinstance(a, (Ref, Flag)) or (isinstance(a, Unknown) and not isinstance(a.node, _COMPUTED))):
         return None
     return not value.all(lambda a: isinstance(a, Flag))
+
+
+#: What computes a flag pinfix can see even where it cannot tell the result (``n > 0``,
+#: ``os.environ.get("PIN") == "1"``): a flag made so is traced, not unseen.
+_COMPUTED = (ast.Compare, ast.BoolOp, ast.UnaryOp)
 
 
 def _parameter(ev: Any, test: ast.AST) -> Any:
