@@ -265,12 +265,13 @@ def unseen_flag(ev: Any, test: ast.AST, state: State) -> bool:
     value it may hold is one pinfix could not follow (a parameter no caller it sees
     passes, an attribute plain mode does not read, a call it cannot follow, a library
     value) or an availability flag, and at least one is unseen; through ``not``,
-    ``and`` and ``or``. A flag computed by a comparison or a boolean operation pinfix reads
-    is traced, whatever it cannot tell of the operands (``pin = n > 0``; in deep mode
-    ``PIN = os.environ.get("PIN") == "1"`` in another module). Where such a flag decides whether memory is pinned
-    (:func:`pinning_arms`, and ``pin_memory=flag``), its false path is not reported:
-    only a flag whose value pinfix traces (``pin = n > 0``, ``not v2 and PIN_MEMORY``)
-    and that is no availability flag keeps its false path. ``strict`` reports both."""
+    ``and`` and ``or``. A flag computed by a comparison or a boolean operation pinfix
+    reads is traced, whatever it cannot tell of the operands (``pin = n > 0``; in deep
+    mode ``PIN = os.environ.get("PIN") == "1"`` in another module). Where an unseen flag
+    decides whether memory is pinned (:func:`pinning_arms`, and ``pin_memory=flag``), its
+    false path is not reported: only a flag whose value pinfix traces (``pin = n > 0``,
+    ``not v2 and PIN_MEMORY``) and that is no availability flag keeps its false path.
+    ``strict`` reports both."""
     if ev.settings.strict:
         return False
     return _unseen(ev, test, state, [MAX_PARTS]) is True
