@@ -15,7 +15,8 @@ class SourceError(ValueError):
 
 
 def _config(helper: Optional[str], unsafe_fixes: bool, strict: bool, config: Optional[Config]) -> Config:
-    return (config or Config()).with_overrides(helper=helper, unsafe_fixes=unsafe_fixes, strict=strict)
+    # An option left at its default keeps what ``config`` says (``None`` overrides nothing).
+    return (config or Config()).with_overrides(helper=helper, unsafe_fixes=unsafe_fixes or None, strict=strict or None)
 
 
 def check_text(

@@ -820,14 +820,20 @@ def test_show_producers_lists_the_inferred_pinned_producers(tmp_path):
     code = main(["show-producers", str(pkg / "helpers.py")], out=out, err=err)
     assert code == 0, err.getvalue()
     listed = [line.split(": ", 1)[1] for line in out.getvalue().splitlines()]
-    # Pinned on every path (also through another producer); not: pinned on one path only,
-    # whatever it is given, or a gapped view of pinned memory.
+    # Pinned on every path (also through another producer; `sometimes` pins unless a flag
+    # parameter pinfix cannot see is false, read as an availability flag); not: whatever it
+    # is given, or a gapped view of pinned memory.
     assert listed == [
         "pkg.helpers.pinned_index",
         "pkg.helpers.pinned_from",
+        "pkg.helpers.sometimes",
         "pkg.helpers.wrapped",
         "pkg.helpers.Buffers.staging",
     ]
+    # With --strict an unseen flag's false path counts: `sometimes` is pinned on one path only.
+    strict = io.StringIO()
+    assert main(["show-producers", "--strict", str(pkg / "helpers.py")], out=strict, err=io.StringIO()) == 0
+    assert "pkg.helpers.sometimes" not in strict.getvalue() and "pkg.helpers.wrapped" in strict.getvalue()
     assert out.getvalue().splitlines()[0].endswith("helpers.py:5: pkg.helpers.pinned_index")
     # What it lists needs no setting: a copy of a call of one is not reported.
     (pkg / "use.py").write_text(

@@ -17,6 +17,7 @@ def _config(case: Case) -> Config:
         "pin-memory-expr": "pin_memory_expr",
         "show-unknown": "show_unknown",
         "deep": "deep",
+        "strict": "strict",
     }
     return Config(root=Path.cwd()).with_overrides(**{keys[k]: v for k, v in case.settings})
 

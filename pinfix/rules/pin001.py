@@ -86,7 +86,8 @@ class PageableNonBlockingCopy(Rule):
     ``non_blocking=False`` or absent; ``.to("cpu", ...)``; a source made pinned
     (``.pin_memory()``, the helper); ``non_blocking=<expression>`` unless ``strict``; a path a
     test rules out (``x.is_pinned() and x.to(d, non_blocking=True)``, ``isinstance(a, np.ndarray)``
-    of a tensor, the false branch of an availability flag: see PIN002 for the flags that count).
+    of a tensor, the false branch of an availability flag, or, unless ``strict``, of a flag
+    pinfix cannot see: see PIN002 for the flags that count).
     Suppress one line with ``# noqa: PIN001`` or ``# lint-ignore: PageableNonBlockingCopy``.
     """
 
@@ -111,6 +112,22 @@ class PageableNonBlockingCopy(Rule):
         Case(
             _HEADER + "def f(a, d):\n    x = torch.from_numpy(a).pin_memory()\n    if isinstance(x, np.ndarray):\n"
             "        x = torch.from_numpy(x)\n    return x.to(d, non_blocking=True)\n"
+        ),
+        # A flag pinfix cannot see (a parameter, a call it cannot follow, an attribute plain
+        # mode does not read) is read as an availability flag, unless `strict`.
+        Case(
+            _HEADER
+            + "def f(a, d, allowed):\n    x = torch.from_numpy(a)\n    if allowed(d):\n        x = x.pin_memory()\n"
+            "    return x.to(d, non_blocking=True)\n"
+        ),
+        Case(
+            _HEADER
+            + "def f(self, a, dev):\n    x = torch.from_numpy(a)\n    if not self.pin_memory:\n        y = x\n    else:\n"
+            "        y = x.pin_memory()\n    return y.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _HEADER
+            + "def f(self, a, dev):\n    x = torch.from_numpy(a)\n    return (x.pin_memory() if self.pin else x).to(dev, non_blocking=True)\n"
         ),
         Case(_HEADER + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a))\n"),
         Case(_HEADER + "def f(dst, a):\n    dst.copy_(torch.from_numpy(a), non_blocking=False)\n"),
@@ -153,15 +170,28 @@ class PageableNonBlockingCopy(Rule):
             _HEADER
             + "def f(a, d):\n    x = torch.from_numpy(a)\n    return x.is_pinned() or x.to(d, non_blocking=True)\n"
         ),
+        # Pinned only when a flag pinfix cannot see is true: the other path is reported with `strict`.
         Case(
             _HEADER
             + "def f(a, d, allowed):\n    x = torch.from_numpy(a)\n    if allowed(d):\n        x = x.pin_memory()\n"
-            "    return x.to(d, non_blocking=True)\n"
+            "    return x.to(d, non_blocking=True)\n",
+            settings=(("strict", True),),
         ),
-        # Pinned only when `n` is true: the other path blocks whenever it runs.
         Case(
             _HEADER + "def f(a, n, dev):\n    x = torch.from_numpy(a)\n    if n:\n        x = x.pin_memory()\n"
+            "    return x.to(dev, non_blocking=True)\n",
+            settings=(("strict", True),),
+        ),
+        # Pinned only when a flag pinfix traces (and that is no availability flag) is true:
+        # the other path blocks whenever it runs.
+        Case(
+            _HEADER
+            + "def f(a, n, dev):\n    x = torch.from_numpy(a)\n    pin = len(a) > 8\n    if pin:\n        x = x.pin_memory()\n"
             "    return x.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _HEADER
+            + "def f(a, dev):\n    x = torch.from_numpy(a)\n    x = x.pin_memory() if len(a) > 8 else x\n    return x.to(dev, non_blocking=True)\n"
         ),
         # A module-level pageable tensor copied in a function (fixed where it is made: no fix here).
         Case(_HEADER + "src = torch.from_numpy(np.zeros(3))\n\ndef f(dst):\n    dst.copy_(src, non_blocking=True)\n"),

@@ -199,10 +199,27 @@ class PageableCpuSource(Rule):
     value is one when it comes from a known availability source (``is_pin_memory_available()``,
     ``torch.cuda.is_available()``, ``torch.xpu.is_available()``, ``torch.accelerator.is_available()``,
     vLLM's ``PIN_MEMORY``), is the configured ``pin-memory-expr``, or is a parameter named
-    ``pin_memory`` (``use_pin_memory``, ...) whose default is ``True``. Any other flag
-    (``pin_memory=allowed(dev)``, ``if self.pin_memory:``, a parameter without that default)
-    may be false where an accelerator is present: the path where it is false is reported,
-    without a fix, naming the flag.
+    ``pin_memory`` (``use_pin_memory``, ...) whose default is ``True``. Any other flag may be
+    false where an accelerator is present, and what pinfix does with it depends on whether it
+    can see the flag's value:
+
+    - a flag whose value pinfix traces (a comparison or boolean operation it reads, ``pin = n >
+      0``, ``os.environ.get("PIN") == "1"`` in another module in deep mode, ``self.pin_memory =
+      not v2 and PIN_MEMORY`` read in deep mode): the path where it is false is reported,
+      without a fix, naming the flag;
+    - a flag whose value pinfix cannot see (a parameter no caller it follows passes, or known
+      only by its annotation, ``is_pin_memory: bool``; ``self.pin_memory`` in plain mode, which
+      does not read ``__init__``; a call it cannot follow, ``allowed(dev)``; a library value),
+      alone or with availability flags (``v2 and PIN_MEMORY`` of a parameter ``v2``): read as
+      an availability flag, so its false path is reported only with ``strict``. A parameter
+      whose default is false (``pin: bool = False``) is what callers that pass nothing get,
+      and is reported.
+
+    The flag is the ``pin_memory=`` value, or the test of an ``if`` / conditional expression
+    whose one arm pins with ``.pin_memory()`` what the other leaves pageable (``if flag: x =
+    x.pin_memory()``, ``x.pin_memory() if flag else x``, ``if not flag:``). A test that picks
+    other memory (``torch.zeros(n, pin_memory=True)`` in one arm, ``torch.arange(n)`` in the
+    other) is no flag of pinning: both paths are kept.
 
     A pinned allocation with a fallback, ``try: buf = torch.empty(n, pin_memory=True)``
     ``except RuntimeError: buf = torch.empty(n)`` (also inside a retry loop that shrinks the
@@ -233,6 +250,29 @@ class PageableCpuSource(Rule):
         Case(
             _H
             + "torch.set_default_device('cuda')\n\n\ndef f(n, dev):\n    return torch.ones(n).to(dev, non_blocking=True)\n"
+        ),
+        # A flag pinfix cannot see (a parameter, a call it cannot follow, an attribute plain
+        # mode does not read) is read as an availability flag, unless `strict`, in every spelling.
+        Case(_H + "def f(ids, dev, pin):\n    return torch.tensor(ids, pin_memory=pin).to(dev, non_blocking=True)\n"),
+        Case(
+            _H
+            + "def f(self, n, dev):\n    pin = self.pin_memory\n    return torch.zeros(n, pin_memory=pin).to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H + "def f(self, n, dev):\n    x = torch.arange(n)\n    if self.pin_memory:\n        x = x.pin_memory()\n"
+            "    return x.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(n, dev, allowed):\n    x = torch.arange(n)\n    return (x.pin_memory() if allowed(dev) else x).to(dev, non_blocking=True)\n"
+        ),
+        # A parameter known only by its annotation, in deep mode across methods (vLLM 0.28.0's
+        # min-p logits processor: its callers are built through a registry pinfix cannot follow).
+        Case(
+            _H
+            + "class K:\n    def __init__(self, n, is_pin_memory: bool):\n        self.buf = torch.zeros(n, pin_memory=is_pin_memory)\n\n"
+            "    def step(self, dst):\n        dst.copy_(self.buf, non_blocking=True)\n",
+            settings=(("deep", True),),
         ),
         # Fifteen pinned allocations: merged past the bound, they stay pinned.
         Case(_picks(14, pageable=False)),
@@ -688,20 +728,65 @@ class PageableCpuSource(Rule):
         # Past the atoms a value keeps apart, paths that agree are merged, never dropped:
         # the one pageable allocation among fourteen still reports.
         Case(_picks(13, pageable=True)),
-        # Flags not traced to an availability source: the path where they are false is reported,
-        # in every spelling.
-        Case(_H + "def f(ids, dev, pin):\n    return torch.tensor(ids, pin_memory=pin).to(dev, non_blocking=True)\n"),
+        # Flags pinfix traces and that are no availability flag: the path where they are false
+        # is reported, in every spelling.
+        Case(
+            _H + "def f(ids, dev):\n    return torch.tensor(ids, pin_memory=len(ids) > 8).to(dev, non_blocking=True)\n"
+        ),
         Case(
             _H
-            + "def f(n, dev, allowed):\n    x = torch.zeros(n, pin_memory=allowed(dev))\n    return x.to(dev, non_blocking=True)\n"
+            + "def f(n, dev, v2):\n    pin = not v2 and PIN_MEMORY\n    return torch.zeros(n, pin_memory=pin).to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H + "def f(n, dev):\n    x = torch.arange(n)\n    if n > 8:\n        x = x.pin_memory()\n"
+            "    return x.to(dev, non_blocking=True)\n"
+        ),
+        Case(
+            _H
+            + "def f(n, dev):\n    x = torch.arange(n)\n    return (x.pin_memory() if n > 8 else x).to(dev, non_blocking=True)\n"
+        ),
+        # A comparison pinfix reads makes a traced flag, whatever it cannot tell of `n`.
+        Case(
+            _H + "def f(n, dev):\n    x = torch.arange(n)\n    pin = n > 0\n    if pin:\n        x = x.pin_memory()\n"
+            "    return x.to(dev, non_blocking=True)\n"
+        ),
+        # Flags pinfix cannot see: the path where they are false is reported with `strict`, in
+        # every spelling.
+        Case(
+            _H + "def f(ids, dev, pin):\n    return torch.tensor(ids, pin_memory=pin).to(dev, non_blocking=True)\n",
+            settings=(("strict", True),),
+        ),
+        Case(
+            _H
+            + "def f(n, dev, allowed):\n    x = torch.zeros(n, pin_memory=allowed(dev))\n    return x.to(dev, non_blocking=True)\n",
+            settings=(("strict", True),),
         ),
         Case(
             _H + "def f(n, dev, allowed):\n    x = torch.arange(n)\n    if allowed(dev):\n        x = x.pin_memory()\n"
-            "    return x.to(dev, non_blocking=True)\n"
+            "    return x.to(dev, non_blocking=True)\n",
+            settings=(("strict", True),),
         ),
         Case(
             _H + "def f(self, n, dev):\n    x = torch.arange(n)\n    if self.pin_memory:\n        x = x.pin_memory()\n"
-            "    return x.to(dev, non_blocking=True)\n"
+            "    return x.to(dev, non_blocking=True)\n",
+            settings=(("strict", True),),
+        ),
+        Case(
+            _H
+            + "class K:\n    def __init__(self, n, is_pin_memory: bool):\n        self.buf = torch.zeros(n, pin_memory=is_pin_memory)\n\n"
+            "    def step(self, dst):\n        dst.copy_(self.buf, non_blocking=True)\n",
+            settings=(("deep", True), ("strict", True)),
+        ),
+        # A parameter whose default is false: what callers that pass nothing get.
+        Case(
+            _H
+            + "def f(ids, dev, pin: bool = False):\n    return torch.tensor(ids, pin_memory=pin).to(dev, non_blocking=True)\n"
+        ),
+        # A test that picks other memory (not `.pin_memory()` of what is there) is no flag of
+        # pinning: both paths are kept, seen or not.
+        Case(
+            _H + "def f(self, n, dev):\n    if self.reuse:\n        x = torch.zeros(n, pin_memory=True)\n    else:\n"
+            "        x = torch.arange(n)\n    return x.to(dev, non_blocking=True)\n"
         ),
         # What a test leaves open.
         Case(

@@ -643,9 +643,9 @@ class Calls(Expressions):
                 explicit = True
             elif not pin[1].all(lambda a: isinstance(a, Const) and a.value is False):
                 pinned = self.on_devices(devices, lambda: self.pinned(node, effect, "is pinned", qualified))
-                if narrowing.truth_of(self, pin[0], state) is True:
-                    return pinned  # an availability flag, as `if flag: x = x.pin_memory()` reads it
-                # A flag pinfix cannot trace to an availability source: pageable where it is false.
+                if narrowing.truth_of(self, pin[0], state) is True or narrowing.unseen_flag(self, pin[0], state):
+                    return pinned  # an availability flag or one pinfix cannot see, as `if flag: x = x.pin_memory()` reads it
+                # A flag pinfix traces and that is no availability flag: pageable where it is false.
                 scalar = qualified == "torch.tensor" and args.positional and _maybe_scalar_data(args.positional[0][0])
                 data = args.positional[0][1] if args.positional else None
                 pageable = self.on_devices(

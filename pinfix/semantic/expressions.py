@@ -678,6 +678,7 @@ class Expressions:
         narrowing.rejoin(state, [then.effects(), orelse.effects()])
         if body is None or other is None:
             return body if body is not None else other if other is not None else EMPTY
+        body, other = narrowing.pinning_arms(body, other, lambda: narrowing.unseen_flag(self, node.test, state))
         return self.conditional(body, other, self.short(node.test, 40))
 
     def conditional(self, first: Value, second: Value, test: str) -> Value:

@@ -310,6 +310,13 @@ class Flow(Calls):
         """Join two branches, marking the tensors only one branch makes with its condition
         (``test_node``: the test whose word on where a value is ends here)."""
         tested = {id(n) for n in ast.walk(test_node)} if test_node is not None else set()
+        seen: List[bool] = []
+
+        def unseen() -> bool:  # asked once per join, and only where the arms differ in pinning
+            if not seen:
+                seen.append(test_node is not None and narrowing.unseen_flag(self, test_node, state))
+            return seen[0]
+
         if not then.dead and not orelse.dead:
             for name in then.changed_since(state) | orelse.changed_since(state):
                 if name.startswith("#"):
@@ -323,6 +330,12 @@ class Flow(Calls):
                     then.vars[name] = a
                 if b is not orelse.get(name):
                     orelse.vars[name] = b
+                if a and b and not same(a, b) and test_node is not None:
+                    pinned_a, pinned_b = narrowing.pinning_arms(a, b, unseen)
+                    if pinned_a is not a:
+                        a = then.vars[name] = pinned_a
+                    if pinned_b is not b:
+                        b = orelse.vars[name] = pinned_b
                 if a and b and not same(a, b):
                     then.vars[name] = _mark(a, b, f"`{test}` is true")
                     orelse.vars[name] = _mark(b, a, f"`{test}` is false")

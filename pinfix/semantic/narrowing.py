@@ -21,7 +21,10 @@ What a test says:
   :mod:`pinfix.effects`: ``is_pin_memory_available()``, ``torch.cuda.is_available()``,
   ...), when it is the configured ``pin-memory-expr``, or when it is a ``pin_memory``
   parameter whose default is ``True`` (:func:`availability_parameter`); the same
-  flag passed as ``pin_memory=`` makes a pinned tensor;
+  flag passed as ``pin_memory=`` makes a pinned tensor. A flag whose value pinfix cannot
+  see (:func:`unseen_flag`) is read the same way where it decides pinning
+  (``pin_memory=flag``, and :func:`pinning_arms` for ``if flag: x = x.pin_memory()``),
+  unless ``strict``;
 - of a value's class: ``isinstance(x, C)``, ``type(x) is C`` / ``==`` (a tensor torch
   makes is exactly ``torch.Tensor``, so a test for a subclass such as ``DTensor``
   is false for it; arrays, lists, tuples, dicts, numbers, ``None``);
@@ -36,7 +39,7 @@ what each way through it says, as pyright's does). The work per test is bounded
 from __future__ import annotations
 
 import ast
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..effects import CLASS_KINDS, TENSOR_ATTRIBUTES, TENSOR_BASES, TENSOR_METHODS
 from .scope import FUNCTION_NODES, binds, iter_nodes
@@ -72,6 +75,9 @@ BY_TEST = "<CPU tensor by a test>"
 #: included; a disjunction visits its parts twice): the work per test stays bounded.
 MAX_PARTS = 16
 MAX_LEAVES = 256
+
+#: What ``t.pin_memory()`` makes is named by this (its origin's qualified name).
+PIN_METHOD = "torch.Tensor.pin_memory"
 
 #: Device types that are not the host's, and the tensor flags that name them (``t.is_cuda``).
 ACCEL_TYPES = frozenset({"cuda", "xpu", "hip", "mps", "npu", "hpu", "mtia", "privateuseone"})
@@ -268,6 +274,118 @@ def truth_of(ev: Any, test: ast.AST, state: State) -> Optional[bool]:
         if len(truths) == 1:
             return truths.pop()
     return None
+
+
+def unseen_flag(ev: Any, test: ast.AST, state: State) -> bool:
+    """Whether ``test`` is a flag whose value pinfix cannot see, outside ``strict``: every
+    value it may hold is one pinfix could not follow (a parameter no caller it sees
+    passes, an attribute plain mode does not read, a call it cannot follow, a library
+    value) or an availability flag, and at least one is unseen; through ``not``,
+    ``and`` and ``or``. A flag computed by a comparison or a boolean operation pinfix
+    reads is traced, whatever it cannot tell of the operands (``pin = n > 0``; in deep
+    mode ``PIN = os.environ.get("PIN") == "1"`` in another module). Where an unseen flag
+    decides whether memory is pinned (:func:`pinning_arms`, and ``pin_memory=flag``), its
+    false path is not reported: only a flag whose value pinfix traces (``pin = n > 0``,
+    ``not v2 and PIN_MEMORY``) and that is no availability flag keeps its false path.
+    ``strict`` reports both."""
+    if ev.settings.strict:
+        return False
+    return _unseen(ev, test, state, [MAX_PARTS]) is True
+
+
+def _unseen(ev: Any, test: ast.AST, state: State, parts: List[int]) -> Optional[bool]:
+    """``True``: unseen; ``False``: an availability flag (no path of ours is false);
+    ``None``: a value pinfix sees, which may be false."""
+    parts[0] -= 1
+    if parts[0] < 0:
+        return None  # bounded: a test's parts are looked at once, at most MAX_PARTS of them
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if isinstance(test, ast.BoolOp):
+        found = [_unseen(ev, part, state, parts) for part in test.values]
+        return None if None in found else any(found)
+    if truth_of(ev, test, state) is True:
+        return False
+    if not isinstance(test, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
+        return None
+    probe = state.fork()
+    probe.vars[PENDING] = EMPTY  # a second look reads nothing
+    value = ev.eval(test, probe)
+    value = value.map(lambda a: ev.reference(a.name, test) if isinstance(a, Ref) else None)
+    param = _parameter(ev, test)
+    if param is not None and same(value, ev.parameter_value(param)):
+        # What the parameter's annotation alone says (``is_pin_memory: bool``): no value seen,
+        # unless its default says what callers that pass nothing get (``pin: bool = False``).
+        return (
+            None
+            if param.default is not None and not (isinstance(param.default, ast.Constant) and param.default.value)
+            else True
+        )
+    if not value or not value.all(
+        lambda a: isinstance(a, (Ref, Flag)) or (isinstance(a, Unknown) and not isinstance(a.node, _COMPUTED))
+    ):
+        return None
+    return not value.all(lambda a: isinstance(a, Flag))
+
+
+#: What computes a flag pinfix can see even where it cannot tell the result (``n > 0``,
+#: ``os.environ.get("PIN") == "1"``): a flag made so is traced, not unseen.
+_COMPUTED = (ast.Compare, ast.BoolOp, ast.UnaryOp)
+
+
+def _parameter(ev: Any, test: ast.AST) -> Any:
+    """The parameter of the function being evaluated that ``test`` names, if any."""
+    func = getattr(ev, "func", None)
+    if not isinstance(test, ast.Name) or func is None:
+        return None
+    return next(
+        (p for p in getattr(func, "params", ()) if p.name == test.id and p.kind not in ("vararg", "kwarg")), None
+    )
+
+
+def pinning_arms(first: Value, second: Value, unseen: Callable[[], bool]) -> Tuple[Value, Value]:
+    """The values one name holds where a test is true (``first``) and false (``second``),
+    where the test is a flag pinfix cannot see (``unseen()``: :func:`unseen_flag`, asked
+    only here) that decides whether the memory is pinned (``if flag: x = x.pin_memory()``,
+    ``x.pin_memory() if flag else x``): one arm holds pinned CPU memory where the other
+    holds pageable CPU memory the first has not. The pageable arm then stands for the
+    pinned one, as an availability flag's false branch would (``pin_memory=flag`` reads
+    the same flag the same way)."""
+    if not (_pinning_split(first, second) or _pinning_split(second, first)) or not unseen():
+        return first, second
+    return _pinned_for(first, second), _pinned_for(second, first)
+
+
+def _pinning_split(pinned: Value, pageable: Value) -> bool:
+    """Whether ``pinned`` pins what ``pageable`` leaves pageable: it holds memory pinned by
+    ``.pin_memory()`` that ``pageable`` has not, and ``pageable`` holds pageable CPU memory
+    ``pinned`` has not. Other pinned memory (a pinned buffer, or ``torch.zeros(n,
+    pin_memory=True)`` against ``torch.zeros(n)``) is another choice than pinning what
+    is there, and keeps both paths."""
+    return any(
+        t.device == CPU
+        and t.memory == PINNED
+        and t.key not in pageable.keys
+        and t.origin is not None
+        and t.origin.qualified == PIN_METHOD
+        for t in pinned.tensors
+    ) and any(t.device == CPU and t.memory != PINNED and t.key not in pinned.keys for t in pageable.tensors)
+
+
+def _pinned_for(value: Value, other: Value) -> Value:
+    """``value`` with its pageable CPU tensors that ``other`` has not replaced by ``other``'s
+    pinned ones (nothing changes where ``other`` pins nothing of its own)."""
+    pinned = [t for t in other.tensors if t.device == CPU and t.memory == PINNED and t.key not in value.keys]
+    if not pinned:
+        return value
+    kept = value.map(
+        lambda a: (
+            EMPTY
+            if isinstance(a, Tensor) and a.device == CPU and a.memory != PINNED and a.key not in other.keys
+            else None
+        )
+    )
+    return join(kept, Value(tuple(pinned)))
 
 
 def availability_parameter(param: Any) -> bool:
@@ -608,6 +726,8 @@ __all__ = [
     "Refinements",
     "apply",
     "truth_of",
+    "unseen_flag",
+    "pinning_arms",
     "availability_parameter",
     "ended",
     "memory_test",
