@@ -51,7 +51,7 @@ NO_PREFILTER_ENV = "PINFIX_NO_PREFILTER"
 DEEP_LABEL = "pinfix check --deep"
 PARSE_FLOOR_LABEL = "parse floor (ast.parse of every module deep mode reads)"
 #: The parse floor's child: the ``.py`` files below the root that deep mode reads
-#: (no hidden folder, none of ``pinfix.semantic.modules.NOT_PROJECT``), each parsed.
+#: (no hidden folder, none of ``pinfix.semantic.roots.NOT_PROJECT``), each parsed.
 PARSE_FLOOR = """
 import ast, os, sys
 skip = {"build", "dist", "node_modules", "site-packages", "venv", "__pycache__"}

@@ -175,7 +175,7 @@ class DeepVerdicts:
 
     def listing(self, path: str) -> Tuple[str, str, Listing]:
         """The root of ``path``'s project, the hash of its listing, the listing."""
-        from .semantic.modules import import_root, project_file_names
+        from .semantic.roots import import_root, project_file_names
 
         root = str(import_root(Path(path).resolve()))
         known = self._listings.get(root)

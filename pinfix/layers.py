@@ -53,7 +53,7 @@ SEMANTIC_ORDER = (
     "pinfix.semantic",
     "pinfix.semantic.values",
     "pinfix.semantic.source",
-    "pinfix.semantic.modules",
+    "pinfix.semantic.roots",
     "pinfix.semantic.scope",
     "pinfix.semantic.slices",
     "pinfix.semantic.state",

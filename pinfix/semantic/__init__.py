@@ -10,11 +10,12 @@ the facts give them.
 - :mod:`.source`, :mod:`.scope`: text and positions; bindings and scopes;
 - :mod:`.state`: environments; :mod:`.expressions`, :mod:`.calls`, :mod:`.flow`:
   the transfer functions, driven by :mod:`pinfix.effects`;
-- :mod:`.evaluator`, :mod:`.module`: one function, one module;
+- :mod:`.evaluator`, :mod:`.module`: one function, one module; :mod:`.roots`: where a
+  module's file is (import roots); :mod:`.deep`: deep mode;
 - :mod:`.facts`: what rules read.
 
 The names below are imported when first asked for (PEP 562): a module that only
-needs :mod:`.modules` (where a project's files are; the check cache's listing)
+needs :mod:`.roots` (where a project's files are; the check cache's listing)
 does not load the analysis with it.
 """
 

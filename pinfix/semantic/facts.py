@@ -20,7 +20,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 from .aliasing import Hazard, MemoryWrites
 
 # What rules read of the source besides the facts (re-exported: rules import only facts and values).
-from .modules import is_demo_of as is_demo_of
+from .roots import is_demo_of as is_demo_of
 from .scope import FunctionInfo, ModuleInfo, binds, enclosing_loops, iter_nodes
 from .source import SourceText
 from .source import same_source as same_source

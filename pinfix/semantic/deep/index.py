@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from ...regular import read_regular
-from ..modules import module_name, project_file_names
+from ..roots import module_name, project_file_names
 from .store import summary_of
 from .summary import ModuleSummary
 

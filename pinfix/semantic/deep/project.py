@@ -33,7 +33,7 @@ from ..evaluator import Evaluator
 from ..facts import Copy, FunctionFacts
 from ..flow import RETURNED, TRANSPARENT_DECORATORS
 from ..module import ModuleContext, functions_at
-from ..modules import ModuleIndex, is_test_file, module_name, project_file_names
+from ..roots import ModuleIndex, is_test_file, module_name, project_file_names
 from ..scope import ClassInfo, FunctionInfo, ModuleInfo, last_name
 from ..slices import ANY_ATTRIBUTE, Graph, Purpose, Slice
 from ..source import SourceError, SourceText

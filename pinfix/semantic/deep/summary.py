@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
-from ..modules import absolute_name
+from ..roots import absolute_name
 
 #: Bumped whenever a field is added, removed or changes meaning: a kept summary of
 #: another format is never read.
