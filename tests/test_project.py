@@ -434,3 +434,25 @@ def test_a_records_to_device_copies_each_field_its_maker_gives(
     if expected:
         (finding,) = found
         assert "maker.py:8" in finding["message"] and "loop.py:6" in finding["message"]
+
+
+def test_the_engine_asks_the_project_through_its_declared_interface() -> None:
+    """``ModuleContext`` asks beyond its module only through ``Questions`` (plain mode's
+    null answers, ``NO_PROJECT``); deep mode's project implements every one of them with
+    the same parameters, and nothing calls the project past the type checker."""
+    import inspect
+
+    from pinfix.semantic.deep.project import DeepProject
+    from pinfix.semantic.module import NO_PROJECT, ModuleContext, Questions
+    from tests.support import REPO
+
+    asked = [n for n, f in vars(Questions).items() if callable(f) and not n.startswith("_")]
+    assert sorted(asked) == ["evaluator", "global_value", "open", "recording", "refine", "reused"]
+    for name in asked:
+        mine = list(inspect.signature(getattr(Questions, name)).parameters)
+        theirs = list(inspect.signature(getattr(DeepProject, name)).parameters)
+        assert name in vars(DeepProject) and theirs[: len(mine)] == mine, name
+    assert DeepProject.deep and not NO_PROJECT.deep
+    assert ModuleContext.__init__.__defaults__ == (None,)  # no project given: NO_PROJECT
+    text = (REPO / "pinfix" / "semantic" / "module.py").read_text()
+    assert "type: ignore[attr-defined]" not in text and "self.project is" not in text

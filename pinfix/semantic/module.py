@@ -13,8 +13,22 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    ContextManager,
+    Dict,
+    FrozenSet,
+    Iterable,
+    List,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+)
 
 from ..effects import IMPLIED_NON_BLOCKING
 from ..settings import Settings
@@ -23,15 +37,59 @@ from .scope import FunctionInfo, ModuleInfo
 from .source import SourceText
 from .values import Value, unknown
 
+if TYPE_CHECKING:
+    from .evaluator import Evaluator
+
+
+class Questions:
+    """What one module's analysis may ask beyond the module, declared: the
+    interface deep mode's project implements
+    (:class:`pinfix.semantic.deep.project.DeepProject`). This base class is plain
+    mode's (:data:`NO_PROJECT`): it answers nothing, and a module is analysed alone."""
+
+    #: Whether the answers come from the whole project (deep mode).
+    deep = False
+
+    def open(self, src: SourceText, tree: ast.Module, path: Optional[Path], settings: Settings) -> "ModuleContext":
+        """The context in which the checked module's functions are evaluated."""
+        return ModuleContext(ModuleInfo(src, tree, path), settings, self)
+
+    def evaluator(
+        self, ctx: "ModuleContext", func: FunctionInfo, params: Optional[Dict[str, Value]], purpose: Any
+    ) -> "Evaluator":
+        """An evaluation of ``func`` (``params``: the values a call gives it), asking what ``purpose`` needs."""
+        from .evaluator import Evaluator
+
+        return Evaluator(ctx, func, params)
+
+    def recording(self, key: Optional[Tuple[Any, ...]] = None) -> ContextManager[Set[str]]:
+        """Collect what the answers given inside read (deep mode's cache keeps it)."""
+        return nullcontext(set())
+
+    def reused(self, key: Tuple[Any, ...]) -> None:
+        """An answer given again: what it read is read again."""
+
+    def global_value(self, module: ModuleInfo, name: str) -> Optional[Value]:
+        """What another module binds ``name`` to (``None``: not known here)."""
+        return None
+
+    def refine(self, ctx: "ModuleContext", facts: FunctionFacts) -> FunctionFacts:
+        """``facts`` with what the function's callers give its parameters."""
+        return facts
+
+
+#: Plain mode's questions: none answered beyond the module.
+NO_PROJECT = Questions()
+
 
 class ModuleContext:
     """Everything one module's evaluations share."""
 
-    def __init__(self, module: ModuleInfo, settings: Settings, project: Optional[object] = None):
+    def __init__(self, module: ModuleInfo, settings: Settings, project: Optional[Questions] = None):
         self.module = module
         self.settings = settings
-        #: Deep mode's project (:class:`pinfix.semantic.deep.project.DeepProject`), or ``None``.
-        self.project = project
+        #: What may be asked beyond the module: deep mode's project, or :data:`NO_PROJECT`.
+        self.project: Questions = project if project is not None else NO_PROJECT
         self.results: Dict[int, FunctionFacts] = {}
         self.bindings: Dict[Tuple[int, str], FunctionFacts] = {}
         self._active: set = set()
@@ -48,7 +106,7 @@ class ModuleContext:
         self.lines: FrozenSet[int] = frozenset()
         #: Deep mode with ``everything``: no slice (every project question asked).
         self.whole = False
-        if project is not None:
+        if self.project.deep:
             data = module.src.data if module.src.data is not None else module.src.text.encode("utf-8")
             self.lines = frozenset(hot_lines(data, settings.strict))
 
@@ -64,29 +122,21 @@ class ModuleContext:
             else:
                 contained(problems, func, lambda: self.evaluate(func))
 
-    def evaluator(self, func: FunctionInfo, params: Optional[Dict[str, Value]] = None):  # type: ignore[no-untyped-def]
-        if self.project is not None:
-            purpose = None if self.whole else ("copies", self.lines)
-            return self.project.evaluator(self, func, params, purpose)  # type: ignore[attr-defined]
-        from .evaluator import Evaluator
-
-        return Evaluator(self, func, params)
+    def evaluator(self, func: FunctionInfo, params: Optional[Dict[str, Value]] = None) -> "Evaluator":
+        purpose = None if self.whole or not self.project.deep else ("copies", self.lines)
+        return self.project.evaluator(self, func, params, purpose)
 
     def evaluate(self, func: FunctionInfo) -> Optional[FunctionFacts]:
         """``func`` evaluated with its own parameters (memoised); ``None`` while it is being evaluated."""
         found = self.results.get(id(func.node))
         if found is not None:
-            if self.project is not None:
-                self.project.reused(("evaluate", id(func.node)))  # type: ignore[attr-defined]
+            self.project.reused(("evaluate", id(func.node)))
             return found
         if id(func.node) in self._active:
             return None
         self._active.add(id(func.node))
         try:
-            if self.project is not None:
-                with self.project.recording(("evaluate", id(func.node))):  # type: ignore[attr-defined]
-                    facts = self.evaluator(func).run()
-            else:
+            with self.project.recording(("evaluate", id(func.node))):
                 facts = self.evaluator(func).run()
         finally:
             self._active.discard(id(func.node))
@@ -98,14 +148,14 @@ class ModuleContext:
         ``name`` to, asking the project only where that can matter (memoised)."""
         key = (id(scope.node), name)
         if key in self.bindings:
-            self.project.reused(("binding",) + key)  # type: ignore[attr-defined]
+            self.project.reused(("binding",) + key)
             return self.bindings[key]
         if key in self._active:
             return None
         self._active.add(key)
         try:
-            with self.project.recording(("binding",) + key):  # type: ignore[attr-defined]
-                facts = self.project.evaluator(self, scope, None, ("binds", name)).run()  # type: ignore[attr-defined]
+            with self.project.recording(("binding",) + key):
+                facts = self.project.evaluator(self, scope, None, ("binds", name)).run()
         finally:
             self._active.discard(key)
         self.bindings[key] = facts
@@ -130,12 +180,12 @@ class ModuleContext:
     def global_value(self, module: ModuleInfo, name: str) -> Optional[Value]:
         """Every value module-level code gives ``name``; ``None`` when it binds none."""
         if module is not self.module:
-            return self.project.global_value(module, name) if self.project is not None else None  # type: ignore[attr-defined]
+            return self.project.global_value(module, name)
         if name not in module.body.locals:
             return None
         if name in module.rebound_globals:
             return unknown("is a module-level name some function rebinds")
-        facts = self.evaluate(module.body) if self.project is None or self.whole else self.binding(module.body, name)
+        facts = self.evaluate(module.body) if not self.project.deep or self.whole else self.binding(module.body, name)
         if facts is None:
             return unknown("is a module-level name")
         found = facts.all_values.get(name)
@@ -230,20 +280,16 @@ def analyze_module(
     tree: ast.Module,
     settings: Settings,
     path: Optional[Path] = None,
-    project: Optional[object] = None,
+    project: Optional[Questions] = None,
     lines: Optional[Sequence[int]] = None,
     everything: bool = False,
 ) -> ModuleFacts:
     """The facts of every function of the module that may hold a copy
     (``lines``: where copies may be; by default found in the text;
     ``everything``: evaluate every function, to prove that shortcut sound)."""
-    if project is not None:
-        module = project.module_for(src, tree, path)  # type: ignore[attr-defined]
-        ctx = project.context(module)  # type: ignore[attr-defined]
-        project.begin(tree)  # type: ignore[attr-defined]
-    else:
-        module = ModuleInfo(src, tree, path)
-        ctx = ModuleContext(module, settings, project)
+    questions = project if project is not None else NO_PROJECT
+    ctx = questions.open(src, tree, path, settings)
+    module = ctx.module
     if lines is None:
         data = src.data if src.data is not None else src.text.encode("utf-8")
         lines = hot_lines(data, settings.strict)
@@ -255,13 +301,13 @@ def analyze_module(
     for func in chosen:
         contained(facts.problems, func, lambda: ctx.evaluate(func))
     ctx.drain(facts.problems)
-    if project is not None:
+    if questions.deep:
         # Parameters the copies depend on: what the project's callers pass.
         for key, result in list(ctx.results.items()):
             if result.copies:
 
                 def refine(key: int = key, result: FunctionFacts = result) -> None:
-                    ctx.results[key] = project.refine(ctx, result)  # type: ignore[attr-defined]
+                    ctx.results[key] = questions.refine(ctx, result)
 
                 contained(facts.problems, result.info, refine)
     # Functions evaluated on the way (enclosing functions, lambdas) may hold copies too.

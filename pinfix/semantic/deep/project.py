@@ -24,7 +24,7 @@ import bisect
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, cast
 
 from ...regular import read_regular
 from ...settings import Settings
@@ -32,7 +32,7 @@ from ..calls import Arguments
 from ..evaluator import Evaluator
 from ..facts import Copy, FunctionFacts
 from ..flow import RETURNED, TRANSPARENT_DECORATORS
-from ..module import ModuleContext, functions_at
+from ..module import ModuleContext, Questions, functions_at
 from ..roots import ModuleIndex, is_test_file, module_name, project_file_names
 from ..scope import ClassInfo, FunctionInfo, ModuleInfo, last_name
 from ..slices import ANY_ATTRIBUTE, Graph, Purpose, Slice
@@ -97,8 +97,10 @@ WORK_PER_STATEMENT = 400
 WORK_BASE = 20000
 
 
-class DeepProject:
+class DeepProject(Questions):
     """The modules of the project and the answers computed about them."""
+
+    deep = True
 
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -173,6 +175,12 @@ class DeepProject:
         info = ModuleInfo(src, tree, path, module_name(path, root), path.name == "__init__.py")
         self.modules[resolved] = info
         return info
+
+    def open(self, src: SourceText, tree: ast.Module, path: Optional[Path], settings: Settings) -> ModuleContext:
+        """The checked module's context (``settings`` are this project's own)."""
+        ctx = self.context(self.module_for(src, tree, path))
+        self.begin(tree)
+        return ctx
 
     def begin(self, tree: ast.Module) -> None:
         """A module's check starts: its project questions get a budget in proportion to it."""
@@ -1029,7 +1037,7 @@ class DeepEvaluator(Evaluator):
 
     @property
     def project(self) -> DeepProject:
-        return self.ctx.project  # type: ignore[return-value]
+        return cast(DeepProject, self.ctx.project)
 
     def project_reference(self, qualified: str, node: ast.AST) -> Optional[Value]:
         if not self.deep_on:
