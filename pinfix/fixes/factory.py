@@ -10,11 +10,11 @@ from typing import Any, List, Optional, Tuple
 from ..edits import SAFE, UNSAFE, Fix
 from ..effects import PINNABLE_LAYOUTS
 from ..rules.pageable import Route
-from ..semantic.facts import position
+from ..semantic.facts import holds, position
 from ..semantic.scope import last_name, other_binding
 from ..semantic.source import same_source
 from ..semantic.values import Tensor
-from .site import FixSite, helper_local_name, holds, unique
+from .site import FixSite, helper_local_name, unique
 
 
 def pin_memory_fix(site: FixSite, tensors: List[Tensor], route: Route, kept: bool) -> Any:

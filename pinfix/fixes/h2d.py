@@ -12,10 +12,10 @@ from typing import Any, List, Optional, Sequence, Tuple
 from ..edits import SAFE, UNSAFE, Edit, Fix
 from ..effects import Makes
 from ..rules.pageable import Route
-from ..semantic.facts import on_cpu
+from ..semantic.facts import holds, on_cpu
 from ..semantic.scope import FunctionInfo, ModuleInfo, last_name, other_binding
 from ..semantic.values import ACCEL, Step, Tensor
-from .site import FixSite, defines, helper_local_name, holds, literal_bool, root_name
+from .site import FixSite, defines, helper_local_name, literal_bool, root_name
 
 _TO_KEYWORDS = frozenset({"device", "dtype", "non_blocking"})
 

@@ -15,7 +15,7 @@ from typing import Any, List, Optional, Sequence
 from ..edits import Edit
 from ..rules.base import RuleContext
 from ..rules.pageable import Route
-from ..semantic.facts import Copy
+from ..semantic.facts import Copy, holds
 from ..semantic.scope import ModuleInfo
 from ..semantic.values import ACCEL, Tensor
 
@@ -134,19 +134,6 @@ def defines(path: Optional[Path], module: str) -> bool:
     if stem.endswith("/__init__"):
         stem = stem[: -len("/__init__")]
     return stem == expected or stem.endswith("/" + expected)
-
-
-def holds(outer: ast.AST, inner: ast.AST) -> bool:
-    """Whether ``inner`` lies within ``outer``'s span."""
-    if outer is inner:
-        return True
-    try:
-        return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
-            inner.end_lineno,
-            inner.end_col_offset,
-        ) <= (outer.end_lineno, outer.end_col_offset)  # type: ignore[attr-defined]
-    except AttributeError:
-        return False
 
 
 def unique(items: Sequence[Any]) -> List[Any]:

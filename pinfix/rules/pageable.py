@@ -10,12 +10,11 @@ not planned here: the finding carries a :class:`PageableCopy`, from which
 
 from __future__ import annotations
 
-import ast
 from typing import Any, List, Optional, Sequence, Tuple
 
 from ..effects import COPY_SINKS, NON_BLOCKING_KEYWORD, Makes
 from ..findings import display, same_file
-from ..semantic.facts import Copy, is_demo_of, same_source
+from ..semantic.facts import Copy, holds, is_demo_of, same_source
 from ..semantic.values import PAGEABLE, PINNED, Step, Tensor, steps
 from .base import Finding, RuleContext
 
@@ -181,7 +180,7 @@ class Judge:
         code = "PIN001" if all(_is_pin001(t) for t in tensors) else "PIN002"
         what = what_copies(copy, self.src)
         inline = not route.bindings and primary.via is None
-        reported = origin.node if inline and _holds(copy.source_node, origin.node) else copy.source_node
+        reported = origin.node if inline and holds(copy.source_node, origin.node) else copy.source_node
         deep = primary.via is not None
         how = "deep" if deep else "inline" if inline else "bound"
         qualified = origin.qualified
@@ -297,15 +296,3 @@ def _origin_position(t: Tensor, here: str) -> Tuple[int, int, int, int]:
         return (1, 1, 0, 0)
     demo = 1 if not same_file(t.origin.src.path, here) and is_demo_of(t.origin.src.path, here) else 0
     return (demo, 0 if t.via is None else 1, t.origin.node.lineno, t.origin.node.col_offset)
-
-
-def _holds(outer: ast.AST, inner: ast.AST) -> bool:
-    if outer is inner:
-        return True
-    try:
-        return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
-            inner.end_lineno,
-            inner.end_col_offset,
-        ) <= (outer.end_lineno, outer.end_col_offset)  # type: ignore[attr-defined]
-    except AttributeError:
-        return False

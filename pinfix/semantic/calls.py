@@ -1243,25 +1243,12 @@ class Calls(Expressions):
         def each(a: Any) -> Value:
             if isinstance(a, Tensor) and a.device == CPU:
                 return Value((a,))
-            if non_blocking is True:
-                step = self.step("made", node, f"`{self.short(node)}` is on the CPU")
-                return Value(
-                    (
-                        Tensor(
-                            CPU,
-                            PINNED,
-                            DENSE,
-                            Origin(node, None, self.src, self.short(node), "<to-cpu>"),
-                            route=(step, None),
-                        ),
-                    )
-                )
             step = self.step("made", node, f"`{self.short(node)}` is on the CPU")
             return Value(
                 (
                     Tensor(
                         CPU,
-                        ANY_MEMORY,
+                        PINNED if non_blocking is True else ANY_MEMORY,
                         DENSE,
                         Origin(node, None, self.src, self.short(node), "<to-cpu>"),
                         route=(step, None),

@@ -23,6 +23,7 @@ from .aliasing import Hazard, MemoryWrites
 from .roots import is_demo_of as is_demo_of
 from .scope import FunctionInfo, ModuleInfo, binds, enclosing_loops, iter_nodes
 from .source import SourceText
+from .source import holds as holds
 from .source import same_source as same_source
 from .values import ANY_DEVICE, CPU, Pending, Step, Tensor, Value, join
 

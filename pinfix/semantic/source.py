@@ -123,3 +123,16 @@ class SourceText:
 def same_source(a: SourceText, b: SourceText) -> bool:
     """Whether two texts are of one file (whichever objects hold them)."""
     return same_file(a.path, b.path)
+
+
+def holds(outer: ast.AST, inner: ast.AST) -> bool:
+    """Whether ``inner`` lies within ``outer``'s span."""
+    if outer is inner:
+        return True
+    try:
+        return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
+            inner.end_lineno,
+            inner.end_col_offset,
+        ) <= (outer.end_lineno, outer.end_col_offset)  # type: ignore[attr-defined]
+    except AttributeError:
+        return False
