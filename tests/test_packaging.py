@@ -148,6 +148,7 @@ def test_both_ways_in_leave_the_heap_to_the_exit_without_a_last_walk(tmp_path: P
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("depends_on_vllm")
 def test_wheel_installs_only_the_pinfix_package_and_runs_without_fixit(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     build = subprocess.run(
