@@ -209,7 +209,8 @@ def replace_file(path: Path, expected: bytes, new: bytes, follow_symlinks: bool 
     would leave them holding the old text) or no longer holds ``expected``
     (unless it holds ``new`` already: then there is nothing to do), checked
     when the file is read and again after the new bytes are flushed, just
-    before the rename (its identity, size, time and bytes).
+    before the rename (its identity, size, time and bytes). After the rename the
+    directory is flushed too.
     """
     if not follow_symlinks:
         link = symlink_in_path(path)
@@ -262,6 +263,23 @@ def replace_file(path: Path, expected: bytes, new: bytes, follow_symlinks: bool 
         if isinstance(e, OSError):
             raise _refusal(e) from None
         raise
+    _sync_directory(target.parent)
+
+
+def _sync_directory(directory: Path) -> None:
+    """Flush the directory entry the rename changed, so that after a crash the name
+    holds the new file, not the old one or nothing. The file is replaced already:
+    a file system that cannot sync a directory leaves it as the rename left it."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _identity(info: os.stat_result) -> Tuple[int, int, int, int]:

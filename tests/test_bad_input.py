@@ -315,6 +315,25 @@ def test_replace_file_refuses_when_content_differs(tmp_path: Path) -> None:
     assert list(tmp_path.glob("*.pinfix-tmp")) == list(tmp_path.glob(".*.pinfix-tmp")) == []
 
 
+def test_replace_file_flushes_the_directory_after_the_rename(tmp_path: Path, monkeypatch) -> None:
+    # Without it, a crash just after the rename may leave the old file (or none) under the name.
+    import os
+    import stat
+
+    target = write(tmp_path / "t.py", SAMPLE)
+    synced = []
+    real_fsync = os.fsync
+
+    def recording(fd: int) -> None:
+        synced.append(("directory" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file", target.read_bytes()))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    replace_file(target, SAMPLE, FIXED)
+    # The new bytes first, then the directory, once the name holds them.
+    assert synced == [("file", SAMPLE), ("directory", FIXED)]
+
+
 def test_replace_file_that_already_holds_the_new_text_is_done(tmp_path: Path) -> None:
     # A worker wrote it and died before its report came back; the retry finds the fix in place.
     target = write(tmp_path / "t.py", FIXED)
