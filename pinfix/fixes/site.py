@@ -13,24 +13,16 @@ from pathlib import Path
 from typing import Any, List, Optional, Sequence
 
 from ..edits import Edit
-from ..rules.base import RuleContext
+from ..rules.base import AtCopy
 from ..rules.pageable import Route
-from ..semantic.facts import Copy, holds
+from ..semantic.facts import holds
 from ..semantic.scope import ModuleInfo
 from ..semantic.values import ACCEL, Tensor
 
 
-class FixSite:
+class FixSite(AtCopy):
     """One copy the rules judged pageable, with what its fixes read: the module's
     facts, the settings, the function the copy is in."""
-
-    def __init__(self, ctx: RuleContext, copy: Copy):
-        self.ctx = ctx
-        self.copy = copy
-        self.src = ctx.src
-        self.settings = ctx.settings
-        self.module = ctx.facts.module
-        self.func = copy.function
 
     def add_keyword(self, call: ast.Call, keyword: str, value: str) -> Edit:
         """``f(a, b)`` -> ``f(a, b, keyword=value)``: inserted after the last argument,

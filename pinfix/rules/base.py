@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..edits import Fix
 from ..findings import Evidence, FindingFields, display
-from ..semantic.facts import ModuleFacts, SourceText, same_source
+from ..semantic.facts import Copy, ModuleFacts, SourceText, same_source
 from ..semantic.values import Step, steps
 from ..settings import Settings
 
@@ -130,6 +130,20 @@ _COMPOUND = (
     ast.AsyncWith,
     ast.AsyncFunctionDef,
 )
+
+
+class AtCopy:
+    """One copy of one module, with what every question about it reads: the rule's
+    verdict (:class:`pinfix.rules.pageable.Judge`) and the fixes planned for it
+    (:class:`pinfix.fixes.site.FixSite`) alike."""
+
+    def __init__(self, ctx: RuleContext, copy: Copy):
+        self.ctx = ctx
+        self.copy = copy
+        self.src = ctx.src
+        self.settings = ctx.settings
+        self.module = ctx.facts.module
+        self.func = copy.function
 
 
 class StatementIndex:

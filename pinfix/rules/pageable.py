@@ -16,7 +16,7 @@ from ..effects import COPY_SINKS, NON_BLOCKING_KEYWORD, Makes
 from ..findings import display, same_file
 from ..semantic.facts import Copy, holds, is_demo_of, same_source
 from ..semantic.values import PAGEABLE, PINNED, Step, Tensor, steps
-from .base import Finding, RuleContext
+from .base import AtCopy, Finding, RuleContext
 
 __all__ = ["pageable_findings", "Judge", "PageableCopy", "Route", "what_copies", "origin_text", "is_computed"]
 
@@ -114,17 +114,9 @@ class PageableCopy:
         self.groups = groups
 
 
-class Judge:
+class Judge(AtCopy):
     """One copy: is it a finding, and what does it say (its fix is planned by
     :mod:`pinfix.fixes.plan`, from the :class:`PageableCopy` the finding carries)."""
-
-    def __init__(self, ctx: RuleContext, copy: Copy):
-        self.ctx = ctx
-        self.copy = copy
-        self.src = ctx.src
-        self.settings = ctx.settings
-        self.module = ctx.facts.module
-        self.func = copy.function
 
     def finding(self) -> Optional[Finding]:
         copy = self.copy

@@ -920,31 +920,40 @@ class Calls(Expressions):
     def reads_file(self, effect: ReadsFile, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
         """``torch.load(f, map_location="cpu")``: the saved tensors, on the device named."""
         callee = self.short(node.func, 40)
-        given = args.keyword(effect.device_keyword)
-        if given is None and effect.device_slot < len(args.positional):
-            given = args.positional[effect.device_slot]
-        if given is None and (args.starred or args.double_starred):
-            return unknown(f"`{callee}(...)` passes `*args`/`**kwargs` that may name a device", node)
-        if given is None and effect.saved_device:
-            return unknown(f"`{callee}(...)` puts each tensor back on the device it was saved from", node)
-        devices = self.devices(given[1], state) if given is not None else Value((Device(CPU),))
-        if given is not None and not given[1].all(lambda a: isinstance(a, (Device, Const, NoneValue))):
-            return unknown(f"pinfix cannot tell where `{callee}(...)` puts what it reads", node)
+        why, devices = self.read_onto(effect.device_keyword, effect.device_slot, effect.saved_device, node, args, state)
+        if why is not None:
+            return why
         label = f"`{callee}(...)`"
         return collated(self.on_devices(devices, lambda: self.made(node, effect, qualified, label)), node)
+
+    def read_onto(
+        self, keyword: str, slot: int, saved_device: bool, node: ast.Call, args: Arguments, state: State
+    ) -> Tuple[Optional[Value], Value]:
+        """Where a call reading tensors from a file puts them: ``(None, devices)`` from its
+        device ``keyword`` or positional ``slot`` (the CPU when it names none, unless
+        ``saved_device``: each tensor goes back where it was saved), or ``(why, _)``, an
+        unknown saying why pinfix cannot tell."""
+        callee = self.short(node.func, 40)
+        given = args.keyword(keyword)
+        if given is None and slot < len(args.positional):
+            given = args.positional[slot]
+        if given is None and (args.starred or args.double_starred):
+            return unknown(f"`{callee}(...)` passes `*args`/`**kwargs` that may name a device", node), EMPTY
+        if given is None and saved_device:
+            return unknown(f"`{callee}(...)` puts each tensor back on the device it was saved from", node), EMPTY
+        if given is None:
+            return None, Value((Device(CPU),))
+        if not given[1].all(lambda a: isinstance(a, (Device, Const, NoneValue))):
+            return unknown(f"pinfix cannot tell where `{callee}(...)` puts what it reads", node), EMPTY
+        return None, self.devices(given[1], state)
 
     def opens(self, effect: Opens, qualified: str, node: ast.Call, args: Arguments, state: State) -> Value:
         """``safe_open(path, framework="pt", device=...)``: a handle whose reads are fresh tensors
         on that device (the CPU by default: pageable memory)."""
         callee = self.short(node.func, 40)
-        given = args.keyword(effect.device_keyword)
-        if given is None and effect.device_slot < len(args.positional):
-            given = args.positional[effect.device_slot]
-        if given is None and (args.starred or args.double_starred):
-            return unknown(f"`{callee}(...)` passes `*args`/`**kwargs` that may name a device", node)
-        devices = self.devices(given[1], state) if given is not None else Value((Device(CPU),))
-        if given is not None and not given[1].all(lambda a: isinstance(a, (Device, Const, NoneValue))):
-            return unknown(f"pinfix cannot tell where `{callee}(...)` puts what it reads", node)
+        why, devices = self.read_onto(effect.device_keyword, effect.device_slot, False, node, args, state)
+        if why is not None:
+            return why
         label = f"`{callee}(...)`"
         step = self.step("made", node, f"`{self.short(node)}` opens a file whose reads are fresh pageable CPU tensors")
         read = self.on_devices(devices, lambda: self.made(node, effect, qualified, label).evolve(route=(step, None)))

@@ -17,6 +17,7 @@ import ast
 from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
 from ..roots import absolute_name
+from ..scope import last_name
 
 #: Bumped whenever a field is added, removed or changes meaning: a kept summary of
 #: another format is never read.
@@ -106,14 +107,6 @@ def dotted(node: ast.AST) -> str:
         return ""
     parts.append(node.id)
     return ".".join(reversed(parts))
-
-
-def _last(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""
 
 
 def _base_text(node: ast.expr) -> str:
@@ -272,7 +265,7 @@ class _Summarizer:
 
     def call(self, node: ast.Call, scope: str, unchanged: Set[str]) -> None:
         callee = dotted(node.func)
-        name = _last(node.func)
+        name = last_name(node.func)
         target = ""
         if callee:
             head, _, rest = callee.partition(".")
