@@ -231,17 +231,29 @@ class ResultCache:
             if any(real_directory(d) is False for d in (entry.parent.parent.parent, entry.parent.parent, entry.parent)):
                 return None  # a link on the way: not ours
             raw = json.loads(read_regular(entry, follow_symlinks=False, limit=MAX_ENTRY).decode("utf-8"))
-            if raw["sha256"] != hashlib.sha256(data).hexdigest():
-                return None
+            digest = hashlib.sha256(data).hexdigest()
+            itself = None
+            if raw["sha256"] != digest:
+                # A deep verdict holds for an edit that moved nothing it says (a comment):
+                # rechecking would ask the whole project again for the same answer.
+                itself = os.path.realpath(path)
+                if not (
+                    deep
+                    and isinstance(raw.get("deep"), dict)
+                    and self.verdicts(entry).unmoved(itself, raw["sha256"], data, raw["deep"], raw["diagnostics"])
+                ):
+                    return None
             if deep:
                 verdicts = self.verdicts(entry)
                 if not (
-                    isinstance(raw.get("deep"), dict) and verdicts.still_valid(path, raw["deep"], raw["diagnostics"])
+                    isinstance(raw.get("deep"), dict)
+                    and verdicts.still_valid(path, raw["deep"], raw["diagnostics"], itself=itself)
                 ):
                     return None  # something its verdict read has changed
                 if verdicts.refreshed:
                     # Modules changed in their bytes only: the entry takes them as they are now.
                     raw["deep"]["modules"].update(verdicts.refreshed)
+                    raw["sha256"] = digest
                     self._rewrite(entry, raw)
             return FileReport(
                 path, [Diagnostic(**d) for d in raw["diagnostics"]], parsed=raw["parsed"], reads=raw.get("reads")

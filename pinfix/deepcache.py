@@ -28,6 +28,14 @@ search matches one text and not the other, and the verdict's findings do not
 name the module (whose positions may have moved). The entry is then brought up
 to date, so the next run compares nothing.
 
+The checked file's own verdict holds the same way for an edit that moves nothing
+it says (:meth:`DeepVerdicts.unmoved`): its tree with positions is unchanged (a
+comment, blank space within a line, lines after the last statement), as are the
+lines its findings and their evidence name, its suppression and directive comments,
+its encoding and line ends, and what each recorded search finds in it, line by
+line. A one-line comment in a file about to be committed then costs a comparison,
+not a deep check of the file against the whole project again.
+
 The index (``deep-index.json``) says, for each file checked with ``--deep``,
 what it read, so a check of some files can also recheck the copies elsewhere
 whose verdict depends on them (:meth:`DeepVerdicts.dependents`): the
@@ -142,6 +150,40 @@ def meaning(data: bytes) -> Optional[str]:
         return hashlib.sha256(ast.dump(tree, include_attributes=False).encode("utf-8", "surrogatepass")).hexdigest()
     except (RecursionError, MemoryError):
         return None
+
+
+def positions(data: bytes) -> Optional[str]:
+    """A hash of a module's tree with every node's position (``None``: it does not
+    parse): equal for two texts that differ only in comments, in blank space within
+    lines and in lines after the last statement."""
+    import ast
+
+    try:
+        tree = ast.parse(data)
+        return hashlib.sha256(ast.dump(tree, include_attributes=True).encode("utf-8", "surrogatepass")).hexdigest()
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+
+
+#: A line whose comment may change what a check says (a suppression, a malformed one it
+#: reports, a directive to pinfix or to the tools whose layout its fixes follow).
+DIRECTIVE_LINE = re.compile(rb"(?i)noqa|lint-(?:ignore|fixme)|pinfix\s*:|fmt\s*:|isort\s*:")
+
+#: An encoding declaration (read on the first two lines).
+CODING_LINE = re.compile(rb"[ \t\f]*#.*?coding[:=]")
+
+
+def _lines_named(findings: Any, path: str) -> List[int]:
+    """The lines of ``path`` that ``findings`` (as stored) span or point to as evidence."""
+    out: List[int] = []
+    for finding in findings:
+        out.extend(range(int(finding["line"]), int(finding["end_line"]) + 1))
+        for step in finding.get("evidence") or ():
+            where = step.get("path")
+            # Paths as shown (relative to where that run was): any of the same name counts.
+            if where and os.path.basename(where) == os.path.basename(path):
+                out.append(int(step["line"]))
+    return out
 
 
 class DeepVerdicts:
@@ -297,14 +339,19 @@ class DeepVerdicts:
         self._index_updates[os.path.realpath(path)] = list(reads or ())
         return {"root": root, "listing": digest, "modules": modules, "searches": searches}
 
-    def still_valid(self, path: str, kept: Dict[str, Any], findings: Any = ()) -> bool:
+    def still_valid(self, path: str, kept: Dict[str, Any], findings: Any = (), itself: Optional[str] = None) -> bool:
         """Whether nothing an entry's verdict read has changed since (``findings``: the
-        verdict's, as stored: a module they name must not change at all).
+        verdict's, as stored: a module they name must not change at all; ``itself``:
+        the checked file, found :meth:`unmoved` already).
         Modules changed in their bytes only are left in :attr:`refreshed`."""
         self.refreshed = {}
         try:
             self.listing(path)
             for name, then in kept["modules"].items():
+                if name == itself:
+                    self.refreshed[name] = [self._kept_stamp(name), self._hash(name)]
+                    self._keep_text(name)
+                    continue
                 now = self._stat(name)
                 if then is None or now is None:
                     if then is None and now is None:
@@ -344,10 +391,48 @@ class DeepVerdicts:
         new = self._text(name)
         if old is None or new is None:
             return False
-        if any(self.matches(s, old) != self.matches(s, new) for s in searches):
+        if any(self.matched(s, old) != self.matched(s, new) for s in searches):
             return False
         then = self._meaning(digest, old)
         return then is not None and then == self._meaning(self._hash(name) or "", new)
+
+    def unmoved(self, path: str, digest: str, data: bytes, kept: Dict[str, Any], findings: Any) -> bool:
+        """Whether the checked file ``path`` (resolved), whose text was ``digest`` when its
+        verdict was made and is ``data`` now, says the same to it with every finding where
+        it stood: the same tree, positions and docstrings included (an edit of comments,
+        of blank space within lines or after the last statement); the same text on every
+        line a finding spans or its evidence names; no comment that may suppress or
+        direct changed; the same encoding and line ends; and each search the verdict made
+        of the project's text finds the same lines of it (a comment saying ``f(`` inside
+        another function would make that function a caller)."""
+        if path not in kept.get("modules", {}):
+            return False  # its text was not kept with the verdict
+        old = self._kept_text(digest)
+        if old is None or old == data:
+            return False
+        old_lines, new_lines = old.splitlines(True), data.splitlines(True)
+
+        def said(lines: List[bytes]) -> List[Tuple[int, bytes]]:
+            return [
+                (n, line)
+                for n, line in enumerate(lines)
+                if (n < 2 and CODING_LINE.match(line)) or DIRECTIVE_LINE.search(line)
+            ]
+
+        def ends(text: bytes) -> Tuple[bool, bool, bool]:
+            return text.startswith(b"\xef\xbb\xbf"), b"\r\n" in text, b"\r" in text.replace(b"\r\n", b"")
+
+        if said(old_lines) != said(new_lines) or ends(old) != ends(data):
+            return False
+        for line in _lines_named(findings, path):
+            if not (
+                0 < line <= len(old_lines) and line <= len(new_lines) and old_lines[line - 1] == new_lines[line - 1]
+            ):
+                return False
+        if any(self.matched(s, old, lines=True) != self.matched(s, data, lines=True) for s in kept["searches"]):
+            return False
+        then = positions(old)
+        return then is not None and then == positions(data)
 
     def _meaning(self, digest: str, data: bytes) -> Optional[str]:
         if digest not in self._meanings:
@@ -436,6 +521,32 @@ class DeepVerdicts:
         except (UnicodeEncodeError, re.error):
             return True  # not a search as pinfix records it (one character a byte): assume it matches
         return compiled.search(data) is not None
+
+    def matched(self, search: str, data: bytes, lines: bool = False) -> Optional[List[Any]]:
+        """What a recorded search finds in ``data``: each match's text (with ``lines``,
+        with the line it starts on), in order; ``None`` where it is not a search as
+        pinfix records it."""
+        from .prefilter import readable
+
+        data = readable(data) or data
+        _, sep, pattern = search.partition("\0")
+        try:
+            compiled = self._patterns.get(pattern if sep else search)
+            if compiled is None:
+                compiled = self._patterns[pattern if sep else search] = re.compile(
+                    (pattern if sep else search).encode("latin-1")
+                )
+        except (UnicodeEncodeError, re.error):
+            return None
+        if not lines:
+            return [m.group() for m in compiled.finditer(data)]
+        out: List[Any] = []
+        line = done = 0
+        for m in compiled.finditer(data):
+            line += data.count(b"\n", done, m.start())
+            done = m.start()
+            out.append((line, m.group()))
+        return out
 
     def _matches_file(self, search: str, path: str) -> bool:
         data = self._text(path)

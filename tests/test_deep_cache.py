@@ -2,6 +2,7 @@
 changed, redone when a module they read or a search of the project's text they made
 would now answer otherwise, and the files depending on a checked file rechecked."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -336,6 +337,89 @@ def test_a_comment_that_a_recorded_search_would_now_match_is_a_change(tmp_path: 
     # A verdict whose findings name the module keeps nothing of it but its exact bytes.
     module.write_text("def helper():\n    return 1  # no call of the maker here\n")
     assert DeepVerdicts(tmp_path / "cache").still_valid(str(module), kept, [{"message": "made at m.py:2"}]) is False
+
+
+_PAGEABLE_MAKER = PINNED_MAKER.replace(", pin_memory=True", "")
+
+
+@pytest.mark.parametrize(
+    "edit, kept, expected",
+    [
+        (lambda t: t + "# a comment at the end\n", True, [("pkg/b.py", 5, "PIN002")]),
+        (lambda t: t.replace("def send(dev):", "def send(dev):  # sends"), True, [("pkg/b.py", 5, "PIN002")]),
+        (lambda t: t.replace("import make\n", "import make   \n"), True, [("pkg/b.py", 5, "PIN002")]),
+        # Every line below moves: the finding's position is another.
+        (lambda t: "# a comment at the top\n" + t, False, [("pkg/b.py", 6, "PIN002")]),
+        # A line the finding spans: what output shows of it changed.
+        (lambda t: t.replace("non_blocking=True)", "non_blocking=True)  # fast"), False, [("pkg/b.py", 5, "PIN002")]),
+        (lambda t: t + "# pinfix: noqa\n", False, []),
+        (lambda t: t.replace("import make", "import make  # noqa: PIN002"), False, [("pkg/b.py", 5, "PIN002")]),
+        (lambda t: t + "X = 1\n", False, [("pkg/b.py", 5, "PIN002")]),
+        (lambda t: t.replace("\n", "\r\n"), False, [("pkg/b.py", 5, "PIN002")]),
+    ],
+    ids=[
+        "comment-at-end",
+        "comment-elsewhere",
+        "blanks",
+        "lines-move",
+        "finding-line",
+        "file-noqa",
+        "noqa",
+        "code",
+        "crlf",
+    ],
+)
+def test_the_checked_files_own_verdict_holds_for_an_edit_that_moves_nothing_it_says(
+    tmp_path: Path, edit, kept: bool, expected: list
+) -> None:
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": _PAGEABLE_MAKER, "pkg/b.py": COPIER})
+    assert found(check(root, "pkg")) == [("pkg/b.py", 5, "PIN002")]
+    entry = _mark_entry(root)
+    (root / "pkg/b.py").write_bytes(edit(COPIER).encode())
+    again = check(root, "pkg/b.py")
+    assert found(again) == expected
+    assert [f["message"] == "from the cache" for f in json.loads(again.stdout)["findings"]] == [kept] * len(expected)
+    if kept:
+        # The entry now holds the file as it is: the next run compares nothing, and a real
+        # edit after it is still seen.
+        assert json.loads(entry.read_text())["sha256"] == hashlib.sha256((root / "pkg/b.py").read_bytes()).hexdigest()
+        (root / "pkg/a.py").write_text(PINNED_MAKER)
+        assert found(check(root, "pkg/b.py")) == []
+
+
+def test_a_comment_in_the_checked_file_that_a_search_would_now_match_is_a_change(tmp_path: Path) -> None:
+    from pinfix.deepcache import DeepVerdicts, file_hash
+
+    module = tmp_path / "m.py"
+    before = b"def helper():\n    return 1\n\n\ndef other():\n    return make()\n"
+    module.write_bytes(before)
+    real = os.path.realpath(module)
+    kept = DeepVerdicts(tmp_path / "cache").record(str(module), [f"f:{real}", "g:make\0\\bmake\\s*\\("])
+    for text, same in [
+        (before + b"# the end\n", True),
+        (before.replace(b"return 1", b"return 1  # nothing called"), True),
+        # One more match of the callers' search, in another function: a caller it did not see.
+        (before.replace(b"return 1", b"return 1  # make() is a caller"), False),
+        # The same matches on other lines.
+        (b"\n" + before, False),
+    ]:
+        assert DeepVerdicts(tmp_path / "cache").unmoved(real, file_hash(before), text, kept, []) is same, text
+
+
+def test_a_module_read_whose_comment_adds_a_match_of_a_search_is_a_change(tmp_path: Path) -> None:
+    from pinfix.deepcache import DeepVerdicts
+
+    module = tmp_path / "m.py"
+    module.write_text("def helper():\n    return make()\n")
+    verdicts = DeepVerdicts(tmp_path / "cache")
+    kept = verdicts.record(str(module), [f"f:{module}", "g:make\0\\bmake\\s*\\("])
+    for text, valid in [
+        ("# moved down\ndef helper():\n    return make()\n", True),
+        # It matched before and matches now, once more: the comment would be read as a call.
+        ("def helper():\n    return make()  # as make() says\n", False),
+    ]:
+        module.write_text(text)
+        assert DeepVerdicts(tmp_path / "cache").still_valid(str(module), kept, []) is valid, text
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")

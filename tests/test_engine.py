@@ -887,6 +887,28 @@ def test_the_innermost_function_at_a_node() -> None:
 
 
 @pytest.mark.parametrize(
+    "text, names",
+    [
+        ("def f():\n    global x\n    x = 1\n", {"x"}),
+        ("def f(): global x; x = 1\n", {"x"}),
+        ("def f():\n    y = 1; global x\n", {"x"}),
+        ("def f(c):\n    if c: global x\n", {"x"}),
+        ("class C:\n    def m(self):\n        global a, b\n", {"a", "b"}),
+        # Words, names and comments that say it are no statement: no function is scanned.
+        ("global_rank = 1\n\n\ndef f():\n    # global x\n    return global_rank  # globally\n", set()),
+    ],
+)
+def test_the_names_functions_declare_global_whatever_the_spelling(text: str, names: set) -> None:
+    from pinfix.semantic import SourceText
+    from pinfix.semantic.scope import ModuleInfo
+
+    src = SourceText.from_bytes(text.encode(), "m.py")
+    module = ModuleInfo(src, src.parse(), None)
+    assert module.rebound_globals == names
+    assert module.says_global is bool(names)
+
+
+@pytest.mark.parametrize(
     "call",
     ["pickle.load(f)", "pickle.loads(blob)", "cloudpickle.loads(blob)", "torch.load(f)"],
 )

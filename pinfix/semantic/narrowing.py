@@ -672,7 +672,8 @@ def preconditions(body: Sequence[ast.stmt], params: Set[str]) -> List[ast.Assert
         return []  # most functions: one look at their top-level statements
     found: List[ast.Assert] = []
     rebound: Set[str] = set()
-    for stmt in body:
+    last = max(n for n, stmt in enumerate(body) if isinstance(stmt, ast.Assert))
+    for stmt in body[: last + 1]:  # (what the statements after the last assert rebind matters to none)
         if isinstance(stmt, ast.Assert):
             subjects = [fact[0] for fact in map(memory_test, _and_parts(stmt.test)) if fact is not None]
             if subjects and all(isinstance(s, ast.Name) and s.id in params and s.id not in rebound for s in subjects):

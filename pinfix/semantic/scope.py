@@ -13,6 +13,7 @@ Nothing here evaluates anything; :mod:`pinfix.semantic.flow` does.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
@@ -123,6 +124,11 @@ def parameters(args: ast.arguments) -> List[Param]:
     if args.kwarg is not None:
         out.append(Param(args.kwarg.arg, "kwarg", None, args.kwarg.annotation, args.kwarg, -1))
     return out
+
+
+#: Where a ``global`` statement may start: a line's first word, or after ``;`` or ``:``
+#: (``def f(): global x``). ``global`` is a keyword, spelt in ASCII as written.
+GLOBAL_STATEMENT = re.compile(r"(?m)(?:^|[;:])[ \t\f]*global\b")
 
 
 def last_name(node: ast.AST) -> str:
@@ -415,6 +421,7 @@ class ModuleInfo:
         #: Top-level definitions by name (the last one written wins, as at run time).
         self.top: Dict[str, Definition] = {}
         self._rebound: Optional[Set[str]] = None
+        self._says_global: Optional[bool] = None
         self._call_exports: Optional[FrozenSet[str]] = None
         self._top_bindings: Optional[Dict[str, int]] = None
         self._from_imports: Optional[Dict[str, str]] = None
@@ -508,10 +515,19 @@ class ModuleInfo:
         return self._call_exports
 
     @property
+    def says_global(self) -> bool:
+        """Whether the module's text says ``global`` at all (else no scope of it declares
+        a name global, and none need be scanned to know it)."""
+        if self._says_global is None:
+            self._says_global = GLOBAL_STATEMENT.search(self.src.text) is not None
+        return self._says_global
+
+    @property
     def rebound_globals(self) -> Set[str]:
         """Names declared ``global`` in some function: their module value is not known."""
         if self._rebound is None:
-            self._rebound = {n for f in self.functions.values() for n in f.declared_global}
+            found = self.functions.values() if self.says_global else ()
+            self._rebound = {n for f in found for n in f.declared_global}
         return self._rebound
 
     def global_import(self, name: str) -> Optional[str]:
@@ -524,7 +540,7 @@ class ModuleInfo:
         scopes = [self.body] + [
             f
             for f in (*self.functions.values(), *(c.body_function for c in self.classes.values()))
-            if name in f.declared_global
+            if self.says_global and name in f.declared_global
         ]
         found: Set[str] = set()
         other = False
