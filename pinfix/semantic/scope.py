@@ -519,7 +519,8 @@ class ModuleInfo:
         """Whether the module's text says ``global`` at all (else no scope of it declares
         a name global, and none need be scanned to know it)."""
         if self._says_global is None:
-            self._says_global = GLOBAL_STATEMENT.search(self.src.text) is not None
+            text = self.src.text
+            self._says_global = "global" in text and GLOBAL_STATEMENT.search(text) is not None
         return self._says_global
 
     @property

@@ -133,6 +133,10 @@ class DeepProject(Questions):
         self._readers: List[Set[str]] = []
         #: Module files found by name: whether a symbolic link is on the way.
         self._linked: Dict[Path, bool] = {}
+        #: Each path asked about, resolved (once a run: the tree does not move under it).
+        self._real: Dict[Path, Path] = {}
+        #: Each checked tree's statements, counted once (the tree kept with its count).
+        self._statements: Dict[int, Tuple[ast.Module, int]] = {}
 
     # --- what answers read -----------------------------------------------------------------
 
@@ -184,8 +188,10 @@ class DeepProject(Questions):
 
     def begin(self, tree: ast.Module) -> None:
         """A module's check starts: its project questions get a budget in proportion to it."""
-        statements = sum(1 for node in ast.walk(tree) if isinstance(node, ast.stmt))
-        self.work_left = WORK_BASE + WORK_PER_STATEMENT * statements
+        known = self._statements.get(id(tree))
+        if known is None or known[0] is not tree:
+            known = self._statements[id(tree)] = (tree, sum(1 for node in ast.walk(tree) if isinstance(node, ast.stmt)))
+        self.work_left = WORK_BASE + WORK_PER_STATEMENT * known[1]
 
     @property
     def out_of_work(self) -> bool:
@@ -218,8 +224,15 @@ class DeepProject(Questions):
                 found.append((func, returned))
         return found
 
+    def real(self, path: Path) -> Path:
+        """``path`` resolved (memoised: asked for every module read by every answer)."""
+        found = self._real.get(path)
+        if found is None:
+            found = self._real[path] = path.resolve()
+        return found
+
     def load(self, path: Path) -> Optional[ModuleInfo]:
-        resolved = path.resolve()
+        resolved = self.real(path)
         self.read("f:" + str(resolved))
         if resolved in self.modules:
             return self.modules[resolved]
@@ -237,7 +250,7 @@ class DeepProject(Questions):
 
     def context(self, module: ModuleInfo) -> ModuleContext:
         if module.path is not None:
-            self.read("f:" + str(module.path.resolve()))
+            self.read("f:" + str(self.real(module.path)))
         ctx = self.contexts.get(id(module))
         if ctx is None:
             ctx = self.contexts[id(module)] = ModuleContext(module, self.settings, self)
@@ -1336,7 +1349,20 @@ def _only_binding(module: ModuleInfo, name: str) -> bool:
 
 
 def _assigns_name(stmt: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(stmt))
+    """Whether the class-body statement ``stmt`` assigns ``name`` (not a local of a
+    method or of a nested class: their bodies are not walked)."""
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    if isinstance(stmt, scopes):
+        return getattr(stmt, "name", None) == name
+    stack: List[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            if node.id == name and isinstance(node.ctx, ast.Store):
+                return True
+        elif not isinstance(node, scopes):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _target_text(node: ast.AST, attr: str, method: FunctionInfo) -> str:
