@@ -136,6 +136,102 @@ def _marked_version(path: str) -> bool:
     return _holds(Path(path) / VERSION_MARKER, VERSION_MARKER_TEXT)
 
 
+# --- removing, never through a link ----------------------------------------------------------
+#
+# A directory checked by its path may be swapped for a link before it is scanned. What `clean`
+# and `prune` remove is therefore reached through descriptors: the cache directory is opened
+# once, without following a link, its tag checked through that descriptor, and every entry
+# below it named relative to the directory it lies in, each level opened without following a
+# link. A swap then changes nothing pinfix reaches.
+
+#: Opening a directory, never a link to one.
+_DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+#: Whether this platform names files relative to an open directory (POSIX; not Windows).
+RELATIVE_REMOVAL = (
+    {os.open, os.unlink, os.rmdir, os.stat} <= os.supports_dir_fd
+    and {os.scandir, os.utime} <= os.supports_fd
+    and hasattr(os, "O_DIRECTORY")
+    and hasattr(os, "O_NOFOLLOW")
+)
+#: A tree deeper than this under a version directory is not pinfix's layout: left alone.
+MAX_REMOVED_DEPTH = 16
+
+
+def _holds_at(directory: int, name: str, content: bytes) -> bool:
+    """Whether ``name`` in the open ``directory`` is a regular file (no link) holding ``content``."""
+    from .regular import read_regular
+
+    try:
+        return read_regular(name, follow_symlinks=False, limit=len(content) + 1, dir_fd=directory) == content
+    except (OSError, ValueError):
+        return False
+
+
+def _open_directory(name: "str | Path", directory: Optional[int] = None) -> Optional[int]:
+    """A descriptor of the directory ``name`` (relative to ``directory`` when given), or
+    ``None`` where it is a link, no directory, or gone."""
+    try:
+        return os.open(name, _DIRECTORY_FLAGS, dir_fd=directory)
+    except OSError:
+        return None
+
+
+def _open_owned(directory: Path) -> Optional[int]:
+    """``directory`` opened, when it is pinfix's cache as opened (not a link swapped in
+    after :func:`ownership` looked)."""
+    fd = _open_directory(directory)
+    if fd is not None and not _holds_at(fd, "CACHEDIR.TAG", CACHEDIR_TAG.encode()):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _remove_tree_at(directory: int, name: str, depth: int = 0) -> None:
+    """Remove the directory ``name`` of the open ``directory`` and what it holds, each
+    level opened without following a link; what cannot be removed stays."""
+    fd = _open_directory(name, directory)
+    if fd is None:
+        return
+    try:
+        with os.scandir(fd) as entries:
+            for entry in list(entries):
+                if entry.is_dir(follow_symlinks=False):
+                    if depth < MAX_REMOVED_DEPTH:
+                        _remove_tree_at(fd, entry.name, depth + 1)
+                else:
+                    try:
+                        os.unlink(entry.name, dir_fd=fd)
+                    except OSError:
+                        pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(name, dir_fd=directory)
+    except OSError:
+        pass
+
+
+def _is_marked_at(directory: int, name: str) -> bool:
+    """Whether ``name`` in the open ``directory`` is a version directory pinfix made."""
+    fd = _open_directory(name, directory)
+    if fd is None:
+        return False
+    try:
+        return _holds_at(fd, VERSION_MARKER, VERSION_MARKER_TEXT)
+    finally:
+        os.close(fd)
+
+
+def _exists_at(directory: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=directory, follow_symlinks=False)
+        return True
+    except OSError:
+        return False
+
+
 def foreign_message(directory: Path) -> str:
     return f"{directory} exists and is not pinfix's cache (no CACHEDIR.TAG written by pinfix)"
 
@@ -456,6 +552,9 @@ class ResultCache:
         through a symbolic link."""
         if not self.usable or not self.used or ownership(self.directory) is not True:
             return
+        if RELATIVE_REMOVAL:
+            self._prune_at()
+            return
         try:
             for version in os.scandir(self.directory):
                 if (
@@ -481,6 +580,48 @@ class ResultCache:
         except OSError:
             pass  # a cache is only ever a shortcut
 
+    def _prune_at(self) -> None:
+        """:meth:`prune` through descriptors (see :func:`_remove_tree_at`)."""
+        top = _open_owned(self.directory)
+        if top is None:
+            return
+        try:
+            with os.scandir(top) as entries:
+                versions = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+            for name in versions:
+                if name != __version__ and _is_marked_at(top, name):
+                    _remove_tree_at(top, name)
+            if not _is_marked_at(top, __version__):
+                return
+            here = _open_directory(__version__, top)
+            if here is None:
+                return
+            try:
+                for name in self.used:
+                    used = _open_directory(name, here)
+                    if used is not None:
+                        try:
+                            os.utime(used)
+                        finally:
+                            os.close(used)
+                with os.scandir(here) as entries:
+                    others = [
+                        (e.stat(follow_symlinks=False).st_mtime, e.name)
+                        for e in entries
+                        if e.is_dir(follow_symlinks=False)
+                        and e.name not in self.used
+                        and SETTINGS_NAME.fullmatch(e.name)
+                    ]
+                others.sort(reverse=True)
+                for _, name in others[KEEP_OTHER_SETTINGS:]:
+                    _remove_tree_at(here, name)
+            finally:
+                os.close(here)
+        except OSError:
+            pass  # a cache is only ever a shortcut
+        finally:
+            os.close(top)
+
 
 def clean(directory: Path) -> Tuple[bool, Optional[str]]:
     """Remove a cache directory pinfix made: whether anything was removed, and
@@ -494,6 +635,8 @@ def clean(directory: Path) -> Tuple[bool, Optional[str]]:
         return False, None
     if state is False:
         return False, foreign_message(directory) + "; not removed"
+    if RELATIVE_REMOVAL:
+        return _clean_at(directory)
     kept = []
     for entry in sorted(os.scandir(directory), key=lambda e: e.name):
         if entry.name in ("CACHEDIR.TAG",):
@@ -511,6 +654,41 @@ def clean(directory: Path) -> Tuple[bool, Optional[str]]:
     os.unlink(directory / "CACHEDIR.TAG")
     try:
         os.rmdir(directory)
+    except OSError:
+        pass
+    return True, None
+
+
+def _clean_at(directory: Path) -> Tuple[bool, Optional[str]]:
+    """:func:`clean` through descriptors (see :func:`_remove_tree_at`)."""
+    top = _open_owned(directory)
+    if top is None:
+        return False, f"{directory} changed while pinfix looked at it (no longer its cache); not removed"
+    kept = []
+    try:
+        with os.scandir(top) as found:
+            entries = sorted(
+                ((e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)) for e in found)
+            )
+        for name, is_dir, is_file in entries:
+            if name == "CACHEDIR.TAG":
+                continue
+            if is_dir and _is_marked_at(top, name):
+                _remove_tree_at(top, name)
+            elif (name == ".gitignore" and _holds_at(top, name, IGNORE_ALL)) or (name.startswith(".tmp-") and is_file):
+                try:
+                    os.unlink(name, dir_fd=top)  # (a temporary file: what an interrupted atomic write left)
+                except OSError:
+                    pass
+            if _exists_at(top, name):
+                kept.append(name)
+        if kept:
+            return True, f"{directory}: kept {', '.join(kept)} (not pinfix's)"
+        os.unlink("CACHEDIR.TAG", dir_fd=top)
+    finally:
+        os.close(top)
+    try:
+        os.rmdir(directory)  # a link swapped in meanwhile is no directory: refused
     except OSError:
         pass
     return True, None

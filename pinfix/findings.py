@@ -9,6 +9,7 @@ pre-commit fast path.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -33,6 +34,31 @@ def display(path: str) -> str:
     except ValueError:  # another drive (Windows)
         return str(path)
     return str(path) if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
+
+
+#: Control characters: in a file name shown as text, a line end would start a line of
+#: its own (``x\\n::warning::...`` a CI workflow command), an escape sequence would
+#: drive the terminal.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def shown(path: str) -> str:
+    """A path for text output: bytes that are not UTF-8 in a file name (which
+    Python holds as lone surrogates) and control characters as ``\\xNN``
+    escapes; JSON and SARIF escape them on their own."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        path = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if _CONTROL.search(path) is None:
+        return path
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", path)
+
+
+def named(path: str) -> str:
+    """Another file as a message names it: as output names it (:func:`display`), in
+    characters that cannot end the message's line or drive a terminal (:func:`shown`)."""
+    return shown(display(path))
 
 
 @dataclass(frozen=True)

@@ -25,35 +25,16 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Text
 from . import __version__
 from .config import OUTPUT_FORMATS, RULES
 from .edits import Applicability
-from .findings import Diagnostic, FileReport, display, file_identity, same_file
+from .findings import Diagnostic, FileReport, display, file_identity, same_file, shown
 
 FORMATS = OUTPUT_FORMATS
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
 
-#: Control characters: in a file name shown as text, a line end would start a line of
-#: its own (``x\\n::warning::...`` a CI workflow command), an escape sequence would
-#: drive the terminal.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-
-
-def shown(path: str) -> str:
-    """A path for text output: bytes that are not UTF-8 in a file name (which
-    Python holds as lone surrogates) and control characters as ``\\xNN``
-    escapes; JSON and SARIF escape them on their own."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        path = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    if _CONTROL.search(path) is None:
-        return path
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", path)
-
-
 def unicode_only(value: Any) -> Any:
     """``value`` (JSON data) with every string valid Unicode: a byte of a file
     name that is not UTF-8 (held as a lone surrogate) as ``\\xNN``, as
-    :func:`shown` writes it; JSON would otherwise carry ``\\udcff``, which strict
+    :func:`pinfix.findings.shown` writes it; JSON would otherwise carry ``\\udcff``, which strict
     readers refuse."""
     if isinstance(value, str):
         try:

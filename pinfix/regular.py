@@ -30,7 +30,10 @@ class NotRegularFile(OSError):
 
 
 def read_regular(
-    path: "Union[str, os.PathLike[str]]", follow_symlinks: bool = True, limit: Optional[int] = None
+    path: "Union[str, os.PathLike[str]]",
+    follow_symlinks: bool = True,
+    limit: Optional[int] = None,
+    dir_fd: Optional[int] = None,
 ) -> bytes:
     """The bytes of the regular file at ``path``.
 
@@ -39,10 +42,11 @@ def read_regular(
     a FIFO, socket or device raises :class:`NotRegularFile` and is never read.
     ``follow_symlinks=False`` refuses a link in the last component (``ELOOP``).
     ``limit``: raise ``EFBIG`` rather than read more than this many bytes.
+    ``dir_fd``: ``path`` is relative to that open directory (see :func:`os.open`).
     Other failures raise ``OSError``.
     """
     flags = os.O_RDONLY | _BINARY | _NONBLOCK | (0 if follow_symlinks else _NOFOLLOW)
-    fd = os.open(path, flags)
+    fd = os.open(path, flags) if dir_fd is None else os.open(path, flags, dir_fd=dir_fd)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -120,6 +120,81 @@ def test_prune_and_clean_remove_only_what_pinfix_made(workspace: Path) -> None:
     assert not (cache / ".gitignore").exists() and (cache / "CACHEDIR.TAG").is_file()
 
 
+def _pinfix_like_cache(root: Path) -> Path:
+    """A directory laid out as pinfix's cache: its tag, its ignore file, a version of
+    its own (marked) and another one, with entries."""
+    from pinfix import __version__
+    from pinfix.cache import IGNORE_ALL, VERSION_MARKER_TEXT
+
+    write(root / "CACHEDIR.TAG", CACHEDIR_TAG)
+    (root / ".gitignore").write_bytes(IGNORE_ALL)
+    for version in (__version__, "0.0.0-old"):
+        (root / version / "0123456789abcdef" / "ab").mkdir(parents=True)
+        (root / version / VERSION_MARKER).write_bytes(VERSION_MARKER_TEXT)
+        write(root / version / "0123456789abcdef" / "ab" / "entry", "{}")
+    return root
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symbolic links here")
+@pytest.mark.parametrize("what", ["clean", "prune"])
+def test_a_cache_swapped_for_a_link_after_its_check_is_not_removed_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, what: str
+) -> None:
+    """The cache directory passes the ownership check, then is swapped for a link to
+    another directory laid out as pinfix's cache (someone else's project): nothing
+    there is removed."""
+    import pinfix.cache as cache_module
+    from pinfix.config import Config
+
+    cache = _pinfix_like_cache(tmp_path / "project" / ".pinfix_cache")
+    victim = _pinfix_like_cache(tmp_path / "elsewhere" / ".pinfix_cache")
+    before = snapshot(victim, skip="")
+    checked = cache_module.ownership
+
+    def ownership_then_swap(directory: Path):  # type: ignore[no-untyped-def]
+        found = checked(directory)
+        if Path(directory) == cache and not Path(directory).is_symlink():
+            os.rename(cache, cache.with_name("moved-away"))
+            os.symlink(victim, cache)
+        return found
+
+    kept = cache_module.ResultCache(cache, Config())  # (its own check, before the swap)
+    kept.used["0123456789abcdef"] = None
+    monkeypatch.setattr(cache_module, "ownership", ownership_then_swap)
+    if what == "clean":
+        removed, why = cache_module.clean(cache)
+        assert not removed and why is not None and "not removed" in why
+    else:
+        kept.prune()
+    assert snapshot(victim, skip="") == before
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symbolic links here")
+def test_a_version_swapped_for_a_link_before_its_removal_is_not_removed_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pinfix.cache as cache_module
+
+    cache = _pinfix_like_cache(tmp_path / "project" / ".pinfix_cache")
+    victim = _pinfix_like_cache(tmp_path / "elsewhere" / ".pinfix_cache")
+    before = snapshot(victim, skip="")
+    marked = cache_module._is_marked_at if cache_module.RELATIVE_REMOVAL else cache_module._marked_version
+
+    def marked_then_swap(*args):  # type: ignore[no-untyped-def]
+        found = marked(*args)
+        old = cache / "0.0.0-old"
+        if found and not old.is_symlink() and old.exists():
+            os.rename(old, cache / "moved-away")
+            os.symlink(victim / "0.0.0-old", old)
+        return found
+
+    monkeypatch.setattr(
+        cache_module, "_is_marked_at" if cache_module.RELATIVE_REMOVAL else "_marked_version", marked_then_swap
+    )
+    cache_module.clean(cache)
+    assert snapshot(victim, skip="") == before
+
+
 def test_a_users_gitignore_in_the_cache_directory_is_never_replaced(workspace: Path) -> None:
     cloned = workspace / "cloned"
     cache = cloned / ".pinfix_cache"

@@ -668,3 +668,39 @@ def test_a_line_end_in_a_file_name_never_starts_a_line_of_output(tmp_path: Path,
     assert "x\\x0a::warning::y\\x1b[2J.py" in proc.stdout or fmt == "github"
     if fmt == "github":
         assert proc.stdout.startswith("::error file=") and proc.stdout.count("\n") == 1
+
+
+@pytest.mark.skipif(__import__("sys").platform != "linux", reason="file names of any bytes")
+def test_a_line_end_in_the_path_of_another_file_a_message_names_never_starts_a_line(tmp_path: Path) -> None:
+    """A deep finding's message names the file the memory was made in: through a folder
+    named ``x\\n::warning::y`` it was written raw (issue 25's last item of this class)."""
+    import subprocess
+    import sys
+
+    project = tmp_path / "x\n::warning::y\x1b[2J" / "proj"
+    write(project / "pkg" / "__init__.py", b"")
+    write(project / "pkg" / "a.py", b"import torch\n\n\ndef make():\n    return torch.zeros(4)\n")
+    write(
+        project / "pkg" / "b.py",
+        b"from pkg.a import make\n\n\ndef send(dev):\n    return make().to(dev, non_blocking=True)\n",
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pinfix",
+            "check",
+            "--no-cache",
+            "--deep",
+            "--output-format",
+            "full",
+            str(project.relative_to(tmp_path) / "pkg"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "made at x\\x0a::warning::y\\x1b[2J/proj/pkg/a.py:5" in proc.stdout, proc.stdout
+    assert "\x1b" not in proc.stdout and not any(line.startswith("::warning") for line in proc.stdout.splitlines())

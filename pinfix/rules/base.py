@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..edits import Fix
-from ..findings import Evidence, FindingFields, display
+from ..findings import Evidence, FindingFields, named, shown
 from ..semantic.facts import Copy, ModuleFacts, SourceText, same_source
 from ..semantic.values import Step, steps
 from ..settings import Settings
@@ -113,9 +113,9 @@ class RuleContext:
         """``path:line`` of a step (or an origin) for a message: this file as it was
         given, another relative to the working directory."""
         if same_source(step.src, self.src):
-            here = self.path.as_posix() if self.path is not None else "<module>"
+            here = shown(self.path.as_posix()) if self.path is not None else "<module>"
             return f"{here}:{step.line}"
-        return f"{display(step.src.path)}:{step.line}"
+        return f"{named(step.src.path)}:{step.line}"
 
 
 _COMPOUND = (

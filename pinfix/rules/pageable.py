@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, List, Optional, Sequence, Tuple
 
 from ..effects import COPY_SINKS, NON_BLOCKING_KEYWORD, Makes
-from ..findings import display, same_file
+from ..findings import named, same_file
 from ..semantic.facts import Copy, holds, is_demo_of, same_source
 from ..semantic.values import PAGEABLE, PINNED, Step, Tensor, steps
 from .base import AtCopy, Finding, RuleContext
@@ -48,7 +48,7 @@ def what_copies(copy: Copy, src: Any) -> str:
         return f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}`"
     if copy.given_by is not None:
         given = copy.given_by
-        where = f"line {given.line}" if same_source(given.src, src) else f"{display(given.src.path)}:{given.line}"
+        where = f"line {given.line}" if same_source(given.src, src) else f"{named(given.src.path)}:{given.line}"
         if given.kind == "default":
             return (
                 f"`{callee}(...)` with `non_blocking={src.short(copy.non_blocking_node)}` (`True` by default, {where})"
