@@ -292,6 +292,8 @@ class ResultCache:
         self._directories: Dict[bytes, Path] = {}
         #: ``--deep``: files whose verdict read a checked file, past ``max-dependents``: not rechecked.
         self.unrechecked: List[str] = []
+        #: The stamp of each file this run took (by absolute path), for the deep verdicts.
+        self.stamps: Dict[str, Stamp] = {}
 
     def _covers(self, path: str, absolute: Optional[str] = None) -> bool:
         if self.scope is None or (absolute or os.path.abspath(path)).startswith(self.scope):
@@ -346,9 +348,11 @@ class ResultCache:
                     and verdicts.still_valid(path, raw["deep"], raw["diagnostics"], itself=itself)
                 ):
                     return None  # something its verdict read has changed
-                if verdicts.refreshed:
-                    # Modules changed in their bytes only: the entry takes them as they are now.
+                if verdicts.refreshed or verdicts.relisted:
+                    # Modules changed in their bytes only, files changed that no search of
+                    # its finds: the entry takes them as they are now.
                     raw["deep"]["modules"].update(verdicts.refreshed)
+                    raw["deep"]["listing"] = verdicts.relisted or raw["deep"]["listing"]
                     raw["sha256"] = digest
                     self._rewrite(entry, raw)
             return FileReport(
@@ -423,6 +427,7 @@ class ResultCache:
         """Whether the pre-filter ruled ``path`` out last time with these settings and
         the file is unchanged since (the same stamp), so it need not be read."""
         absolute = os.path.abspath(path)
+        self.stamps[absolute] = stamp
         if not self.usable or not self._covers(path, absolute):
             return False
         kept = self._ruled_out_before(self._settings_directory(config)).get(absolute)
@@ -468,7 +473,9 @@ class ResultCache:
         directory = entry.parent.parent
         found = self._verdicts.get(directory)
         if found is None:
-            found = self._verdicts[directory] = DeepVerdicts(directory, prepare=lambda: self.prepare(directory))
+            found = self._verdicts[directory] = DeepVerdicts(
+                directory, prepare=lambda: self.prepare(directory), stamps=self.stamps
+            )
         return found
 
     def previous(self, path: str, config: Optional[Config] = None) -> Optional[List[Tuple[str, int, int, str]]]:

@@ -15,16 +15,20 @@ pattern). An entry keeps, besides the file's own hash:
   change;
 - each search, with the *listing* of the project's files when it was made
   (the stamps of every ``.py`` under the project's root, kept once per
-  distinct listing; a file that was racy is kept as changed, so a later
-  run compares its text with the searches): still valid when no file changed since then, or none of
+  distinct listing; a file that was racy is kept with the hash of its bytes,
+  so a later run finds it unchanged by them, or else compares its text with the
+  searches): still valid when no file changed since then, or none of
   the changed files' text now matches the search (a file that matched before
-  was read, so it is among the modules above).
+  was read, so it is among the modules above). A valid entry then takes the
+  listing of now, and modules read racy then and settled now their stamps, so
+  the next run compares nothing (just after a checkout every file is racy: the
+  first warm deep run over vLLM 0.34.0 then took as long as the cold one).
 
 A module whose bytes changed still counts as unchanged when its meaning did not
 change: the text it had when the verdict read it is kept (compressed, by hash,
 under ``texts/``), and both parse to the same tree once positions and
-docstrings are left out (an edit of comments, docstrings or layout), no recorded
-search matches one text and not the other, and the verdict's findings do not
+docstrings are left out (an edit of comments, docstrings or layout), each recorded
+search finds the same matches in both texts, and the verdict's findings do not
 name the module (whose positions may have moved). The entry is then brought up
 to date, so the next run compares nothing.
 
@@ -58,8 +62,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 #: modification and change times (ns). A changed link target or an edit that kept
 #: the size and the modification time still changes the inode or the change time.
 Stamp = Tuple[int, int, int, int, int]
-#: A listing: path -> stamp.
-Listing = Dict[str, Stamp]
+#: A listing: path -> stamp (a racy file's: :data:`RACY_STAMP` and its hash).
+Listing = Dict[str, Tuple[Any, ...]]
 #: A file changed less than this long before its stamp was taken may change again
 #: within the same timestamp tick without its stamp showing it: such a stamp is not
 #: relied on later (git's rule for "racily clean" index entries).
@@ -78,7 +82,9 @@ LISTING_NAME = re.compile(r"[0-9a-f]{32}")
 KEEP_LISTINGS = 8
 
 
-#: A racy file's stamp in a stored listing: equal to no file's.
+#: A racy file's stamp in a stored listing: equal to no file's. Kept with the hash of the
+#: file's bytes (a sixth item), so a later run finds it unchanged by its bytes: just after
+#: a checkout every file is racy, and each would count as changed in every verdict made then.
 RACY_STAMP: Stamp = (-1, -1, -1, -1, -1)
 
 
@@ -190,7 +196,12 @@ class DeepVerdicts:
     """Deep entries' validity and the index of what each deep verdict read, for
     one cache settings directory."""
 
-    def __init__(self, directory: Path, prepare: Optional[Callable[[], None]] = None):
+    def __init__(
+        self,
+        directory: Path,
+        prepare: Optional[Callable[[], None]] = None,
+        stamps: Optional[Dict[str, Stamp]] = None,
+    ):
         #: ``<cache>/<version>/<settings>``.
         self.directory = directory
         #: Makes :attr:`directory` (in a cache directory that is pinfix's); raises ``OSError``.
@@ -199,6 +210,10 @@ class DeepVerdicts:
         self._listings: Dict[str, Tuple[str, Listing, str]] = {}
         self._stored: Dict[str, Optional[Listing]] = {}
         self._stats: Dict[str, Optional[Stamp]] = {}
+        #: Stamps this run took already (the walk's, by absolute path): not taken again.
+        self._taken = stamps if stamps is not None else {}
+        #: Stamps as entries keep them (lists), to compare with those without converting.
+        self._stat_lists: Dict[str, Optional[List[int]]] = {}
         #: Stamps changed after this are racy (see :data:`RACY_SECONDS`).
         self._settled_before = time.time_ns() - int(RACY_SECONDS * 1e9)
         self._hashes: Dict[str, Optional[str]] = {}
@@ -212,6 +227,12 @@ class DeepVerdicts:
         self._texts_written = False
         #: Modules :meth:`still_valid` last found changed in bytes only: path -> [stat, hash].
         self.refreshed: Dict[str, List[Any]] = {}
+        #: The listing :meth:`still_valid` last found files changed since, but none that its
+        #: searches would now find: the entry may keep the listing of now instead (``None``:
+        #: nothing to bring up to date), so a later run does not compare them again.
+        self.relisted: Optional[str] = None
+        #: What the searches read of each text (see :meth:`matches`), by the text's identity.
+        self._readable: Dict[int, Tuple[bytes, bytes]] = {}
 
     # --- the project's files -----------------------------------------------------------------
 
@@ -228,9 +249,9 @@ class DeepVerdicts:
                 stamp = self._stat(file)
                 if stamp is not None:
                     found[file] = stamp
-                    # A racy file may still change unseen: kept as changed, so a later run
-                    # compares its text with the searches.
-                    kept[file] = RACY_STAMP if self._racy(stamp) else stamp
+                    # A racy file may still change unseen: kept by its bytes' hash, so a later
+                    # run compares that (and its text with the searches if it changed).
+                    kept[file] = (*RACY_STAMP, self._bytes_hash(file)) if self._racy(stamp) else stamp
             digest = _listing_digest(kept)
             known = self._listings[root] = (digest, found, _listing_digest(found) if kept != found else digest)
             self._store_listing(digest, kept)
@@ -267,15 +288,24 @@ class DeepVerdicts:
                 raw = json.loads(
                     read_regular(self.directory / LISTINGS_DIR / digest, follow_symlinks=False, limit=1 << 26)
                 )
-                self._stored[digest] = {k: tuple(int(x) for x in v) for k, v in raw.items()}  # type: ignore[misc]
+                self._stored[digest] = {
+                    k: tuple(int(x) for x in v[:5]) + tuple(str(x) for x in v[5:6]) for k, v in raw.items()
+                }
             except (OSError, ValueError, TypeError, IndexError, AttributeError, RecursionError):
                 self._stored[digest] = None
         return self._stored[digest]
 
     def _stat(self, path: str) -> Optional[Stamp]:
         if path not in self._stats:
-            self._stats[path] = stamp_of(path)
+            taken = self._taken.get(path)
+            self._stats[path] = taken if taken is not None else stamp_of(path)
         return self._stats[path]
+
+    def _stat_list(self, path: str) -> Optional[List[int]]:
+        if path not in self._stat_lists:
+            stamp = self._stat(path)
+            self._stat_lists[path] = None if stamp is None else list(stamp)
+        return self._stat_lists[path]
 
     def _racy(self, stamp: Stamp) -> bool:
         return stamp[3] >= self._settled_before or stamp[4] >= self._settled_before
@@ -294,6 +324,17 @@ class DeepVerdicts:
             except OSError:
                 self._texts[path] = None
         return self._texts[path]
+
+    def _bytes_hash(self, path: str) -> Optional[str]:
+        """:meth:`_hash` without keeping the text (a listing hashes many files it never reads again)."""
+        if path not in self._hashes and path not in self._texts:
+            from .regular import read_regular
+
+            try:
+                self._hashes[path] = file_hash(read_regular(path))
+            except OSError:
+                self._hashes[path] = None
+        return self._hash(path)
 
     def _hash(self, path: str) -> Optional[str]:
         if path not in self._hashes:
@@ -318,8 +359,16 @@ class DeepVerdicts:
                 if then is None:
                     self._changed[key] = None
                 else:
-                    self._changed[key] = sorted(p for p in set(then) | set(now) if then.get(p) != now.get(p))
+                    self._changed[key] = sorted(
+                        p
+                        for p in set(then) | set(now)
+                        if then.get(p) != now.get(p) and not self._same_bytes(p, then.get(p))
+                    )
         return self._changed[key]
+
+    def _same_bytes(self, path: str, then: Optional[Tuple[Any, ...]]) -> bool:
+        """Whether ``path`` kept racy in a listing (``then``, with its hash) has those bytes still."""
+        return then is not None and len(then) > 5 and self._bytes_hash(path) == then[5]
 
     # --- entries -----------------------------------------------------------------------------
 
@@ -345,30 +394,39 @@ class DeepVerdicts:
         the checked file, found :meth:`unmoved` already).
         Modules changed in their bytes only are left in :attr:`refreshed`."""
         self.refreshed = {}
+        self.relisted = None
         try:
-            self.listing(path)
+            root, digest_now, _ = self.listing(path)
             for name, then in kept["modules"].items():
                 if name == itself:
                     self.refreshed[name] = [self._kept_stamp(name), self._hash(name)]
                     self._keep_text(name)
                     continue
-                now = self._stat(name)
+                now = self._stat_list(name)
                 if then is None or now is None:
                     if then is None and now is None:
                         continue  # absent then, absent now
                     return False  # created, or gone
                 stamp, digest = then
-                if stamp is None or tuple(stamp) != now:
+                if stamp != now:  # (a racy stamp was kept as None: its hash is compared)
                     if self._hash(name) != digest:
                         if not self._same_meaning(name, digest, kept["searches"], findings):
                             return False
                         self.refreshed[name] = [self._kept_stamp(name), self._hash(name)]
                         self._keep_text(name)
+                    elif self._kept_stamp(name) is not None:
+                        # The same bytes, racy then and settled now: kept by its stamp from now on.
+                        self.refreshed[name] = [self._kept_stamp(name), digest]
             searches = kept["searches"]
             if searches:
                 changed = self.changed_since(kept["root"], kept["listing"])
                 if changed is None:
                     return False
+                if root == kept["root"] and digest_now != kept["listing"]:
+                    # Files changed, or were racy then, since the listing the entry keeps; if
+                    # none of them matters, the entry may keep the listing of now, and a later
+                    # run compares nothing (just after a checkout every file is racy).
+                    self.relisted = digest_now
                 if not changed:
                     return True
                 read = kept["modules"]
@@ -377,6 +435,7 @@ class DeepVerdicts:
                         continue  # read by the verdict, and its text is as it was (checked above)
                     data = self._text(file)
                     if data is not None and any(self.matches(s, data) for s in searches):
+                        self.relisted = None
                         return False
             return True
         except (KeyError, TypeError, ValueError, re.error):
@@ -506,9 +565,7 @@ class DeepVerdicts:
         bytes one character a byte) matches ``data`` (each pattern compiled once a run; the
         word tested first, which rules most out), read as the project's searches read it
         (:func:`pinfix.prefilter.readable`)."""
-        from .prefilter import readable
-
-        data = readable(data) or data
+        data = self._read_as_searched(data)
         word, sep, pattern = search.partition("\0")
         try:
             if not sep:
@@ -526,9 +583,7 @@ class DeepVerdicts:
         """What a recorded search finds in ``data``: each match's text (with ``lines``,
         with the line it starts on), in order; ``None`` where it is not a search as
         pinfix records it."""
-        from .prefilter import readable
-
-        data = readable(data) or data
+        data = self._read_as_searched(data)
         _, sep, pattern = search.partition("\0")
         try:
             compiled = self._patterns.get(pattern if sep else search)
@@ -547,6 +602,16 @@ class DeepVerdicts:
             done = m.start()
             out.append((line, m.group()))
         return out
+
+    def _read_as_searched(self, data: bytes) -> bytes:
+        """``data`` as the project's searches read it (:func:`pinfix.prefilter.readable`),
+        worked out once for each text (a text is tested against every recorded search)."""
+        known = self._readable.get(id(data))
+        if known is None or known[0] is not data:
+            from .prefilter import readable
+
+            known = self._readable[id(data)] = (data, readable(data) or data)
+        return known[1]
 
     def _matches_file(self, search: str, path: str) -> bool:
         data = self._text(path)

@@ -480,3 +480,43 @@ def test_a_dependents_finding_reworded_is_not_new(tmp_path: Path) -> None:
     (root / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", "") + "# a comment\n")
     proc = check(root, "pkg/a.py")
     assert (proc.returncode, found(proc)) == (0, []), proc.stdout
+
+
+def test_an_entry_made_just_after_a_checkout_is_brought_up_to_date_once(tmp_path: Path) -> None:
+    """Just after a checkout every file is racy: the first deep run keeps each module read
+    without its stamp and every file of the listing as changed. Each later run then hashed
+    those modules and tested every file against the searches again (7 s instead of 0.6 s
+    on vLLM 0.34.0): now the first later run brings the entry up to date, and the next
+    compares stamps only."""
+    import time
+
+    from pinfix.deepcache import DeepVerdicts
+
+    module = tmp_path / "m.py"
+    module.write_text("def helper():\n    return 1\n")
+    (tmp_path / "other.py").write_text("x = 1\n")
+    young = DeepVerdicts(tmp_path / "cache")
+    young._settled_before = 0  # every file changed "just now"
+    # (Entries are kept as JSON: stamps come back as lists.)
+    kept = json.loads(json.dumps(young.record(str(module), [f"f:{module}", "g:make\0\\bmake\\s*\\("])))
+    assert all(stamp is None for stamp, _ in kept["modules"].values())
+    later = DeepVerdicts(tmp_path / "cache")
+    later._settled_before = time.time_ns() + 10**12  # the files have settled since
+    # Racy then, the same bytes now: no change (each file's hash was kept with the listing).
+    later.listing(str(module))
+    assert later.changed_since(kept["root"], kept["listing"]) == []
+    assert later.still_valid(str(module), kept)
+    assert later.relisted is not None and later.relisted != kept["listing"]
+    assert all(stamp is not None for stamp, _ in later.refreshed.values()) and later.refreshed
+    kept["listing"] = later.relisted
+    kept["modules"].update(later.refreshed)
+    kept = json.loads(json.dumps(kept))
+    settled = DeepVerdicts(tmp_path / "cache")
+    settled._settled_before = time.time_ns() + 10**12
+    assert settled.still_valid(str(module), kept)
+    assert settled.relisted is None and settled.refreshed == {}
+    assert settled.changed_since(kept["root"], kept["listing"]) == []
+    # A later edit that a search finds is still a change.
+    (tmp_path / "other.py").write_text("x = make()\n")
+    edited = DeepVerdicts(tmp_path / "cache")
+    assert edited.still_valid(str(module), kept) is False
