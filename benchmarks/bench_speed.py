@@ -70,7 +70,7 @@ print(n, "modules parsed")
 """
 DEEP_WARM_LABEL = "pinfix check --deep, warm cache"
 DEEP_ONE_LABEL = "pinfix check --deep FILE, one changed file (a comment), warm cache"
-DEEP_CODE_LABEL = "pinfix check --deep FILE, one changed file (code), warm cache"
+DEEP_CODE_LABEL = "pinfix check --deep FILE, one changed file (a new pageable copy), warm cache"
 
 
 def log(msg: str) -> None:
@@ -474,8 +474,9 @@ ONE_CHANGED_FILE = "vllm/v1/attention/ops/rocm_aiter_mla_prefill.py"
 
 def one_changed_file(pinfix: str, tree: Path, rounds: int, code: bool = False) -> Tool:
     """The pre-commit call on one file just edited: a comment appended (no change of meaning:
-    the files whose verdict read it keep their verdicts), or with ``code`` a module-level
-    assignment appended (a change of meaning: they are rechecked)."""
+    the files whose verdict read it keep their verdicts), or with ``code`` a function with a
+    new pageable copy appended (issue 27's case: the file is checked again and the copy
+    reported; the files whose verdict read it keep theirs, as nothing they read names it)."""
     target = tree / ONE_CHANGED_FILE
     if not target.is_file():
         target = next(p for p in py_files(tree) if b"non_blocking=True" in p.read_bytes())
@@ -483,7 +484,12 @@ def one_changed_file(pinfix: str, tree: Path, rounds: int, code: bool = False) -
 
     def edit() -> None:
         edits[0] += 1
-        line = f"_PINFIX_BENCHMARK_EDIT = {edits[0]}\n" if code else f"# pinfix benchmark edit {edits[0]}\n"
+        line = (
+            f"\n\ndef _pinfix_benchmark_copy_{edits[0]}(a, dev):\n"
+            "    return torch.from_numpy(a).to(dev, non_blocking=True)\n"
+            if code
+            else f"# pinfix benchmark edit {edits[0]}\n"
+        )
         with open(target, "a", encoding="utf-8") as f:
             f.write(line)
 

@@ -29,8 +29,12 @@ change: the text it had when the verdict read it is kept (compressed, by hash,
 under ``texts/``), and both parse to the same tree once positions and
 docstrings are left out (an edit of comments, docstrings or layout), each recorded
 search finds the same matches in both texts, and the verdict's findings do not
-name the module (whose positions may have moved). The entry is then brought up
-to date, so the next run compares nothing.
+name the module (whose positions may have moved) unless all that changed was
+added after its old text. The same holds for an edit that only adds names
+(:func:`added_names`: a constant, a function without decorators, nothing that runs
+code on import or changes the whole module) that no module the verdict read says:
+no answer the verdict got can have changed (rust-analyzer's early cut-off, by
+name). The entry is then brought up to date, so the next run compares nothing.
 
 The checked file's own verdict holds the same way for an edit that moves nothing
 it says (:meth:`DeepVerdicts.unmoved`): its tree with positions is unchanged (a
@@ -49,6 +53,7 @@ unreadable is a miss.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -132,11 +137,8 @@ def file_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def meaning(data: bytes) -> Optional[str]:
-    """A hash of what a module's text says to the analysis: its tree without positions
-    and docstrings (``None``: it does not parse)."""
-    import ast
-
+def _bare_tree(data: bytes) -> Optional[ast.Module]:
+    """A module's tree without its docstrings (``None``: it does not parse)."""
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
@@ -152,18 +154,87 @@ def meaning(data: bytes) -> Optional[str]:
             and isinstance(body[0].value.value, str)
         ):
             del body[0]
+    return tree
+
+
+def meaning(data: bytes) -> Optional[str]:
+    """A hash of what a module's text says to the analysis: its tree without positions
+    and docstrings (``None``: it does not parse)."""
+    tree = _bare_tree(data)
+    if tree is None:
+        return None
     try:
         return hashlib.sha256(ast.dump(tree, include_attributes=False).encode("utf-8", "surrogatepass")).hexdigest()
     except (RecursionError, MemoryError):
         return None
 
 
+def added_names(old: bytes, new: bytes) -> Optional[List[str]]:
+    """The names ``new`` binds in statements it adds to ``old``, when that is all that
+    changed and the added statements do nothing when the module is imported but bind
+    those names: every top-level statement of ``old`` is in ``new``, in order, the same
+    once positions and docstrings are left out; each added one is an assignment to plain
+    names of a value that calls nothing, or a function without decorators whose
+    defaults and annotations call nothing. ``None``: anything else."""
+    before, after = _bare_tree(old), _bare_tree(new)
+    if before is None or after is None:
+        return None
+    try:
+        kept = [ast.dump(stmt) for stmt in before.body]
+        names: List[str] = []
+        i = 0
+        for stmt in after.body:
+            if i < len(kept) and ast.dump(stmt) == kept[i]:
+                i += 1
+                continue
+            bound = _inert_binding(stmt)
+            if bound is None:
+                return None
+            names.extend(bound)
+    except (RecursionError, MemoryError):
+        return None
+    return names if i == len(kept) and names else None
+
+
+def _inert_binding(stmt: ast.stmt) -> Optional[List[str]]:
+    """The names a top-level statement binds when binding them is all it does on import."""
+
+    def calls(node: Optional[ast.AST]) -> bool:
+        return node is not None and any(
+            isinstance(n, (ast.Call, ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom))
+            for n in ast.walk(node)
+        )
+
+    if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+        return None if calls(stmt.value) else [t.id for t in stmt.targets]  # type: ignore[attr-defined]
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.simple:
+        return None if calls(stmt.value) or calls(stmt.annotation) else [stmt.target.id]
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and not stmt.decorator_list:
+        if calls(stmt.args) or calls(stmt.returns) or any(_module_wide(n) for n in ast.walk(stmt)):
+            return None
+        return [stmt.name]
+    return None
+
+
+def _module_wide(node: ast.AST) -> bool:
+    """Whether ``node``, wherever it lies in a module, changes what pinfix knows of the
+    whole module: a ``global``/``nonlocal`` statement (a name some function rebinds), a
+    call that sets the default device or registers host memory."""
+    from .effects import DEFAULT_DEVICE_SETTERS, HOST_REGISTER_CALLS
+
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return True
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        return name in DEFAULT_DEVICE_SETTERS or name in HOST_REGISTER_CALLS
+    return False
+
+
 def positions(data: bytes) -> Optional[str]:
     """A hash of a module's tree with every node's position (``None``: it does not
     parse): equal for two texts that differ only in comments, in blank space within
     lines and in lines after the last statement."""
-    import ast
-
     try:
         tree = ast.parse(data)
         return hashlib.sha256(ast.dump(tree, include_attributes=True).encode("utf-8", "surrogatepass")).hexdigest()
@@ -177,6 +248,14 @@ DIRECTIVE_LINE = re.compile(rb"(?i)noqa|lint-(?:ignore|fixme)|pinfix\s*:|fmt\s*:
 
 #: An encoding declaration (read on the first two lines).
 CODING_LINE = re.compile(rb"[ \t\f]*#.*?coding[:=]")
+
+
+def _made_by_pinfix(search: str) -> bool:
+    """Whether ``search`` is one pinfix makes (:mod:`pinfix.semantic.deep.searches`; imported
+    only when a deep entry is read: the pre-commit path over ruled-out files never is)."""
+    from .semantic.deep.searches import is_recorded_search as recorded
+
+    return recorded(search)
 
 
 def _lines_named(findings: Any, path: str) -> List[int]:
@@ -410,7 +489,7 @@ class DeepVerdicts:
                 stamp, digest = then
                 if stamp != now:  # (a racy stamp was kept as None: its hash is compared)
                     if self._hash(name) != digest:
-                        if not self._same_meaning(name, digest, kept["searches"], findings):
+                        if not self._same_meaning(name, digest, kept["searches"], findings, kept["modules"]):
                             return False
                         self.refreshed[name] = [self._kept_stamp(name), self._hash(name)]
                         self._keep_text(name)
@@ -441,19 +520,44 @@ class DeepVerdicts:
         except (KeyError, TypeError, ValueError, re.error):
             return False
 
-    def _same_meaning(self, name: str, digest: str, searches: List[str], findings: Any) -> bool:
+    def _same_meaning(
+        self, name: str, digest: str, searches: List[str], findings: Any, read: Optional[Dict[str, Any]] = None
+    ) -> bool:
         """Whether module ``name``, whose text was ``digest`` when the verdict read it,
-        says the same to the verdict now (see the module's docstring)."""
-        if os.path.basename(name) in json.dumps(findings):
-            return False
+        says the same to the verdict now (see the module's docstring; ``read``: every
+        module the verdict read)."""
         old = self._kept_text(digest)
         new = self._text(name)
         if old is None or new is None:
             return False
+        # Findings naming the module hold its positions and quote its text: only what is
+        # added after all of it leaves them as they were.
+        if os.path.basename(name) in json.dumps(findings) and not new.startswith(old):
+            return False
+        if not all(map(_made_by_pinfix, searches)):
+            return False
         if any(self.matched(s, old) != self.matched(s, new) for s in searches):
             return False
         then = self._meaning(digest, old)
-        return then is not None and then == self._meaning(self._hash(name) or "", new)
+        if then is not None and then == self._meaning(self._hash(name) or "", new):
+            return True
+        # Names added that nothing the verdict read says: no answer it got can have changed.
+        added = added_names(old, new)
+        return added is not None and read is not None and not self._said(added, old, name, read)
+
+    def _said(self, names: List[str], old: bytes, module: str, read: Dict[str, Any]) -> bool:
+        """Whether any of ``names`` is a dunder name or a word of ``old`` (the text
+        ``module`` had) or of any other module in ``read``, as the searches read texts."""
+        if any(n.startswith("__") and n.endswith("__") for n in names):
+            return True
+        words = re.compile(
+            rb"(?<![\w\x80-\xff])(?:" + b"|".join(re.escape(n.encode()) for n in names) + rb")(?![\w\x80-\xff])"
+        )
+        for path in read:
+            data = old if path == module else self._text(path)
+            if data is not None and words.search(self._read_as_searched(data)) is not None:
+                return True
+        return False
 
     def unmoved(self, path: str, digest: str, data: bytes, kept: Dict[str, Any], findings: Any) -> bool:
         """Whether the checked file ``path`` (resolved), whose text was ``digest`` when its
@@ -488,7 +592,10 @@ class DeepVerdicts:
                 0 < line <= len(old_lines) and line <= len(new_lines) and old_lines[line - 1] == new_lines[line - 1]
             ):
                 return False
-        if any(self.matched(s, old, lines=True) != self.matched(s, data, lines=True) for s in kept["searches"]):
+        searches = kept["searches"]
+        if not all(map(_made_by_pinfix, searches)):
+            return False
+        if any(self.matched(s, old, lines=True) != self.matched(s, data, lines=True) for s in searches):
             return False
         then = positions(old)
         return then is not None and then == positions(data)
@@ -565,6 +672,8 @@ class DeepVerdicts:
         bytes one character a byte) matches ``data`` (each pattern compiled once a run; the
         word tested first, which rules most out), read as the project's searches read it
         (:func:`pinfix.prefilter.readable`)."""
+        if not _made_by_pinfix(search):
+            return True  # not a search pinfix makes (a cache from elsewhere): never run, a change
         data = self._read_as_searched(data)
         word, sep, pattern = search.partition("\0")
         try:
@@ -581,8 +690,10 @@ class DeepVerdicts:
 
     def matched(self, search: str, data: bytes, lines: bool = False) -> Optional[List[Any]]:
         """What a recorded search finds in ``data``: each match's text (with ``lines``,
-        with the line it starts on), in order; ``None`` where it is not a search as
-        pinfix records it."""
+        with the line it starts on), in order; ``None`` where it is not a search pinfix
+        makes (never run: see :mod:`pinfix.semantic.deep.searches`)."""
+        if not _made_by_pinfix(search):
+            return None
         data = self._read_as_searched(data)
         _, sep, pattern = search.partition("\0")
         try:

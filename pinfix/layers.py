@@ -66,6 +66,7 @@ SEMANTIC_ORDER = (
     "pinfix.semantic.evaluator",
     "pinfix.semantic.module",
     "pinfix.semantic.deep",
+    "pinfix.semantic.deep.searches",
     "pinfix.semantic.deep.summary",
     "pinfix.semantic.deep.store",
     "pinfix.semantic.deep.index",

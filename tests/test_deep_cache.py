@@ -12,8 +12,14 @@ from typing import Dict
 
 import pytest
 
+from pinfix.semantic.deep.searches import calls_of, record
+
 PINNED_MAKER = "import torch\n\n\ndef make():\n    return torch.zeros(4, pin_memory=True)\n"
 COPIER = "from pkg.a import make\n\n\ndef send(dev):\n    return make().to(dev, non_blocking=True)\n"
+
+
+#: The search for callers of `make` as the deep cache records it.
+CALLS_OF_MAKE = "g:" + record(calls_of("make"), "make")
 
 
 def tree(root: Path, files: Dict[str, str]) -> Path:
@@ -107,13 +113,35 @@ def test_a_recorded_search_is_tested_by_its_word_then_its_pattern(tmp_path):
     from pinfix.deepcache import DeepVerdicts
 
     verdicts = DeepVerdicts(tmp_path)
-    search = "make\0\\bmake\\s*\\("
+    search = CALLS_OF_MAKE[2:]
     assert verdicts.matches(search, b"x = make (3)\n")
     assert not verdicts.matches(search, b"x = remake(3)\n")  # the word, not the pattern
     assert not verdicts.matches(search, b"x = build(3)\n")  # not even the word
-    # An index written before searches carried their word: the bare pattern.
-    assert verdicts.matches("\\bmake\\s*\\(", b"make()\n")
-    assert not verdicts.matches("\\bmake\\s*\\(", b"remake()\n")
+
+
+@pytest.mark.parametrize(
+    "search",
+    [
+        "\\bmake\\s*\\(",  # a bare pattern (no word)
+        "make\0\\bmake\\s*\\(",  # a pattern pinfix does not make
+        "a\0(a+)+$",  # one that backtracks without end on the text below
+        "not a name\0x",
+    ],
+)
+def test_a_search_pinfix_does_not_make_is_never_run_and_counts_as_a_change(tmp_path, search: str) -> None:
+    """A cache can come from a repository: what it says it searched is run again only when
+    it is a search pinfix makes, rebuilt from its word."""
+    from pinfix.deepcache import DeepVerdicts
+
+    verdicts = DeepVerdicts(tmp_path)
+    assert verdicts.matches(search, b"x = " + b"a" * 20 + b"!\n")  # never run: a change
+    assert verdicts.matched(search, b"make()\n") is None
+    assert verdicts._patterns == {}  # nothing compiled
+    module = tmp_path / "m.py"
+    module.write_text("def helper():\n    return make()\n")
+    kept = verdicts.record(str(module), [f"f:{module}", "g:" + search])
+    module.write_text("def helper():\n    return make()  # a comment\n")
+    assert DeepVerdicts(tmp_path).still_valid(str(module), kept, []) is False
 
 
 def test_a_file_touched_but_unchanged_that_the_verdict_read_keeps_it(tmp_path: Path) -> None:
@@ -323,7 +351,7 @@ def test_a_comment_that_a_recorded_search_would_now_match_is_a_change(tmp_path: 
     module = tmp_path / "m.py"
     module.write_text("def helper():\n    return 1\n")
     verdicts = DeepVerdicts(tmp_path / "cache")
-    kept = verdicts.record(str(module), [f"f:{module}", "g:make\0\\bmake\\s*\\("])
+    kept = verdicts.record(str(module), [f"f:{module}", CALLS_OF_MAKE])
     said: list = []
     for text, valid in [
         ("def helper():\n    return 1  # no call of the maker here\n", True),
@@ -394,7 +422,7 @@ def test_a_comment_in_the_checked_file_that_a_search_would_now_match_is_a_change
     before = b"def helper():\n    return 1\n\n\ndef other():\n    return make()\n"
     module.write_bytes(before)
     real = os.path.realpath(module)
-    kept = DeepVerdicts(tmp_path / "cache").record(str(module), [f"f:{real}", "g:make\0\\bmake\\s*\\("])
+    kept = DeepVerdicts(tmp_path / "cache").record(str(module), [f"f:{real}", CALLS_OF_MAKE])
     for text, same in [
         (before + b"# the end\n", True),
         (before.replace(b"return 1", b"return 1  # nothing called"), True),
@@ -412,7 +440,7 @@ def test_a_module_read_whose_comment_adds_a_match_of_a_search_is_a_change(tmp_pa
     module = tmp_path / "m.py"
     module.write_text("def helper():\n    return make()\n")
     verdicts = DeepVerdicts(tmp_path / "cache")
-    kept = verdicts.record(str(module), [f"f:{module}", "g:make\0\\bmake\\s*\\("])
+    kept = verdicts.record(str(module), [f"f:{module}", CALLS_OF_MAKE])
     for text, valid in [
         ("# moved down\ndef helper():\n    return make()\n", True),
         # It matched before and matches now, once more: the comment would be read as a call.
@@ -498,7 +526,7 @@ def test_an_entry_made_just_after_a_checkout_is_brought_up_to_date_once(tmp_path
     young = DeepVerdicts(tmp_path / "cache")
     young._settled_before = 0  # every file changed "just now"
     # (Entries are kept as JSON: stamps come back as lists.)
-    kept = json.loads(json.dumps(young.record(str(module), [f"f:{module}", "g:make\0\\bmake\\s*\\("])))
+    kept = json.loads(json.dumps(young.record(str(module), [f"f:{module}", CALLS_OF_MAKE])))
     assert all(stamp is None for stamp, _ in kept["modules"].values())
     later = DeepVerdicts(tmp_path / "cache")
     later._settled_before = time.time_ns() + 10**12  # the files have settled since
@@ -520,3 +548,76 @@ def test_an_entry_made_just_after_a_checkout_is_brought_up_to_date_once(tmp_path
     (tmp_path / "other.py").write_text("x = make()\n")
     edited = DeepVerdicts(tmp_path / "cache")
     assert edited.still_valid(str(module), kept) is False
+
+
+@pytest.mark.parametrize(
+    "added, kept",
+    [
+        ("X = 1\n", True),
+        ("LIMITS: dict = {'a': (1, 2)}\n", True),
+        ("def helper(n=3):\n    return n + 1\n", True),
+        ("def other(dev):\n    return torch.zeros(2).to(dev, non_blocking=True)\n", True),
+        # A name the dependent says: what it looks up may now be this.
+        ("def send(dev):\n    return 1\n", False),
+        # Statements that do something on import, or change the whole module.
+        ("torch.set_num_threads(2)\n", False),
+        ("X = torch.zeros(2)\n", False),
+        ("@staticmethod\ndef helper():\n    return 1\n", False),
+        ("def helper():\n    global make\n    make = None\n", False),
+        ("def helper():\n    torch.set_default_device('cuda')\n", False),
+        ("__all__ = ['make']\n", False),
+    ],
+    ids=[
+        "constant",
+        "annotated",
+        "function",
+        "function-with-a-copy",
+        "name-said",
+        "call",
+        "value-calls",
+        "decorated",
+        "global",
+        "default-device",
+        "dunder",
+    ],
+)
+def test_names_added_to_a_module_read_that_nothing_the_verdict_read_says_keep_it(
+    tmp_path: Path, added: str, kept: bool
+) -> None:
+    """rust-analyzer's early cut-off, by name: a module a verdict read gains statements
+    that only bind names nothing it read says (a constant, a new function), appended
+    after all it had (so the finding's own positions and quotes of it stand): the
+    dependent keeps its verdict instead of being checked again from nothing."""
+    maker = PINNED_MAKER.replace(", pin_memory=True", "")
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": maker, "pkg/b.py": COPIER})
+    assert found(check(root, "pkg")) == [("pkg/b.py", 5, "PIN002")]
+    _mark_entry(root)
+    (root / "pkg/a.py").write_text(maker + "\n\n" + added)
+    said = [f["message"] for f in json.loads(check(root, "pkg/b.py").stdout)["findings"]]
+    # Kept: the marked entry answers. Else checked again (and what it finds is the engine's).
+    assert ("from the cache" in said) is kept, said
+
+
+def test_an_addition_before_the_statements_a_finding_names_is_a_change(tmp_path: Path) -> None:
+    maker = PINNED_MAKER.replace(", pin_memory=True", "")
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": maker, "pkg/b.py": COPIER})
+    assert found(check(root, "pkg")) == [("pkg/b.py", 5, "PIN002")]
+    _mark_entry(root)
+    (root / "pkg/a.py").write_text(maker.replace("import torch\n", "import torch\n\nX = 1\n"))
+    (again,) = json.loads(check(root, "pkg/b.py").stdout)["findings"]
+    assert again["message"] != "from the cache" and "made at pkg/a.py:7" in again["message"]
+
+
+def test_the_added_names_of_a_module() -> None:
+    from pinfix.deepcache import added_names
+
+    old = b"import torch\n\n\ndef make():\n    return torch.zeros(4)\n"
+    assert added_names(old, old + b"X = Y = 1\n") == ["X", "Y"]
+    assert added_names(old, b"Z = 2\n" + old) == ["Z"]  # anywhere, in order
+    assert added_names(old, old) is None  # nothing added
+    assert added_names(old, old.replace(b"zeros(4)", b"zeros(5)") + b"X = 1\n") is None  # and changed
+    assert added_names(old, b"import torch\n") is None  # removed
+    assert added_names(old, old + b"x.y = 1\n") is None  # not a plain name
+    assert added_names(old, old + b"import os\n") is None  # an import runs code
+    assert added_names(old, old + b"class C:\n    pass\n") is None  # a class body runs code
+    assert added_names(old, b"def (") is None

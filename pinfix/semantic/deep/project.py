@@ -58,6 +58,7 @@ from ..values import (
     mark,
     unknown,
 )
+from .searches import calls_of, record, stores_to, subclasses_of
 
 #: What a helper's evaluation is for: its returns; an ``__init__``'s: what it stores on ``self``.
 RETURNS: Purpose = ("returns",)
@@ -601,7 +602,7 @@ class DeepProject(Questions):
     def functions_calling(self, name: str) -> Optional[List[FunctionInfo]]:
         """The project functions whose text says ``name(`` (``None``: too many files
         say it for pinfix to read them all)."""
-        hits = self.grep(re.compile(NOT_AFTER_NAME + re.escape(name.encode()) + rb"\s*\("), name)
+        hits = self.grep(calls_of(name), name)
         if hits is None:
             return None
         found: List[FunctionInfo] = []
@@ -947,7 +948,7 @@ class DeepProject(Questions):
         key = (pattern.pattern, word, limit)
         # The word is in every text the pattern matches: a cheap test before the pattern's.
         # Both as their UTF-8 bytes, one character a byte (the cache matches them against bytes).
-        self.read("g:" + word.encode().decode("latin-1") + "\0" + pattern.pattern.decode("latin-1"))
+        self.read("g:" + record(pattern, word))
         if key in self._greps:
             self.reused(("grep",) + key)
             return self._greps[key]
@@ -986,10 +987,7 @@ class DeepProject(Questions):
 
     def _subclasses_of(self, cls: ClassInfo) -> List[ClassInfo]:
         found: List[ClassInfo] = []
-        pattern = re.compile(
-            rb"class\s+" + NAME_BYTE + rb"+\s*\([^)]*" + NOT_AFTER_NAME + re.escape(cls.name.encode()) + NOT_BEFORE_NAME
-        )
-        for module, _ in self.grep(pattern, cls.name, MAX_STORE_FILES) or ():
+        for module, _ in self.grep(subclasses_of(cls.name), cls.name, MAX_STORE_FILES) or ():
             if not speaks_for(module, cls.module):
                 continue
             for klass in module.classes.values():
@@ -1000,9 +998,8 @@ class DeepProject(Questions):
 
     def storing(self, attr: str, limit: int = MAX_STORE_FILES) -> List[FunctionInfo]:
         """Functions anywhere in the project whose text stores ``.attr`` (``None``-safe)."""
-        pattern = re.compile(rb"\.\s*" + re.escape(attr.encode()) + rb"\s*(?:\[[^\]\n]*\]\s*)?=(?!=)")
         out: List[FunctionInfo] = []
-        for module, lines in self.grep(pattern, attr, limit) or ():
+        for module, lines in self.grep(stores_to(attr), attr, limit) or ():
             out.extend(f for f in functions_at(module, lines) if f not in out)
         return out
 
@@ -1174,11 +1171,6 @@ class DeepEvaluator(Evaluator):
         )
 
 
-#: A byte of an identifier's UTF-8 (``\\b`` and ``\\w`` on bytes know ASCII only: a name
-#: with a non-ASCII letter first or last never matched) and the edges of a whole name.
-NAME_BYTE = rb"[\w\x80-\xff]"
-NOT_AFTER_NAME = rb"(?<!" + NAME_BYTE + rb")"
-NOT_BEFORE_NAME = rb"(?!" + NAME_BYTE + rb")"
 #: Bytes that may be part of an identifier; every other byte separates words.
 _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _TO_SPACES = bytes(c if c in _WORD_BYTES else 0x20 for c in range(256))
