@@ -20,25 +20,36 @@ NOT_AFTER_NAME = rb"(?<!" + NAME_BYTE + rb")"
 NOT_BEFORE_NAME = rb"(?!" + NAME_BYTE + rb")"
 
 
+def _calls(name: str) -> bytes:
+    return NOT_AFTER_NAME + re.escape(name.encode()) + rb"\s*\("
+
+
+def _subclasses(name: str) -> bytes:
+    return rb"class\s+" + NAME_BYTE + rb"+\s*\([^)]*" + NOT_AFTER_NAME + re.escape(name.encode()) + NOT_BEFORE_NAME
+
+
+def _stores(attr: str) -> bytes:
+    return rb"\.\s*" + re.escape(attr.encode()) + rb"\s*(?:\[[^\]\n]*\]\s*)?=(?!=)"
+
+
 def calls_of(name: str) -> "re.Pattern[bytes]":
     """``name(`` (a call of a function or a class of that name), after no name byte."""
-    return re.compile(NOT_AFTER_NAME + re.escape(name.encode()) + rb"\s*\(")
+    return re.compile(_calls(name))
 
 
 def subclasses_of(name: str) -> "re.Pattern[bytes]":
     """``class X(..., name, ...)``: a class naming ``name`` among its bases."""
-    return re.compile(
-        rb"class\s+" + NAME_BYTE + rb"+\s*\([^)]*" + NOT_AFTER_NAME + re.escape(name.encode()) + NOT_BEFORE_NAME
-    )
+    return re.compile(_subclasses(name))
 
 
 def stores_to(attr: str) -> "re.Pattern[bytes]":
     """``.attr = ...`` or ``.attr[...] = ...`` (not ``==``)."""
-    return re.compile(rb"\.\s*" + re.escape(attr.encode()) + rb"\s*(?:\[[^\]\n]*\]\s*)?=(?!=)")
+    return re.compile(_stores(attr))
 
 
-#: Every search deep mode makes, as a function of the word each match holds.
-SEARCHES: Tuple[Callable[[str], "re.Pattern[bytes]"], ...] = (calls_of, subclasses_of, stores_to)
+#: Every search deep mode makes, as the text of its pattern for the word each match holds
+#: (told apart without compiling anything).
+SEARCHES: Tuple[Callable[[str], bytes], ...] = (_calls, _subclasses, _stores)
 
 
 def record(pattern: "re.Pattern[bytes]", word: str) -> str:
@@ -57,7 +68,7 @@ def is_recorded_search(search: str) -> bool:
         text = word.encode("latin-1").decode("utf-8")
     except (UnicodeEncodeError, UnicodeDecodeError):
         return False
-    return text.isidentifier() and any(record(make(text), text) == search for make in SEARCHES)
+    return text.isidentifier() and any(make(text).decode("latin-1") == pattern for make in SEARCHES)
 
 
 __all__ = [
