@@ -401,6 +401,29 @@ class ResultCache:
         except OSError:
             self.usable = False  # read-only tree, full disk, a link in the way: run without a cache
 
+    def reblame(self, path: str, data: bytes, config: Optional[Config], blamed: str) -> None:
+        """A deep dependent answered from the cache after ``blamed`` changed (an edit that
+        changed nothing its verdict read): a baseline it keeps now holds until ``HEAD`` holds
+        ``blamed`` as it is now, not as it was when the dependent was last checked."""
+        from .regular import read_regular
+
+        if not self.usable or not self._covers(path):
+            return
+        try:
+            entry = self._entry(path, data, config)
+            if any(real_directory(d) is False for d in (entry.parent.parent.parent, entry.parent.parent, entry.parent)):
+                return
+            raw = json.loads(read_regular(entry, follow_symlinks=False, limit=MAX_ENTRY).decode("utf-8"))
+            blob = git_blob(blamed)
+            if "baseline" not in raw or blob is None:
+                return  # no baseline: what it said before is what it says
+            where = {"path": str(Path(blamed).resolve()), "blob": blob}
+            if raw.get("blamed") != where:
+                raw["blamed"] = where
+                self._rewrite(entry, raw)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
+            pass
+
     # --- files the byte pre-filter ruled out -------------------------------------------------
 
     def _settings_directory(self, config: Optional[Config]) -> Path:

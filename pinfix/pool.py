@@ -559,7 +559,10 @@ def _dependents(
         # Rechecked, or still valid for the file it depends on as that file is now (an edit
         # that changed nothing it says): either way its baseline holds until HEAD holds
         # that file as it is now.
-        cache.put(report.path, data, file_config, report=report, baseline=sorted(before), blamed=origin)
+        if report.path in served:
+            cache.reblame(report.path, data, file_config, origin)
+        else:
+            cache.put(report.path, data, file_config, report=report, baseline=sorted(before), blamed=origin)
         # A finding is new where its rule and place are: not where only its words differ
         # (a whole-project run and a recheck may word the same chain differently).
         said = {(code, line, column) for code, line, column, _ in before}
