@@ -247,6 +247,13 @@ def git_blob(path: "str | Path") -> Optional[str]:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+def _blame(path: str) -> Optional[Dict[str, str]]:
+    """What a dependent's baseline is owned by: ``path`` (resolved) as its bytes are now
+    (``None``: unreadable, or no git to name them)."""
+    blob = git_blob(path)
+    return None if blob is None else {"path": str(Path(path).resolve()), "blob": blob}
+
+
 def committed_blob(path: "str | Path") -> Optional[str]:
     """git's object name of ``path`` in ``HEAD`` (``None``: not in a git
     repository, not committed, or git is not at hand)."""
@@ -317,36 +324,40 @@ class ResultCache:
         self.used[settings] = None
         return self.directory / __version__ / settings / key[:2] / key
 
-    def get(self, path: str, data: bytes, config: Optional[Config] = None):  # type: ignore[no-untyped-def]
-        """The cached report for these bytes at this path, or ``None``."""
+    def _load(self, entry: Path) -> Dict[str, Any]:
+        """The entry as kept (raises ``OSError`` where it is absent, not a regular file, or
+        a link lies on the way: not ours; ``ValueError`` where it is no JSON)."""
         from .regular import read_regular
 
+        if any(real_directory(d) is False for d in (entry.parent.parent.parent, entry.parent.parent, entry.parent)):
+            raise NotADirectoryError(f"{entry}: a link on the way")
+        raw = json.loads(read_regular(entry, follow_symlinks=False, limit=MAX_ENTRY).decode("utf-8"))
+        if not isinstance(raw, dict):
+            raise ValueError(f"{entry}: not an entry")
+        return raw
+
+    def get(self, path: str, data: bytes, config: Optional[Config] = None):  # type: ignore[no-untyped-def]
+        """The cached report for these bytes at this path, or ``None``."""
         deep = (config or self.config).deep
         if not self.usable or not self._covers(path):
             return None
         try:
             entry = self._entry(path, data, config)
-            if any(real_directory(d) is False for d in (entry.parent.parent.parent, entry.parent.parent, entry.parent)):
-                return None  # a link on the way: not ours
-            raw = json.loads(read_regular(entry, follow_symlinks=False, limit=MAX_ENTRY).decode("utf-8"))
+            raw = self._load(entry)
             digest = hashlib.sha256(data).hexdigest()
+            verdicts = self.verdicts(entry) if deep else None
+            kept = raw.get("deep")
+            if verdicts is not None and not isinstance(kept, dict):
+                return None
             itself = None
             if raw["sha256"] != digest:
                 # A deep verdict holds for an edit that moved nothing it says (a comment):
                 # rechecking would ask the whole project again for the same answer.
                 itself = os.path.realpath(path)
-                if not (
-                    deep
-                    and isinstance(raw.get("deep"), dict)
-                    and self.verdicts(entry).unmoved(itself, raw["sha256"], data, raw["deep"], raw["diagnostics"])
-                ):
+                if verdicts is None or not verdicts.unmoved(itself, raw["sha256"], data, kept, raw["diagnostics"]):
                     return None
-            if deep:
-                verdicts = self.verdicts(entry)
-                if not (
-                    isinstance(raw.get("deep"), dict)
-                    and verdicts.still_valid(path, raw["deep"], raw["diagnostics"], itself=itself)
-                ):
+            if verdicts is not None:
+                if not verdicts.still_valid(path, kept, raw["diagnostics"], itself=itself):
                     return None  # something its verdict read has changed
                 if verdicts.refreshed or verdicts.relisted:
                     # Modules changed in their bytes only, files changed that no search of
@@ -387,9 +398,9 @@ class ResultCache:
         }
         if baseline is not None:
             kept["baseline"] = [list(b) for b in baseline]
-            blob = git_blob(blamed) if blamed is not None else None
-            if blob is not None:
-                kept["blamed"] = {"path": str(Path(blamed).resolve()), "blob": blob}
+            owner = _blame(blamed) if blamed is not None else None
+            if owner is not None:
+                kept["blamed"] = owner
         if (config or self.config).deep:
             kept["reads"] = report.reads
             kept["deep"] = self.verdicts(entry).record(path, report.reads)
@@ -405,21 +416,16 @@ class ResultCache:
         """A deep dependent answered from the cache after ``blamed`` changed (an edit that
         changed nothing its verdict read): a baseline it keeps now holds until ``HEAD`` holds
         ``blamed`` as it is now, not as it was when the dependent was last checked."""
-        from .regular import read_regular
-
         if not self.usable or not self._covers(path):
             return
         try:
             entry = self._entry(path, data, config)
-            if any(real_directory(d) is False for d in (entry.parent.parent.parent, entry.parent.parent, entry.parent)):
-                return
-            raw = json.loads(read_regular(entry, follow_symlinks=False, limit=MAX_ENTRY).decode("utf-8"))
-            blob = git_blob(blamed)
-            if "baseline" not in raw or blob is None:
+            raw = self._load(entry)
+            owner = _blame(blamed)
+            if "baseline" not in raw or owner is None:
                 return  # no baseline: what it said before is what it says
-            where = {"path": str(Path(blamed).resolve()), "blob": blob}
-            if raw.get("blamed") != where:
-                raw["blamed"] = where
+            if raw.get("blamed") != owner:
+                raw["blamed"] = owner
                 self._rewrite(entry, raw)
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
             pass
@@ -511,12 +517,8 @@ class ResultCache:
         its change made new; but once git's ``HEAD`` holds the very bytes of the
         file it was rechecked for, that change is committed and what the
         dependent said then is what it said before the next change."""
-        from .regular import read_regular
-
         try:
-            raw = json.loads(
-                read_regular(self._entry(path, b"", config), follow_symlinks=False, limit=MAX_ENTRY).decode("utf-8")
-            )
+            raw = self._load(self._entry(path, b"", config))
             blamed = raw.get("blamed")
             if "baseline" in raw and not (blamed and committed_blob(blamed["path"]) == blamed["blob"]):
                 return [(str(c), int(li), int(co), str(m)) for c, li, co, m in raw["baseline"]]

@@ -534,9 +534,7 @@ class DeepVerdicts:
         # added after all of it leaves them as they were.
         if os.path.basename(name) in json.dumps(findings) and not new.startswith(old):
             return False
-        if not all(map(_made_by_pinfix, searches)):
-            return False
-        if any(self.matched(s, old) != self.matched(s, new) for s in searches):
+        if not self._finds_the_same(searches, old, new):
             return False
         then = self._meaning(digest, old)
         if then is not None and then == self._meaning(self._hash(name) or "", new):
@@ -592,10 +590,7 @@ class DeepVerdicts:
                 0 < line <= len(old_lines) and line <= len(new_lines) and old_lines[line - 1] == new_lines[line - 1]
             ):
                 return False
-        searches = kept["searches"]
-        if not all(map(_made_by_pinfix, searches)):
-            return False
-        if any(self.matched(s, old, lines=True) != self.matched(s, data, lines=True) for s in searches):
+        if not self._finds_the_same(kept["searches"], old, data, lines=True):
             return False
         then = positions(old)
         return then is not None and then == positions(data)
@@ -667,43 +662,47 @@ class DeepVerdicts:
         except OSError:
             pass
 
-    def matches(self, search: str, data: bytes) -> bool:
-        """Whether a recorded search (``word\\0pattern``, or a bare pattern, each its UTF-8
-        bytes one character a byte) matches ``data`` (each pattern compiled once a run; the
-        word tested first, which rules most out), read as the project's searches read it
-        (:func:`pinfix.prefilter.readable`)."""
-        if not _made_by_pinfix(search):
-            return True  # not a search pinfix makes (a cache from elsewhere): never run, a change
-        data = self._read_as_searched(data)
-        word, sep, pattern = search.partition("\0")
-        try:
-            if not sep:
-                word, pattern = "", search
-            elif word.encode("latin-1") not in data:
+    def _finds_the_same(self, searches: List[str], old: bytes, new: bytes, lines: bool = False) -> bool:
+        """Whether every search finds the same in both texts (with ``lines``, on the same
+        lines); a search pinfix does not make finds nothing the same."""
+        for search in searches:
+            then = self.matched(search, old, lines)
+            if then is None or then != self.matched(search, new, lines):
                 return False
-            compiled = self._patterns.get(pattern)
-            if compiled is None:
-                compiled = self._patterns[pattern] = re.compile(pattern.encode("latin-1"))
-        except (UnicodeEncodeError, re.error):
-            return True  # not a search as pinfix records it (one character a byte): assume it matches
-        return compiled.search(data) is not None
+        return True
+
+    def _search(self, search: str) -> "Optional[Tuple[bytes, re.Pattern[bytes]]]":
+        """A recorded search (``word\\0pattern``, each its UTF-8 bytes one character a
+        byte) as its word and its pattern compiled (once a run); ``None`` where it is not
+        one pinfix makes (never run: see :mod:`pinfix.semantic.deep.searches`)."""
+        if not _made_by_pinfix(search):
+            return None
+        word, _, pattern = search.partition("\0")
+        compiled = self._patterns.get(pattern)
+        if compiled is None:
+            compiled = self._patterns[pattern] = re.compile(pattern.encode("latin-1"))
+        return word.encode("latin-1"), compiled
+
+    def matches(self, search: str, data: bytes) -> bool:
+        """Whether a recorded search matches ``data`` (the word tested first, which rules
+        most out), read as the project's searches read it (:func:`pinfix.prefilter.readable`);
+        one pinfix does not make counts as matching (a change)."""
+        found = self._search(search)
+        if found is None:
+            return True
+        word, compiled = found
+        data = self._read_as_searched(data)
+        return word in data and compiled.search(data) is not None
 
     def matched(self, search: str, data: bytes, lines: bool = False) -> Optional[List[Any]]:
         """What a recorded search finds in ``data``: each match's text (with ``lines``,
         with the line it starts on), in order; ``None`` where it is not a search pinfix
-        makes (never run: see :mod:`pinfix.semantic.deep.searches`)."""
-        if not _made_by_pinfix(search):
+        makes (never run)."""
+        found = self._search(search)
+        if found is None:
             return None
+        compiled = found[1]
         data = self._read_as_searched(data)
-        _, sep, pattern = search.partition("\0")
-        try:
-            compiled = self._patterns.get(pattern if sep else search)
-            if compiled is None:
-                compiled = self._patterns[pattern if sep else search] = re.compile(
-                    (pattern if sep else search).encode("latin-1")
-                )
-        except (UnicodeEncodeError, re.error):
-            return None
         if not lines:
             return [m.group() for m in compiled.finditer(data)]
         out: List[Any] = []
