@@ -46,7 +46,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import __version__
 from .config import Config
-from .deepcache import RACY_SECONDS, DeepVerdicts, Stamp, make_directory, real_directory
+from .deepcache import RACY_SECONDS, DeepVerdicts, Stamp, make_directory, real_directory, stamp_of
 from .findings import Diagnostic, FileReport
 
 #: Settings directories kept besides those of the current run. A tree with several settings
@@ -362,13 +362,10 @@ class ResultCache:
                 if verdicts.refreshed or verdicts.relisted:
                     # Modules changed in their bytes only, files changed that no search of
                     # its finds: the entry takes them as they are now.
-                    raw["deep"]["modules"].update(verdicts.refreshed)
-                    raw["deep"]["listing"] = verdicts.relisted or raw["deep"]["listing"]
+                    verdicts.bring_up_to_date(kept)
                     raw["sha256"] = digest
                     self._rewrite(entry, raw)
-            return FileReport(
-                path, [Diagnostic(**d) for d in raw["diagnostics"]], parsed=raw["parsed"], reads=raw.get("reads")
-            )
+            return FileReport(path, [Diagnostic(**d) for d in raw["diagnostics"]], parsed=raw["parsed"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
             return None  # absent, not ours, or not a regular file: a miss
 
@@ -402,7 +399,6 @@ class ResultCache:
             if owner is not None:
                 kept["blamed"] = owner
         if (config or self.config).deep:
-            kept["reads"] = report.reads
             kept["deep"] = self.verdicts(entry).record(path, report.reads)
         payload = json.dumps(kept)
         try:
@@ -451,6 +447,11 @@ class ResultCache:
                 known = {}
             self._ruled_out[directory] = known
         return known
+
+    def stamp(self, path: str) -> Optional[Stamp]:
+        """``path``'s stamp, taken once a run (a deep verdict's listing may have taken it)."""
+        found = self.stamps.get(os.path.abspath(path))
+        return found if found is not None else stamp_of(path)
 
     def ruled_out(self, path: str, stamp: Stamp, config: Optional[Config] = None) -> bool:
         """Whether the pre-filter ruled ``path`` out last time with these settings and

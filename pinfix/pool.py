@@ -33,7 +33,6 @@ from typing import (
 )
 
 from .config import Config
-from .deepcache import stamp_of
 from .engine import process_source, worth_reading
 from .findings import FileReport, Mode
 from .prefilter import gc_paused
@@ -456,7 +455,7 @@ def run(
             stamp = None
             if cache is not None:
                 # Stat first: a file unchanged since the pre-filter ruled it out is not read.
-                stamp = stamp_of(str(path))
+                stamp = cache.stamp(str(path))
                 if stamp is not None and cache.ruled_out(str(path), stamp, file_config):
                     if file_config.deep:
                         checked.append(str(path))

@@ -59,7 +59,8 @@ def test_a_changed_module_the_verdict_read_is_not_answered_from_the_cache(tmp_pa
     root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": COPIER})
     assert found(check(root, "pkg")) == []
     (kept,) = entries(root).values()
-    assert kept["deep"]["modules"] and any(r.endswith(os.path.join("pkg", "a.py")) for r in kept["deep"]["modules"])
+    modules = json.loads(kept["deep"]["modules"])
+    assert any(r.endswith(os.path.join("pkg", "a.py")) for r in modules)
     (root / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", ""))
     # b.py's own bytes are unchanged: a cache keyed by them alone would say "clean".
     assert found(check(root, "pkg/b.py")) == [("pkg/b.py", 5, "PIN002")]
@@ -151,7 +152,7 @@ def test_a_file_touched_but_unchanged_that_the_verdict_read_keeps_it(tmp_path: P
     root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/b.py": sender, "pkg/c.py": caller})
     assert found(check(root, "pkg/b.py")) == [("pkg/b.py", 2, "PIN002")]
     ((name, kept),) = entries(root).items()
-    assert kept["deep"]["searches"] and any(m.endswith("c.py") for m in kept["deep"]["modules"])
+    assert kept["deep"]["searches"] and any(m.endswith("c.py") for m in json.loads(kept["deep"]["modules"]))
     kept["diagnostics"][0]["message"] = "from the cache"
     (path,) = [p for p in (root / ".pinfix_cache").rglob(name)]
     path.write_text(json.dumps(kept))
@@ -322,7 +323,7 @@ def test_an_edit_that_changes_no_meaning_keeps_the_verdicts_that_read_the_module
     (root / "pkg/a.py").write_text(edit(PINNED_MAKER))
     assert [f["message"] for f in json.loads(check(root, "pkg/b.py").stdout)["findings"]] == ["from the cache"]
     # The entry now records a.py as it is, so the next run compares nothing.
-    modules = json.loads(entry.read_text())["deep"]["modules"]
+    modules = json.loads(json.loads(entry.read_text())["deep"]["modules"])
     recorded = {os.path.basename(k): v[1] for k, v in modules.items() if v is not None}  # (None: looked for, absent)
     assert recorded["a.py"] == hashlib.sha256((root / "pkg/a.py").read_bytes()).hexdigest()
     # A pre-commit call on a.py leaves b.py alone, and a real edit still reaches it.
@@ -510,6 +511,76 @@ def test_a_dependents_finding_reworded_is_not_new(tmp_path: Path) -> None:
     assert (proc.returncode, found(proc)) == (0, []), proc.stdout
 
 
+def _settled(tmp_path: Path):  # type: ignore[no-untyped-def]
+    import time
+
+    from pinfix.deepcache import DeepVerdicts
+
+    verdicts = DeepVerdicts(tmp_path / "cache")
+    verdicts._settled_before = time.time_ns() + 10**12  # every file has settled
+    return verdicts
+
+
+@pytest.mark.parametrize(
+    "where", ["outside the root", "in a hidden folder", "absent, in a hidden folder", "absent", "absent, behind a link"]
+)
+def test_a_module_the_verdict_read_changes_whatever_the_listing_holds(tmp_path: Path, where: str) -> None:
+    """With the project's listing as the entry keeps it, the modules under the root are
+    not compared one by one: a module the listing does not hold still is, and one it
+    would hold if it were there moves the listing by appearing (a link to a folder too)."""
+    project = tmp_path / "proj"
+    (project / "pkg").mkdir(parents=True)
+    module = project / "m.py"
+    module.write_text("def helper():\n    return 1\n")
+    other = {
+        "outside the root": tmp_path / "lib" / "x.py",
+        "in a hidden folder": project / ".vendored" / "x.py",
+        "absent, in a hidden folder": project / ".vendored" / "y.py",
+        "absent": project / "pkg" / "y.py",
+        "absent, behind a link": project / "linked" / "y.py",
+    }[where]
+    if where == "absent, behind a link":
+        (tmp_path / "elsewhere").mkdir()
+    else:
+        other.parent.mkdir(exist_ok=True)
+    if not where.startswith("absent"):
+        other.write_text("X = 1\n")
+    kept = json.loads(json.dumps(_settled(tmp_path).record(str(module), [f"f:{module}", f"f:{other}", CALLS_OF_MAKE])))
+    assert list(kept["outside"]) == ([] if where in ("absent", "absent, behind a link") else [str(other)])
+    assert _settled(tmp_path).still_valid(str(module), kept)
+    if where == "absent, behind a link":
+        (tmp_path / "elsewhere" / "y.py").write_text("X = make()\n")
+        (project / "linked").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    else:
+        other.write_text("X = make()\n")
+    assert _settled(tmp_path).still_valid(str(module), kept) is False
+
+
+def test_an_unchanged_listing_compares_no_module_it_holds(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from pinfix.deepcache import DeepVerdicts
+
+    names = [tmp_path / f"m{i}.py" for i in range(5)]
+    for name in names:
+        name.write_text("X = 1\n")
+    kept = json.loads(json.dumps(_settled(tmp_path).record(str(names[0]), [f"f:{n}" for n in names])))
+    assert kept["outside"] == {}
+    compared = []
+    real = DeepVerdicts._stat_list
+    monkeypatch.setattr(DeepVerdicts, "_stat_list", lambda self, name: compared.append(name) or real(self, name))
+    assert _settled(tmp_path).still_valid(str(names[0]), kept)
+    assert compared == []
+    # Once the listing moves (a file under the root added), each module is compared again,
+    # and the entry, brought up to date, takes the listing of now: the next run compares none.
+    (tmp_path / "new.py").write_text("Y = 2\n")
+    moved = _settled(tmp_path)
+    assert moved.still_valid(str(names[0]), kept)
+    assert sorted(compared) == sorted(str(n) for n in names)
+    moved.bring_up_to_date(kept)
+    compared.clear()
+    assert _settled(tmp_path).still_valid(str(names[0]), json.loads(json.dumps(kept)))
+    assert compared == []
+
+
 def test_an_entry_made_just_after_a_checkout_is_brought_up_to_date_once(tmp_path: Path) -> None:
     """Just after a checkout every file is racy: the first deep run keeps each module read
     without its stamp and every file of the listing as changed. Each later run then hashed
@@ -527,7 +598,7 @@ def test_an_entry_made_just_after_a_checkout_is_brought_up_to_date_once(tmp_path
     young._settled_before = 0  # every file changed "just now"
     # (Entries are kept as JSON: stamps come back as lists.)
     kept = json.loads(json.dumps(young.record(str(module), [f"f:{module}", CALLS_OF_MAKE])))
-    assert all(stamp is None for stamp, _ in kept["modules"].values())
+    assert all(stamp is None for stamp, _ in json.loads(kept["modules"]).values())
     later = DeepVerdicts(tmp_path / "cache")
     later._settled_before = time.time_ns() + 10**12  # the files have settled since
     # Racy then, the same bytes now: no change (each file's hash was kept with the listing).
@@ -536,8 +607,8 @@ def test_an_entry_made_just_after_a_checkout_is_brought_up_to_date_once(tmp_path
     assert later.still_valid(str(module), kept)
     assert later.relisted is not None and later.relisted != kept["listing"]
     assert all(stamp is not None for stamp, _ in later.refreshed.values()) and later.refreshed
-    kept["listing"] = later.relisted
-    kept["modules"].update(later.refreshed)
+    later.bring_up_to_date(kept)
+    assert kept["listing"] == later.relisted
     kept = json.loads(json.dumps(kept))
     settled = DeepVerdicts(tmp_path / "cache")
     settled._settled_before = time.time_ns() + 10**12

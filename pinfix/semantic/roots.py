@@ -46,14 +46,53 @@ def is_demo_of(path: str, base: str) -> bool:
     return is_test_file(Path(os.path.relpath(path, shared) if shared else path), DEMO_FOLDERS)
 
 
-def project_file_names(root: str) -> Iterator[str]:
-    """The ``.py`` files below ``root`` that deep mode reads, in a stable order (strings:
-    a listing of a large tree builds no ``Path``); no hidden or :data:`NOT_PROJECT` folder."""
-    for directory, subdirs, names in os.walk(root):
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in NOT_PROJECT)
-        for name in sorted(names):
-            if name.endswith(".py"):
-                yield os.path.join(directory, name)
+def project_file_names(root: str, links: Optional[List[str]] = None) -> Iterator[str]:
+    """The ``.py`` files below ``root`` that deep mode reads, in a stable order (each
+    folder's files, then its folders', by name; strings: a listing of a large tree builds
+    no ``Path``); no hidden or :data:`NOT_PROJECT` folder, nothing through a link to a
+    folder (each such link is added to ``links``, if given). Unreadable folders are skipped."""
+    try:
+        with os.scandir(root) as found:
+            entries = list(found)
+    except OSError:
+        return
+    files, folders = [], []
+    for entry in entries:
+        try:
+            if entry.is_dir():  # through a link: a linked folder is named, not walked
+                if _project_folder(entry.name):
+                    folders.append(entry)
+            elif entry.name.endswith(".py"):
+                files.append(entry.name)
+        except OSError:
+            continue
+    for name in sorted(files):
+        yield os.path.join(root, name)
+    for entry in sorted(folders, key=lambda e: e.name):
+        path = os.path.join(root, entry.name)
+        try:
+            linked = entry.is_symlink()
+        except OSError:
+            continue
+        if linked:
+            if links is not None:
+                links.append(path)
+            continue
+        yield from project_file_names(path, links)
+
+
+def _project_folder(name: str) -> bool:
+    return not name.startswith(".") and name not in NOT_PROJECT
+
+
+def listable(root: str, path: str) -> bool:
+    """Whether :func:`project_file_names` would list ``path`` (a resolved path) were it a
+    file: a ``.py`` below ``root`` in no hidden or :data:`NOT_PROJECT` folder (a link to a
+    folder on the way is listed apart)."""
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    if not path.startswith(prefix) or not path.endswith(".py"):
+        return False
+    return all(_project_folder(part) for part in path[len(prefix) :].split(os.sep)[:-1])
 
 
 def import_root(path: Path) -> Path:
