@@ -754,21 +754,26 @@ class DeepVerdicts:
         if not _made_by_pinfix(search):
             return None
         word, _, pattern = search.partition("\0")
+        return word.encode("latin-1"), self._compiled(pattern)
+
+    def _compiled(self, pattern: str) -> "re.Pattern[bytes]":
         compiled = self._patterns.get(pattern)
         if compiled is None:
             compiled = self._patterns[pattern] = re.compile(pattern.encode("latin-1"))
-        return word.encode("latin-1"), compiled
+        return compiled
 
     def matches(self, search: str, data: bytes) -> bool:
         """Whether a recorded search matches ``data`` (the word tested first, which rules
-        most out), read as the project's searches read it (:func:`pinfix.prefilter.readable`);
-        one pinfix does not make counts as matching (a change)."""
-        found = self._search(search)
-        if found is None:
+        most out, and the pattern compiled only where the word is: a one-file run after an
+        edit tested 4,500 searches, 2,000 of them distinct, and compiling each took longer
+        than the rest of the test), read as the project's searches read it
+        (:func:`pinfix.prefilter.readable`); one pinfix does not make counts as matching
+        (a change)."""
+        if not _made_by_pinfix(search):
             return True
-        word, compiled = found
+        word, _, pattern = search.partition("\0")
         data = self._read_as_searched(data)
-        return word in data and compiled.search(data) is not None
+        return word.encode("latin-1") in data and self._compiled(pattern).search(data) is not None
 
     def matched(self, search: str, data: bytes, lines: bool = False) -> Optional[List[Any]]:
         """What a recorded search finds in ``data``: each match's text (with ``lines``,

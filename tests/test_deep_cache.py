@@ -115,6 +115,8 @@ def test_a_recorded_search_is_tested_by_its_word_then_its_pattern(tmp_path):
 
     verdicts = DeepVerdicts(tmp_path)
     search = CALLS_OF_MAKE[2:]
+    assert not verdicts.matches(search, b"x = build(3)\n")
+    assert verdicts._patterns == {}  # without the word, the pattern is never compiled
     assert verdicts.matches(search, b"x = make (3)\n")
     assert not verdicts.matches(search, b"x = remake(3)\n")  # the word, not the pattern
     assert not verdicts.matches(search, b"x = build(3)\n")  # not even the word
