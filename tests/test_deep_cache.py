@@ -694,3 +694,48 @@ def test_the_added_names_of_a_module() -> None:
     assert added_names(old, old + b"import os\n") is None  # an import runs code
     assert added_names(old, old + b"class C:\n    pass\n") is None  # a class body runs code
     assert added_names(old, b"def (") is None
+
+
+def test_the_listing_holds_files_in_order_skips_what_it_should_and_any_depth(tmp_path: Path) -> None:
+    from pinfix.semantic.roots import project_file_names
+
+    root = tmp_path / "proj"
+    for rel in ["b.py", "a.py", "z/c.py", "m/d.py", "m/n/e.py", ".hidden/f.py", "__pycache__/g.py", "m/h.txt"]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x = 1\n")
+    (root / "linked").symlink_to(root / "m", target_is_directory=True)
+    links: list = []
+    listed = [os.path.relpath(p, root) for p in project_file_names(str(root), links)]
+    assert listed == [
+        "a.py",
+        "b.py",
+        os.path.join("m", "d.py"),
+        os.path.join("m", "n", "e.py"),
+        os.path.join("z", "c.py"),
+    ]
+    assert links == [str(root / "linked")]  # named, not walked
+    # Deeper than the interpreter's recursion limit: listed all the same (a walk by recursion failed).
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    here = os.getcwd()
+    try:
+        os.chdir(deep)
+        for _ in range(1200):
+            os.mkdir("d")
+            os.chdir("d")
+        open("x.py", "w").close()
+    finally:
+        os.chdir(here)
+    try:
+        assert [p.endswith(os.sep + "x.py") for p in project_file_names(str(deep))] == [True]
+    finally:  # removed level by level: a removal by recursion (pytest's) would fail on it
+        os.chdir(deep)
+        try:
+            for _ in range(1200):
+                os.chdir("d")
+            os.remove("x.py")
+            for _ in range(1200):
+                os.chdir("..")
+                os.rmdir("d")
+        finally:
+            os.chdir(here)

@@ -50,35 +50,40 @@ def project_file_names(root: str, links: Optional[List[str]] = None) -> Iterator
     """The ``.py`` files below ``root`` that deep mode reads, in a stable order (each
     folder's files, then its folders', by name; strings: a listing of a large tree builds
     no ``Path``); no hidden or :data:`NOT_PROJECT` folder, nothing through a link to a
-    folder (each such link is added to ``links``, if given). Unreadable folders are skipped."""
-    try:
-        with os.scandir(root) as found:
-            entries = list(found)
-    except OSError:
-        return
-    files, folders = [], []
-    for entry in entries:
+    folder (each such link is added to ``links``, if given). Unreadable folders are skipped.
+    Walked with a stack, not by recursion: a tree any number of folders deep is listed."""
+    pending = [root]
+    while pending:
+        folder = pending.pop()
         try:
-            if entry.is_dir():  # through a link: a linked folder is named, not walked
-                if _project_folder(entry.name):
-                    folders.append(entry)
-            elif entry.name.endswith(".py"):
-                files.append(entry.name)
+            with os.scandir(folder) as found:
+                entries = list(found)
         except OSError:
             continue
-    for name in sorted(files):
-        yield os.path.join(root, name)
-    for entry in sorted(folders, key=lambda e: e.name):
-        path = os.path.join(root, entry.name)
-        try:
-            linked = entry.is_symlink()
-        except OSError:
-            continue
-        if linked:
-            if links is not None:
+        files, folders = [], []
+        for entry in entries:
+            try:
+                if entry.is_dir():  # through a link: a linked folder is named, not walked
+                    if _project_folder(entry.name):
+                        folders.append(entry)
+                elif entry.name.endswith(".py"):
+                    files.append(entry.name)
+            except OSError:
+                continue
+        for name in sorted(files):
+            yield os.path.join(folder, name)
+        below = []
+        for entry in sorted(folders, key=lambda e: e.name):
+            path = os.path.join(folder, entry.name)
+            try:
+                linked = entry.is_symlink()
+            except OSError:
+                continue
+            if not linked:
+                below.append(path)
+            elif links is not None:
                 links.append(path)
-            continue
-        yield from project_file_names(path, links)
+        pending.extend(reversed(below))  # the first folder by name is walked first
 
 
 def _project_folder(name: str) -> bool:
