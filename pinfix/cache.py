@@ -301,6 +301,8 @@ class ResultCache:
         self.unrechecked: List[str] = []
         #: The stamp of each file this run took (by absolute path), for the deep verdicts.
         self.stamps: Dict[str, Stamp] = {}
+        #: Absolute paths of the paths the walk gave, by the path (see :meth:`_absolute`).
+        self._absolutes: Dict[str, str] = {}
 
     def _covers(self, path: str, absolute: Optional[str] = None) -> bool:
         if self.scope is None or (absolute or os.path.abspath(path)).startswith(self.scope):
@@ -448,15 +450,22 @@ class ResultCache:
             self._ruled_out[directory] = known
         return known
 
+    def _absolute(self, path: str) -> str:
+        """``os.path.abspath(path)``, worked out once a run (the walk asks twice a file)."""
+        known = self._absolutes.get(path)
+        if known is None:
+            known = self._absolutes[path] = os.path.abspath(path)
+        return known
+
     def stamp(self, path: str) -> Optional[Stamp]:
         """``path``'s stamp, taken once a run (a deep verdict's listing may have taken it)."""
-        found = self.stamps.get(os.path.abspath(path))
+        found = self.stamps.get(self._absolute(path))
         return found if found is not None else stamp_of(path)
 
     def ruled_out(self, path: str, stamp: Stamp, config: Optional[Config] = None) -> bool:
         """Whether the pre-filter ruled ``path`` out last time with these settings and
         the file is unchanged since (the same stamp), so it need not be read."""
-        absolute = os.path.abspath(path)
+        absolute = self._absolute(path)
         self.stamps[absolute] = stamp
         if not self.usable or not self._covers(path, absolute):
             return False
