@@ -747,16 +747,17 @@ class DeepVerdicts:
                 return False
         return True
 
-    def _search(self, search: str) -> "Optional[Tuple[bytes, re.Pattern[bytes]]]":
+    def _search(self, search: str) -> Optional[Tuple[bytes, str]]:
         """A recorded search (``word\\0pattern``, each its UTF-8 bytes one character a
-        byte) as its word and its pattern compiled (once a run); ``None`` where it is not
-        one pinfix makes (never run: see :mod:`pinfix.semantic.deep.searches`)."""
+        byte) as its word and its pattern (see :meth:`_compiled`); ``None`` where it is
+        not one pinfix makes (never run: see :mod:`pinfix.semantic.deep.searches`)."""
         if not _made_by_pinfix(search):
             return None
         word, _, pattern = search.partition("\0")
-        return word.encode("latin-1"), self._compiled(pattern)
+        return word.encode("latin-1"), pattern
 
     def _compiled(self, pattern: str) -> "re.Pattern[bytes]":
+        """A recorded search's pattern compiled (once a run)."""
         compiled = self._patterns.get(pattern)
         if compiled is None:
             compiled = self._patterns[pattern] = re.compile(pattern.encode("latin-1"))
@@ -769,11 +770,12 @@ class DeepVerdicts:
         than the rest of the test), read as the project's searches read it
         (:func:`pinfix.prefilter.readable`); one pinfix does not make counts as matching
         (a change)."""
-        if not _made_by_pinfix(search):
+        found = self._search(search)
+        if found is None:
             return True
-        word, _, pattern = search.partition("\0")
+        word, pattern = found
         data = self._read_as_searched(data)
-        return word.encode("latin-1") in data and self._compiled(pattern).search(data) is not None
+        return word in data and self._compiled(pattern).search(data) is not None
 
     def matched(self, search: str, data: bytes, lines: bool = False) -> Optional[List[Any]]:
         """What a recorded search finds in ``data``: each match's text (with ``lines``,
@@ -782,7 +784,7 @@ class DeepVerdicts:
         found = self._search(search)
         if found is None:
             return None
-        compiled = found[1]
+        compiled = self._compiled(found[1])
         data = self._read_as_searched(data)
         if not lines:
             return [m.group() for m in compiled.finditer(data)]
