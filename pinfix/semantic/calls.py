@@ -180,6 +180,9 @@ class Calls(Expressions):
             callee = self.eval(func, state)
             args = self.arguments(node, state)
             result = callee.map(lambda a: self.call_atom(a, node, args, state))
+            checker = self.called_functions(callee, node)
+            if checker:
+                narrowing.checked(self, checker, node, state)
         if node.keywords and result.unknown is not None:
             said = self.said_by_keyword(node, args)
             if said is not None:
@@ -229,6 +232,22 @@ class Calls(Expressions):
         return Arguments(node, positional, keywords, starred, double, spread)
 
     # --- callees -----------------------------------------------------------------------------------
+
+    def called_functions(self, callee: Value, node: ast.Call) -> List[Any]:
+        """The project functions (not bound methods) ``callee`` is on every way, an
+        imported one resolved as :meth:`call_atom` resolves it; ``[]`` where one way is something else."""
+        out = []
+        for atom in callee:
+            if isinstance(atom, Ref) and atom.name not in FUNCTIONS and atom.name not in self.settings.pinned_producers:
+                found = self.project_reference(atom.name, node)
+                ways = list(found) if found is not None else [atom]
+            else:
+                ways = [atom]
+            for way in ways:
+                if not (isinstance(way, Func) and way.receiver is None):
+                    return []
+                out.append(way.info)
+        return out
 
     def call_atom(self, atom: Any, node: ast.Call, args: Arguments, state: State) -> Value:
         if isinstance(atom, Ref):

@@ -32,10 +32,11 @@ from typing import (
 
 from ..effects import IMPLIED_NON_BLOCKING
 from ..settings import Settings
+from . import narrowing
 from .facts import FunctionFacts, ModuleFacts
 from .scope import FunctionInfo, ModuleInfo
 from .source import SourceText
-from .values import Value, unknown
+from .values import Func, Value, unknown
 
 if TYPE_CHECKING:
     from .evaluator import Evaluator
@@ -100,6 +101,8 @@ class ModuleContext:
         self.plain_dicts: Dict[int, FrozenSet[str]] = {}
         #: Lambdas met on the way, evaluated once the scopes around them are done.
         self.pending: List[FunctionInfo] = []
+        #: What each function asked about guarantees of its parameters when it returns (by its node).
+        self.guaranteed: Dict[int, Tuple[narrowing.Guarantee, ...]] = {}
         #: Deep mode: the lines that may hold a copy (what a function's slice starts
         #: from), found in the module's own text, so every evaluation of a function of
         #: this module asks the same question whoever asks it first.
@@ -161,6 +164,28 @@ class ModuleContext:
         self.bindings[key] = facts
         return facts
 
+    def guarantees(self, func: FunctionInfo) -> Tuple[narrowing.Guarantee, ...]:
+        """What a call of the plain function ``func`` that returns says of the
+        arguments it was given (its checks, and those of the functions it hands them
+        to, solved together: :func:`narrowing.checked_by`); memoised."""
+        found = self.guaranteed.get(id(func.node))
+        if found is None:
+            self.guaranteed.update(narrowing.checked_by(_checks, self._checked_callee, func))
+            found = self.guaranteed[id(func.node)]
+        return found
+
+    def _checked_callee(self, func: FunctionInfo, call: ast.Call) -> Optional[FunctionInfo]:
+        """The plain function a check of ``func`` calls by a module-level name (``None``: another)."""
+        name = call.func.id if isinstance(call.func, ast.Name) else None
+        if name is None or name in func.locals:
+            return None
+        value = self.global_value(func.module, name)
+        callees = {id(a.info.node): a.info for a in value or () if isinstance(a, Func) and a.receiver is None}
+        if value is None or len(callees) != 1 or len(value) != 1:
+            return None
+        callee = next(iter(callees.values()))
+        return callee if callee.kind == "function" else None
+
     def closure_of(self, func: FunctionInfo) -> Dict[str, Value]:
         """Free names of ``func`` bound in the functions it is nested in."""
         out: Dict[str, Value] = {}
@@ -190,6 +215,15 @@ class ModuleContext:
             return unknown("is a module-level name")
         found = facts.all_values.get(name)
         return found if found is not None else unknown("is a module-level name")
+
+
+def _checks(func: FunctionInfo) -> narrowing.Checks:
+    """``func``'s :class:`narrowing.Checks`, found once (a function is asked about many times)."""
+    found = func.exit_checks
+    if found is None:
+        named = {p.name for p in func.params if p.kind in ("posonly", "positional", "kwonly")}
+        found = func.exit_checks = narrowing.postconditions(func.node, named)
+    return found
 
 
 _HOT = re.compile(

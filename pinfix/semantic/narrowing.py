@@ -6,9 +6,11 @@ The one place a test refines a value, on pyright's type-guard model:
 path is impossible"), and every construct that branches applies it: ``if`` /
 ``elif``, a ``while`` head and exit, ``assert`` (and a function's preconditions,
 :func:`preconditions`), ``IfExp``, ``and`` / ``or`` short-circuits, comprehension
-``if``s and ``match`` guards. Early ``return`` / ``raise`` / ``continue`` /
-``break`` need nothing more: their branch ends, and what stays is the other
-branch's narrowing.
+``if``s and ``match`` guards; and a call of a *validator*, a function that returns
+only when its argument passes such a test (:func:`checked`, from :func:`postconditions`
+solved over the calls between validators by :func:`checked_by`). Early ``return`` /
+``raise`` / ``continue`` / ``break`` need nothing more: their branch ends, and what
+stays is the other branch's narrowing.
 
 What a test says:
 
@@ -39,7 +41,7 @@ what each way through it says, as pyright's does). The work per test is bounded
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ..effects import CLASS_KINDS, TENSOR_ATTRIBUTES, TENSOR_BASES, TENSOR_METHODS
 from .scope import FUNCTION_NODES, binds, iter_nodes
@@ -685,6 +687,217 @@ def preconditions(body: Sequence[ast.stmt], params: Set[str]) -> List[ast.Assert
     return found
 
 
+# --- what a function guarantees of its arguments when it returns ---------------------------------
+
+
+class Guarantee(NamedTuple):
+    """What a function's normal return says of one of its parameters, as the memory
+    test ``form`` (``is_pinned``: ``t.is_pinned()``; ``is_cpu``, ``is_cuda``: ``t.is_cpu``,
+    ``t.is_cuda``, standing for any test of where it lives) being ``truth`` says it:
+    a validator that raises unless its argument is pinned guarantees ``is_pinned``."""
+
+    param: str
+    form: str
+    truth: bool
+
+
+class Checks(NamedTuple):
+    """What one function checks of its parameters before it can return (see
+    :func:`postconditions`): its own tests, and the calls it makes there that pass a
+    parameter on unchanged, each with ``(argument, parameter)`` pairs (``"0"``, ``"1"``:
+    positions; else a keyword), whose callees' guarantees become its own."""
+
+    own: Tuple[Guarantee, ...]
+    calls: Tuple[Tuple[ast.Call, Tuple[Tuple[str, str], ...]], ...]
+
+
+NO_CHECKS = Checks((), ())
+
+
+def postconditions(node: ast.AST, params: Set[str]) -> Checks:
+    """What a function (its ``def`` node) checks of its parameters on every way to a
+    normal return: the top-level ``assert`` statements and ``if <test>: raise ...``
+    guards (no ``else``) before any statement that can return, on parameters nothing
+    before them rebinds. A generator's or a coroutine's body does not run when it is
+    called, and a lambda checks nothing: none of them guarantees anything."""
+    if not isinstance(node, ast.FunctionDef) or any(
+        isinstance(n, (ast.Yield, ast.YieldFrom)) for stmt in node.body for n in iter_nodes(stmt)
+    ):
+        return NO_CHECKS
+    own: List[Guarantee] = []
+    calls: List[Tuple[ast.Call, Tuple[Tuple[str, str], ...]]] = []
+    rebound: Set[str] = set()
+    for stmt in node.body:
+        if _may_leave(stmt):
+            break
+        usable = params - rebound
+        if isinstance(stmt, ast.Assert):
+            own.extend(_guaranteed(_parts(stmt.test, True), usable))
+        elif isinstance(stmt, ast.If) and not stmt.orelse and _raises(stmt.body):
+            own.extend(_guaranteed(_parts(stmt.test, False), usable))
+        else:
+            call = _statement_call(stmt)
+            passed = _passed_on(call, usable) if call is not None else ()
+            if call is not None and passed:
+                calls.append((call, passed))
+        rebound |= {p for n in iter_nodes(stmt) for p in params if binds(n, p)}
+    return Checks(tuple(dict.fromkeys(own)), tuple(calls))
+
+
+def _parts(test: ast.AST, truth: bool) -> List[Tuple[ast.AST, bool]]:
+    """The leaves of ``test`` each of which is known to be ``truth`` when ``test`` is
+    (every part of a true ``and``, of a false ``or``; through ``not``)."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, truth = test.operand, not truth
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And) == truth:
+            return [leaf for part in test.values for leaf in _parts(part, truth)]
+        return []  # one part or another: no one leaf is known
+    return [(test, truth)]
+
+
+def _guaranteed(leaves: List[Tuple[ast.AST, bool]], params: Set[str]) -> List[Guarantee]:
+    out = []
+    for leaf, truth in leaves:
+        fact = memory_test(leaf)
+        if fact is None or not isinstance(fact[0], ast.Name) or fact[0].id not in params:
+            continue
+        subject, kind, holds = fact
+        said = holds if truth else not holds  # pinned (or on the CPU) when true
+        if kind == "pinned":
+            if said:
+                out.append(Guarantee(subject.id, "is_pinned", True))
+        elif said:
+            # On the CPU: a test that names it also makes an unknown value a CPU tensor
+            # (:func:`_names_cpu`); one that only denies an accelerator does not.
+            out.append(
+                Guarantee(subject.id, "is_cpu", True) if _names_cpu(leaf) else Guarantee(subject.id, "is_cuda", False)
+            )
+        else:
+            out.append(Guarantee(subject.id, "is_cuda", True))
+    return out
+
+
+def _raises(body: Sequence[ast.stmt]) -> bool:
+    """Whether a block always ends by raising (its last statement a ``raise``, none before it leaving)."""
+    return bool(body) and isinstance(body[-1], ast.Raise) and not any(_may_leave(s) for s in body)
+
+
+def _statement_call(stmt: ast.stmt) -> Optional[ast.Call]:
+    """The call a statement makes as a whole: ``f(x)``, ``y = f(x)``, ``await``-less."""
+    value = getattr(stmt, "value", None) if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
+    return value if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) else None
+
+
+def _passed_on(call: ast.Call, params: Set[str]) -> Tuple[Tuple[str, str], ...]:
+    """``(argument, parameter)`` for each argument of ``call`` that is one of ``params``."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return ()  # which parameter gets what is not known
+    passed = [(str(n), a.id) for n, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id in params]
+    passed += [
+        (k.arg, k.value.id) for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id in params and k.arg
+    ]
+    return tuple(passed)
+
+
+def guarantee_test(guarantee: Guarantee, subject: ast.expr, at: ast.AST) -> ast.expr:
+    """The test ``guarantee`` stands for, of the caller's ``subject`` (placed at ``at``)."""
+    attribute = ast.Attribute(value=subject, attr=guarantee.form, ctx=ast.Load())
+    test: ast.expr = ast.Call(func=attribute, args=[], keywords=[]) if guarantee.form == "is_pinned" else attribute
+    for made in (attribute, test):
+        ast.copy_location(made, at)
+    return test
+
+
+def _parameter_given(func: Any, argument: str) -> Optional[str]:
+    """The parameter of ``func`` an argument (``"0"``: the first positional; else a keyword) gives."""
+    if argument.isdigit():
+        n = int(argument)
+        return next((p.name for p in func.params if p.index == n and p.kind in ("posonly", "positional")), None)
+    return next((p.name for p in func.params if p.name == argument and p.kind in ("positional", "kwonly")), None)
+
+
+def argument_for(func: Any, call: ast.Call, param: str) -> Optional[ast.expr]:
+    """The argument ``call`` (of the plain function ``func``, whose params it names) gives ``param``."""
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    for p in func.params:
+        if p.name != param:
+            continue
+        if p.kind in ("posonly", "positional") and p.index < len(call.args):
+            return call.args[p.index]
+        if p.kind in ("positional", "kwonly"):
+            return next((k.value for k in call.keywords if k.arg == param), None)
+    return None
+
+
+def checked_by(
+    checks: Callable[[Any], Checks], resolve: Callable[[Any, ast.Call], Any], func: Any
+) -> Dict[int, Tuple[Guarantee, ...]]:
+    """What ``func`` and every function its checks call guarantee (by their nodes),
+    solved to a fixpoint: a guarantee of a callee's parameter is the caller's for the
+    parameter it passes there, through any number of calls and through recursion.
+    ``checks`` gives a function's :class:`Checks`; ``resolve`` the plain function a
+    call in it calls (``None``: unknown, or not a plain function). Each function's
+    checks are read once, and a guarantee is added at most once: the work is linear
+    in what the reached functions check."""
+    reached: Dict[int, Any] = {}
+    edges: Dict[int, List[Tuple[int, Dict[str, str]]]] = {}
+    found: Dict[int, Set[Guarantee]] = {}
+    todo = [func]
+    while todo:
+        f = todo.pop()
+        key = id(f.node)
+        if key in reached:
+            continue
+        reached[key] = f
+        mine = checks(f)
+        found[key] = set(mine.own)
+        edges[key] = []
+        for call, passed in mine.calls:
+            callee = resolve(f, call)
+            if callee is None:
+                continue
+            given: Dict[str, str] = {}
+            for argument, param in passed:
+                target = _parameter_given(callee, argument)
+                if target is not None:
+                    given[target] = param
+            if given:
+                edges[key].append((id(callee.node), given))
+                todo.append(callee)
+    # Reverse edges: a callee's new guarantee is pushed to its callers (a worklist).
+    callers: Dict[int, List[Tuple[int, Dict[str, str]]]] = {}
+    for key, out in edges.items():
+        for callee, given in out:
+            callers.setdefault(callee, []).append((key, given))
+    work = [(key, g) for key, gs in found.items() for g in gs]
+    while work:
+        key, g = work.pop()
+        for caller, given in callers.get(key, ()):
+            param = given.get(g.param)
+            if param is None:
+                continue
+            lifted = Guarantee(param, g.form, g.truth)
+            if lifted not in found[caller]:
+                found[caller].add(lifted)
+                work.append((caller, lifted))
+    return {key: tuple(sorted(gs)) for key, gs in found.items()}
+
+
+def checked(ev: Any, funcs: Sequence[Any], call: ast.Call, state: State) -> None:
+    """After ``call`` of a plain project function (every one of ``funcs`` is the same)
+    has returned: what it guarantees of the arguments it was given (``ev.ctx``'s
+    :meth:`guarantees`) holds of them, as an ``assert`` of its tests would say."""
+    if len({id(f.node) for f in funcs}) != 1 or funcs[0].kind != "function":
+        return
+    func = funcs[0]
+    for guarantee in ev.ctx.guarantees(func):
+        argument = argument_for(func, call, guarantee.param)
+        if argument is not None:
+            narrow(ev, guarantee_test(guarantee, argument, call), guarantee.truth, state)
+
+
 def _unnegated(test: ast.AST) -> ast.AST:
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test = test.operand
@@ -722,6 +935,14 @@ def _dump_expression(text: str) -> str:
 
 __all__ = [
     "BY_TEST",
+    "Checks",
+    "Guarantee",
+    "NO_CHECKS",
+    "argument_for",
+    "checked",
+    "checked_by",
+    "guarantee_test",
+    "postconditions",
     "ACCEL_TYPES",
     "Arm",
     "Refinements",

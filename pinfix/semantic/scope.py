@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from ..effects import CPU_DEVICE_TYPES, DEFAULT_DEVICE_SETTERS, HOST_REGISTER_CALLS
 from .source import SourceText
@@ -174,6 +174,8 @@ class FunctionInfo:
         self._stores: Optional[FrozenSet[str]] = None
         #: The body's asserts that hold from its start (:func:`.flow.preconditions`), once the evaluator found them.
         self.entry_asserts: Optional[List[ast.stmt]] = None
+        #: What it checks of its parameters on every way to a normal return (``narrowing.Checks``).
+        self.exit_checks: Any = None
 
     def __repr__(self) -> str:
         return f"<FunctionInfo {self.qualname}>"

@@ -232,6 +232,12 @@ def _read(node: ast.AST, unit: _Unit) -> None:
             key = _key(n.func.value) if isinstance(n.func, ast.Attribute) else None
             if key is not None:
                 unit.defines.add(key)  # `x.append(v)`, `self.buf.copy_(t)`
+            elif isinstance(n.func, ast.Name):
+                # `check_pinned(t)`: a function that returns only when its argument passes
+                # a test narrows it (narrowing.checked), as an `assert` would.
+                for given in (*n.args, *(k.value for k in n.keywords)):
+                    if isinstance(given, ast.Name):
+                        unit.defines.add(given.id)
         elif isinstance(n, (ast.Yield, ast.YieldFrom)):
             unit.returns = True
         elif isinstance(n, ast.NamedExpr):
