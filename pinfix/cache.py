@@ -46,7 +46,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import __version__
 from .config import Config
-from .deepcache import RACY_SECONDS, DeepVerdicts, Stamp, make_directory, real_directory, stamp_of
+from .deepcache import RACY_SECONDS, DeepVerdicts, Stamp, WordKeeper, make_directory, real_directory, stamp_of
 from .findings import Diagnostic, FileReport
 
 #: Settings directories kept besides those of the current run. A tree with several settings
@@ -541,6 +541,18 @@ class ResultCache:
         if not self.usable:
             return []
         return self.verdicts(self._entry("", b"", config)).dependents(paths)
+
+    def word_keeper(self, config: Config) -> Optional[WordKeeper]:
+        """``--deep``: where this run's word indexes are kept (the settings directory of
+        ``config``, made now in a cache directory that is pinfix's); ``None``: nowhere."""
+        if not self.usable:
+            return None
+        directory = self._settings_directory(config)
+        try:
+            self.prepare(directory)
+        except OSError:
+            return None
+        return WordKeeper(directory)
 
     def finish(self) -> None:
         """Keep the index of what this run's deep verdicts read and the files the

@@ -877,6 +877,34 @@ class DeepVerdicts:
         self._index_updates.clear()
 
 
+class WordKeeper:
+    """Keeps deep mode's word indexes in a settings directory of pinfix's cache, made
+    and claimed before this is handed out: read back only as regular files (never
+    through a link), written whole or not at all. It answers the engine's
+    :class:`pinfix.semantic.deep.words.Keeper` (not derived from it: a run whose files
+    the pre-filter rules out imports no analysis)."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+
+    def load(self, name: str) -> Optional[bytes]:
+        from .regular import read_regular
+        from .semantic.deep.words import MAX_KEPT_INDEX
+
+        if real_directory(self.directory) is not True:
+            return None
+        try:
+            return read_regular(self.directory / name, follow_symlinks=False, limit=MAX_KEPT_INDEX)
+        except OSError:
+            return None
+
+    def keep(self, name: str, data: bytes) -> None:
+        from .writing import atomic_write
+
+        if real_directory(self.directory) is True:
+            atomic_write(self.directory, name, data)
+
+
 def _real_path(path: str, folders: Dict[str, str]) -> str:
     """``os.path.realpath(path)``, resolving each folder once (a tree's files share them)."""
     folder, name = os.path.split(os.path.abspath(path))
@@ -898,4 +926,4 @@ def _real_folder(folder: str, folders: Dict[str, str]) -> str:
     return real
 
 
-__all__ = ["DeepVerdicts", "file_hash", "meaning"]
+__all__ = ["DeepVerdicts", "WordKeeper", "file_hash", "meaning"]

@@ -70,6 +70,7 @@ SEMANTIC_ORDER = (
     "pinfix.semantic.deep.summary",
     "pinfix.semantic.deep.store",
     "pinfix.semantic.deep.index",
+    "pinfix.semantic.deep.words",
     "pinfix.semantic.deep.project",
 )
 

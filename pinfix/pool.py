@@ -287,17 +287,49 @@ def die_with_parent(parent: int) -> None:
 _SLOT: Optional[Tuple[Any, int]] = None
 
 
-def _init_worker(parent: int, slots: Any, counter: Any) -> None:
+def _init_worker(parent: int, slots: Any, counter: Any, keeper: Any = None) -> None:
     """Pool initializer: die with the parent, claim a slot to say which file
-    it works on, and import the engine and the rules while the parent is still
-    walking and reading the tree, not when the first file arrives."""
+    it works on, keep deep mode's word indexes with ``keeper`` (see
+    :func:`_word_keeper`), and import the engine and the rules while the parent
+    is still walking and reading the tree, not when the first file arrives."""
     global _SLOT, _freezing
     die_with_parent(parent)
     _freezing = True
     with counter.get_lock():
         _SLOT = (slots, counter.value % len(slots))
         counter.value += 1
+    if keeper is not None:
+        from .semantic.deep.words import use_keeper
+
+        use_keeper(keeper)
     import pinfix.rules  # noqa: F401
+
+
+#: This run's keeper of deep mode's word indexes, by the cache it is in (see :func:`_word_keeper`).
+_KEEPER: Optional[Tuple[Any, Any]] = None
+
+
+def _word_keeper(cache: "ResultCache", config: Config) -> Any:
+    """Where the first deep file this run analyses with ``cache`` has its word indexes
+    kept (the cache's; made once a run), set for this process: a pre-commit call after
+    a one-line edit reads each root's index back instead of every file under it."""
+    global _KEEPER
+    if _KEEPER is None or _KEEPER[0] is not cache:
+        from .semantic.deep.words import use_keeper
+
+        keeper = cache.word_keeper(config)
+        use_keeper(keeper)
+        _KEEPER = (cache, keeper)
+    return _KEEPER[1]
+
+
+def _forget_word_keeper() -> None:
+    global _KEEPER
+    if _KEEPER is not None:
+        from .semantic.deep.words import use_keeper
+
+        use_keeper(None)
+        _KEEPER = None
 
 
 def _pool_task(index: int, item: tuple) -> FileReport:
@@ -314,7 +346,7 @@ class _Pool:
     """A process pool whose workers each note, in shared memory, which item
     they are working on: when one dies, those are the suspects."""
 
-    def __init__(self, jobs: int):
+    def __init__(self, jobs: int, keeper: Any = None):
         # Imported only when a pool is needed: a pre-commit call over a few files starts none.
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
@@ -323,7 +355,10 @@ class _Pool:
         self.slots = context.Array("q", [-1] * jobs, lock=False)
         counter = context.Value("i", 0)
         self.executor = ProcessPoolExecutor(
-            max_workers=jobs, mp_context=context, initializer=_init_worker, initargs=(os.getpid(), self.slots, counter)
+            max_workers=jobs,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(os.getpid(), self.slots, counter, keeper),
         )
 
     def submit(self, index: int, item: tuple) -> Future:
@@ -445,6 +480,7 @@ def run(
     known = {}
     #: Paths analysed or answered by the cache (deep mode rechecks what depends on them).
     checked: List[str] = []
+    keeper: Any = None
     backlog: List[tuple] = []
     items: List[tuple] = []
     futures: Dict[Future, int] = {}
@@ -485,10 +521,12 @@ def run(
                     continue
                 known[str(path)] = (data, file_config)
             backlog.append((str(path), data, file_config, mode))
+            if cache is not None and file_config.deep:
+                keeper = _word_keeper(cache, file_config)
             # With a cache, a lone miss (the file just edited) is parsed here, not worth a pool.
             early = seen >= POOL_EARLY_AFTER and (cache is None or len(backlog) >= 2)
             if pool is None and jobs > 1 and (len(backlog) >= POOL_THRESHOLD or early):
-                pool = _Pool(jobs)
+                pool = _Pool(jobs, keeper)
             if pool is not None:
                 for item in backlog:
                     items.append(item)
@@ -507,6 +545,7 @@ def run(
     finally:
         if pool is not None:
             pool.shutdown()
+        _forget_word_keeper()
 
 
 def _relative(path: str) -> str:
@@ -546,8 +585,9 @@ def _dependents(
     items = [
         (path, data, file_config, mode) for path, (data, file_config, _, _) in waiting.items() if path not in served
     ]
+    keeper = _word_keeper(cache, run_config) if items else None
     if len(items) >= 2 and jobs > 1:
-        pool = _Pool(min(jobs, len(items)))
+        pool = _Pool(min(jobs, len(items)), keeper)
         rechecked: Iterator[FileReport] = _collect(
             pool, {pool.submit(i, item): i for i, item in enumerate(items)}, items, jobs
         )

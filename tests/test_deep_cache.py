@@ -217,7 +217,7 @@ def test_the_recheck_of_several_dependents_starts_a_pool(tmp_path: Path, monkeyp
     (root / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", ""))
     sizes = []
     real = engine._Pool
-    monkeypatch.setattr(engine, "_Pool", lambda jobs: sizes.append(jobs) or real(jobs))
+    monkeypatch.setattr(engine, "_Pool", lambda jobs, keeper=None: sizes.append(jobs) or real(jobs, keeper))
     out = io.StringIO()
     assert (
         main(["check", "--no-progress", "--jobs", "2", "--output-format", "json", "pkg/a.py"], out, io.StringIO()) == 1

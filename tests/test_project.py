@@ -329,11 +329,11 @@ def test_caller_named_in_the_evidence(tmp_path: Path) -> None:
     assert any(Path(e["path"] or "").name == "use.py" for e in finding["evidence"])
 
 
-# --- the project's text: searches by scanning and by the word index ----------------------------
+# --- the project's text: searches start from the word index --------------------------------------
 
 
-def test_word_index_answers_as_the_scan_does() -> None:
-    from pinfix.semantic.deep.project import Corpus
+def test_a_search_finds_what_a_scan_of_every_file_finds(tmp_path: Path) -> None:
+    from pinfix.semantic.deep.words import Searcher, WordIndex
 
     texts = {
         "a.py": b"def stage(x):\n    return x\n",
@@ -341,42 +341,30 @@ def test_word_index_answers_as_the_scan_does() -> None:
         "c.py": b"nothing_here = 3\n",
         "d.py": b"prestage = 1\n",
         "e.py": b"stage",  # the word is the whole file, at the very end of the text
+        "f.py": "\u00e9stage(1)\nstage\u00e9(2)\n".encode(),  # non-ASCII letters join the word
     }
-    corpus = Corpus([(Path(name), data) for name, data in texts.items()])
-    pattern = __import__("re").compile(rb"\bstage\s*\(")
+    for name, data in texts.items():
+        (tmp_path / name).write_bytes(data)
+    index = WordIndex(tmp_path)
+    searcher = Searcher([index])
+    pattern = __import__("re").compile(rb"(?<![\w\x80-\xff])stage\s*\(")
 
-    def answers() -> Tuple[list, list, list]:
-        return (
-            [corpus.paths[i].name for i, _, _ in corpus.files_saying(b"stage")],
-            [(p.name, corpus.lines_matching(pattern, s, e)) for p, s, e in corpus.matching(pattern, b"stage")],
-            [corpus.paths[i].name for i, _, _ in corpus.files_saying(b"x = 3")],
-        )
+    def names(numbers: list) -> list:
+        return [index.paths[i].name for i in numbers]
 
-    scanned = answers()
-    # The scan finds the word inside longer words too; the pattern keeps only whole ones.
-    assert scanned[0] == ["a.py", "b.py", "d.py", "e.py"]
-    assert scanned[1] == [("a.py", [1]), ("b.py", [1])]
-    assert corpus.words is None
-    corpus.words = corpus.index_words()
-    indexed = answers()
-    assert indexed[0] == ["a.py", "b.py", "e.py"]  # whole words only
-    assert indexed[1] == scanned[1]
-    assert indexed[2] == scanned[2] == []  # not a word: still scanned
-    assert [corpus.paths[i].name for i, _, _ in corpus.files_saying(b"here")] == []
-
-
-def test_deep_mode_finds_the_same_with_the_word_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import pinfix.semantic.deep.project as project_module
-
-    others, main_py, expected = CASES["parameter_every_caller_passes_pageable"]
-    monkeypatch.setattr(project_module, "INDEX_AFTER_SCANS", 0)  # indexed after the first search
-    built = []
-    index_words = project_module.Corpus.index_words
-    monkeypatch.setattr(project_module.Corpus, "index_words", lambda self: built.append(1) or index_words(self))
-    found = run(tmp_path, {**others, "main.py": main_py}, "main.py")
-    assert built, "the search never used the index"
-    assert [line for line, _ in lines_in(found, "main.py")] == expected
-    assert "use.py" in found[0]["message"]
+    # Whole words only (ASCII ones: a non-ASCII letter separates), in the listing's order.
+    assert names(index.files_saying(b"stage")) == ["a.py", "b.py", "e.py", "f.py"]
+    hits = [(p.name, Searcher.lines_matching(pattern, data)) for p, data in searcher.matching(pattern, b"stage")]
+    scan = [
+        (name, sorted({data.count(b"\n", 0, m.start()) + 1 for m in pattern.finditer(data)}))
+        for name, data in sorted(texts.items())
+        if pattern.search(data)
+    ]
+    assert hits == scan == [("a.py", [1]), ("b.py", [1])]
+    # Not a word: every file holding the bytes.
+    assert names(index.files_saying(b"x = 3")) == []
+    assert names(index.files_saying(b"= 2")) == ["b.py"]
+    assert names(index.files_saying(b"here")) == []
 
 
 INPUTS = """from dataclasses import dataclass, fields

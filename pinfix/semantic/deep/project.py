@@ -20,7 +20,6 @@ left to the effects table or stays unknown.
 from __future__ import annotations
 
 import ast
-import bisect
 import re
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,7 +32,7 @@ from ..evaluator import Evaluator
 from ..facts import Copy, FunctionFacts
 from ..flow import RETURNED, TRANSPARENT_DECORATORS
 from ..module import ModuleContext, Questions, functions_at
-from ..roots import ModuleIndex, is_test_file, module_name, project_file_names
+from ..roots import ModuleIndex, is_test_file, module_name
 from ..scope import ClassInfo, FunctionInfo, ModuleInfo, last_name
 from ..slices import ANY_ATTRIBUTE, Graph, Purpose, Slice
 from ..source import SourceError, SourceText
@@ -59,6 +58,7 @@ from ..values import (
     unknown,
 )
 from .searches import calls_of, record, stores_to, subclasses_of
+from .words import Searcher, WordIndex, current_keeper
 
 #: What a helper's evaluation is for: its returns; an ``__init__``'s: what it stores on ``self``.
 RETURNS: Purpose = ("returns",)
@@ -122,8 +122,8 @@ class DeepProject(Questions):
         self.passed: Dict[Tuple[Any, ...], Dict[str, Value]] = {}
         self.relays: Dict[Tuple[Any, ...], Optional[Step]] = {}
         self._callers: Dict[int, Optional[List[FunctionInfo]]] = {}
-        self._files: Optional[Tuple[Tuple[Path, ...], Corpus]] = None
-        self._root_texts: Dict[Path, List[Tuple[Path, bytes]]] = {}
+        self._files: Optional[Tuple[Tuple[Path, ...], Searcher]] = None
+        self._word_indexes: Dict[Path, WordIndex] = {}
         self._greps: Dict[Tuple[bytes, str], Optional[List[Tuple[ModuleInfo, List[int]]]]] = {}
         self._subclasses: Dict[int, List[ClassInfo]] = {}
         self._slices: Dict[Tuple[int, Purpose], Slice] = {}
@@ -562,25 +562,18 @@ class DeepProject(Questions):
 
     # --- callers ---------------------------------------------------------------------------
 
-    def corpus(self) -> "Corpus":
-        """Every ``.py`` file under the project's roots, their bytes read once and
-        joined, so a search jumps from one occurrence of its word to the next."""
+    def corpus(self) -> Searcher:
+        """The searches of every ``.py`` file under the project's roots, each root's
+        word index built (or read back) once a run."""
         roots = tuple(self.index.roots)
         if self._files is None or self._files[0] != roots:
-            entries: List[Tuple[Path, bytes]] = []
-            seen = set()
+            indexes = []
             for root in roots:
-                known = self._root_texts.get(root)
+                known = self._word_indexes.get(root)
                 if known is None:
-                    known = self._root_texts[root] = _read_tree(root)
-                for path, data in known:
-                    if path not in seen:
-                        seen.add(path)
-                        entries.append((path, data))
-            if self._files is not None and self._files[1].paths == [p for p, _ in entries]:
-                self._files = (roots, self._files[1])  # a root inside one read before: the same files
-            else:
-                self._files = (roots, Corpus(entries))
+                    known = self._word_indexes[root] = WordIndex(root, current_keeper())
+                indexes.append(known)
+            self._files = (roots, Searcher(indexes))
         return self._files[1]
 
     def callers(self, func: FunctionInfo) -> Optional[List[FunctionInfo]]:
@@ -960,17 +953,16 @@ class DeepProject(Questions):
     def _grep(
         self, pattern: "re.Pattern[bytes]", word: str, limit: int
     ) -> Optional[List[Tuple[ModuleInfo, List[int]]]]:
-        corpus = self.corpus()
         hits = []
-        for hit in corpus.matching(pattern, word.encode()):
+        for hit in self.corpus().matching(pattern, word.encode()):
             hits.append(hit)
             if len(hits) > limit:
                 return None
         out = []
-        for path, start, end in hits:
+        for path, data in hits:
             module = self.load(path)
             if module is not None:
-                out.append((module, corpus.lines_matching(pattern, start, end)))
+                out.append((module, Searcher.lines_matching(pattern, data)))
         return out
 
     def subclasses(self, cls: ClassInfo) -> List[ClassInfo]:
@@ -1169,98 +1161,6 @@ class DeepEvaluator(Evaluator):
         return (
             found if found is not None else unknown(f"pinfix cannot see every assignment to `{self.short(node)}`", node)
         )
-
-
-#: Bytes that may be part of an identifier; every other byte separates words.
-_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-_TO_SPACES = bytes(c if c in _WORD_BYTES else 0x20 for c in range(256))
-_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*\Z")
-#: After searches that scanned this many times the whole text, the corpus indexes its
-#: words: one index costs about as much as this many scans (vLLM: 1.3 s against 40 ms).
-INDEX_AFTER_SCANS = 32
-
-
-class Corpus:
-    """The project's files joined in one buffer (NUL-separated), with where each starts.
-
-    A search for a word scans the buffer from one file saying it to the next. A run
-    that searches a lot (a whole tree in deep mode: hundreds of searches a file)
-    would scan tens of megabytes each time, so once the scans add up to
-    :data:`INDEX_AFTER_SCANS` passes over the text, the corpus builds a word index
-    (identifier -> the files holding it as a whole word) and answers from it."""
-
-    def __init__(self, entries: List[Tuple[Path, bytes]]):
-        self.paths = [p for p, _ in entries]
-        self.starts: List[int] = []
-        offset = 0
-        for _, data in entries:
-            self.starts.append(offset)
-            offset += len(data) + 1
-        self.text = b"\0".join(d for _, d in entries)
-        self.scanned = 0
-        self.words: Optional[Dict[bytes, List[int]]] = None
-
-    def files_saying(self, needle: bytes) -> Iterator[Tuple[int, int, int]]:
-        """``(file number, start, end)`` of each file whose text holds ``needle`` (an
-        identifier: as a whole word), in order, each once: spans of :attr:`text` (no
-        file's bytes are copied)."""
-        text, starts = self.text, self.starts
-        if self.words is not None and _IDENTIFIER.match(needle):
-            for i in self.words.get(needle, ()):
-                yield i, starts[i], starts[i + 1] - 1 if i + 1 < len(starts) else len(text)
-            return
-        at = text.find(needle)
-        while at >= 0:
-            i = bisect.bisect_right(starts, at) - 1
-            end = starts[i + 1] - 1 if i + 1 < len(starts) else len(text)
-            yield i, starts[i], end
-            at = text.find(needle, end)
-        self.scanned += len(text)
-        if self.words is None and self.scanned >= INDEX_AFTER_SCANS * max(len(text), 1):
-            self.words = self.index_words()
-
-    def index_words(self) -> Dict[bytes, List[int]]:
-        """Each word (a run of identifier bytes) -> the files holding it, in order."""
-        words: Dict[bytes, List[int]] = {}
-        text, starts = self.text, self.starts
-        for i, start in enumerate(starts):
-            end = starts[i + 1] - 1 if i + 1 < len(starts) else len(text)
-            for word in set(text[start:end].translate(_TO_SPACES).split()):
-                found = words.get(word)
-                if found is None:
-                    words[word] = [i]
-                else:
-                    found.append(i)
-        return words
-
-    def matching(self, pattern: "re.Pattern[bytes]", word: bytes) -> Iterator[Tuple[Path, int, int]]:
-        """``(path, start, end)`` of each file whose text holds ``word`` and matches
-        ``pattern`` (searched within the file's span: the NULs around it are no word
-        characters, so ``\\b`` and lookarounds see what they would in the file alone)."""
-        for i, start, end in self.files_saying(word):
-            if pattern.search(self.text, start, end):
-                yield self.paths[i], start, end
-
-    def lines_matching(self, pattern: "re.Pattern[bytes]", start: int, end: int) -> List[int]:
-        """The lines (1-based, within the file at ``start``) on which ``pattern`` matches."""
-        text = self.text
-        return sorted({text.count(b"\n", start, m.start()) + 1 for m in pattern.finditer(text, start, end)})
-
-
-def _read_tree(root: Path) -> List[Tuple[Path, bytes]]:
-    """The ``.py`` files below ``root`` with their bytes (regular files only: a FIFO
-    named ``x.py`` is never waited on), as the searches read them: as Python reads
-    the code (:func:`pinfix.prefilter.readable`: a caller spelt ``ｌoad(...)`` calls ``load``)."""
-    from ...prefilter import readable
-
-    found: List[Tuple[Path, bytes]] = []
-    for name in project_file_names(str(root)):
-        try:
-            data = read_regular(name)
-        except OSError:
-            continue  # unreadable: what it says stays unknown
-        found.append((Path(name), readable(data) or data))
-    return found
 
 
 def _undetermined(atom: Any) -> bool:

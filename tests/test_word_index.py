@@ -1,0 +1,224 @@
+"""Deep mode's word index (pinfix/semantic/deep/words.py): what it answers is what a
+scan of every file answers, when it is built and when it is read back after files
+changed; the shell keeps it only in pinfix's own cache directory (issue 27: a
+pre-commit call after a one-line edit no longer reads the whole tree)."""
+
+import io
+import json
+import os
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+
+import pinfix.semantic.deep.words as words
+from pinfix.cli import main
+from pinfix.deepcache import WordKeeper
+from pinfix.semantic.deep.words import Keeper, WordIndex, kept_name, words_of
+
+OLD = time.time() - 3600
+
+
+@pytest.fixture(autouse=True)
+def settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files written here just now count as settled (no program can set a change time back);
+    the racy window's own test puts it back."""
+    monkeypatch.setattr(words, "UNSETTLED_SECONDS", -3600)
+
+
+class MemoryKeeper(Keeper):
+    def __init__(self) -> None:
+        self.kept: Dict[str, bytes] = {}
+        self.writes = 0
+
+    def load(self, name: str) -> Optional[bytes]:
+        return self.kept.get(name)
+
+    def keep(self, name: str, data: bytes) -> None:
+        self.kept[name] = data
+        self.writes += 1
+
+
+def write(root: Path, files: Dict[str, str], when: float = OLD) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        os.utime(path, (when, when))
+
+
+def answers(index: WordIndex) -> Dict[bytes, List[str]]:
+    """Every word any file says (and a few no file says) -> the files the index names."""
+    everything = set()
+    for name in index.names:
+        everything |= words_of(Path(name).read_bytes())
+    everything |= {b"absent_word", b"x"}
+    return {w: [index.names[i] for i in index.files_saying(w)] for w in sorted(everything)}
+
+
+def scanned(root: Path) -> Dict[bytes, List[str]]:
+    fresh = WordIndex(root)  # built from the files as they are now
+    return answers(fresh)
+
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/a.py": "def stage(x):\n    return x\n",
+    "pkg/b.py": "from .a import stage\ny = stage(1)\n",
+    "pkg/sub/c.py": "class Runner:\n    buf = None\n",
+}
+
+
+def test_a_kept_index_is_read_back_and_answers_the_same(tmp_path: Path) -> None:
+    write(tmp_path, FILES)
+    keeper = MemoryKeeper()
+    built = WordIndex(tmp_path, keeper)
+    assert not built.reused and keeper.writes == 1
+    again = WordIndex(tmp_path, keeper)
+    assert again.reused and again.direct == [] and keeper.writes == 1
+    assert answers(again) == answers(built) == scanned(tmp_path)
+    assert again.files_saying(b"stage") == [1, 2]  # a.py, b.py (the listing: __init__, a, b, sub/c)
+
+
+def test_files_changed_added_and_removed_since_are_read_again(tmp_path: Path) -> None:
+    write(tmp_path, FILES)
+    keeper = MemoryKeeper()
+    WordIndex(tmp_path, keeper)
+    write(tmp_path, {"pkg/b.py": "y = 1\n", "pkg/new.py": "z = stage(2)\n"}, when=OLD + 10)
+    (tmp_path / "pkg" / "sub" / "c.py").unlink()
+    again = WordIndex(tmp_path, keeper)
+    assert again.reused
+    assert sorted(again.names[i] for i in again.direct) == [str(tmp_path / "pkg" / n) for n in ("b.py", "new.py")]
+    assert answers(again) == scanned(tmp_path)
+    assert [Path(again.names[i]).name for i in again.files_saying(b"stage")] == ["a.py", "new.py"]
+    assert again.files_saying(b"Runner") == []
+
+
+def test_a_file_changed_within_the_racy_window_is_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, FILES)
+    keeper = MemoryKeeper()
+    monkeypatch.setattr(words, "UNSETTLED_SECONDS", 2)  # every file here was just written (its change time)
+    WordIndex(tmp_path, keeper)
+    # The same size and times as far as a coarse clock goes: the kept stamp is not trusted.
+    path = tmp_path / "pkg" / "b.py"
+    st = path.stat()
+    path.write_text("y = other(1)\n")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    again = WordIndex(tmp_path, keeper)
+    assert again.reused and len(again.direct) == len(again.names) == 4
+    assert answers(again) == scanned(tmp_path)
+    assert str(path) not in [again.names[i] for i in again.files_saying(b"stage")]
+
+
+def test_past_so_many_changed_files_the_index_is_built_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, FILES)
+    keeper = MemoryKeeper()
+    WordIndex(tmp_path, keeper)
+    monkeypatch.setattr(words, "MAX_CHANGED", 1)
+    write(tmp_path, {"pkg/a.py": "a = 1\n", "pkg/b.py": "b = 2\n"}, when=OLD + 10)
+    again = WordIndex(tmp_path, keeper)
+    assert not again.reused and again.direct == [] and keeper.writes == 2
+    assert answers(again) == scanned(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        b"",
+        b"not marshal at all",
+        __import__("marshal").dumps((words.INDEX_FORMAT + 1, "", [], [], "H", {})),
+        __import__("marshal").dumps((words.INDEX_FORMAT, "/another/root", [], [], "H", {})),
+        __import__("marshal").dumps((words.INDEX_FORMAT, "ROOT", ["x"], [], "H", {})),  # stamps do not fit the names
+        __import__("marshal").dumps((words.INDEX_FORMAT, "ROOT", [], [], "Q", {})),
+    ],
+)
+def test_a_kept_index_that_is_not_one_is_built_again(tmp_path: Path, kept: bytes) -> None:
+    write(tmp_path, FILES)
+    keeper = MemoryKeeper()
+    keeper.kept[kept_name(tmp_path)] = kept.replace(b"ROOT", str(tmp_path).encode())
+    index = WordIndex(tmp_path, keeper)
+    assert not index.reused and keeper.writes == 1
+    assert answers(index) == scanned(tmp_path)
+
+
+def test_postings_that_name_no_file_are_left_out(tmp_path: Path) -> None:
+    # A kept index whose postings name files past its listing (written by hand, or damaged).
+    write(tmp_path, FILES)
+    keeper = MemoryKeeper()
+    WordIndex(tmp_path, keeper)
+    fmt, root, names, stamps, code, postings = __import__("marshal").loads(keeper.kept[kept_name(tmp_path)])
+    postings[b"stage"] = __import__("array").array(code, [1, 2, 999]).tobytes()
+    keeper.kept[kept_name(tmp_path)] = __import__("marshal").dumps((fmt, root, names, stamps, code, postings))
+    again = WordIndex(tmp_path, keeper)
+    assert again.reused and again.files_saying(b"stage") == [1, 2]
+
+
+def test_the_shell_keeps_indexes_in_its_directory_only(tmp_path: Path) -> None:
+    directory = tmp_path / "settings"
+    directory.mkdir()
+    keeper = WordKeeper(directory)
+    keeper.keep("words-x.marshal", b"data")
+    assert keeper.load("words-x.marshal") == b"data"
+    assert [p.name for p in directory.iterdir()] == ["words-x.marshal"]  # no temporary file left
+    # Never read through a link (a cache committed to a repository may hold one).
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"not pinfix's")
+    (directory / "words-y.marshal").symlink_to(secret)
+    assert keeper.load("words-y.marshal") is None
+    # A link where the directory should be: nothing read or written through it.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "linked").symlink_to(elsewhere)
+    linked = WordKeeper(tmp_path / "linked")
+    linked.keep("words-z.marshal", b"data")
+    assert list(elsewhere.iterdir()) == [] and linked.load("words-z.marshal") is None
+
+
+def test_a_deep_check_after_an_edit_reads_the_kept_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/make.py": "import torch\n\n\ndef make(n):\n    return torch.zeros(n)\n",
+            "pkg/use.py": (
+                "from .make import make\n\n\ndef _send(t, dev):\n    return t.to(dev, non_blocking=True)\n\n\n"
+                "def run(dev):\n    return _send(make(4), dev)\n"
+            ),
+        },
+    )
+    builds: List[Path] = []
+    build = WordIndex._build
+    monkeypatch.setattr(WordIndex, "_build", lambda self, *a: builds.append(self.root) or build(self, *a))
+    monkeypatch.chdir(tmp_path)
+
+    def check(*paths: str) -> List[tuple]:
+        out, err = io.StringIO(), io.StringIO()
+        main(["check", "--deep", "-j1", "--no-progress", "--output-format", "json", *paths], out=out, err=err)
+        return sorted((Path(f["path"]).name, f["line"]) for f in json.loads(out.getvalue())["findings"])
+
+    assert check("pkg") == [("use.py", 5)]
+    assert builds == [tmp_path] and list(Path(os.environ["PINFIX_CACHE_DIR"]).rglob(kept_name(tmp_path)))
+    # A new pageable copy in the file: the index is read back (the edited file read
+    # again on its own), and the copy is reported beside the old finding.
+    use = tmp_path / "pkg" / "use.py"
+    use.write_text(
+        "import torch\n\n"
+        + use.read_text()
+        + "\n\ndef other(a, dev):\n    return torch.from_numpy(a).to(dev, non_blocking=True)\n"
+    )
+    assert check("pkg/use.py") == [("use.py", 7), ("use.py", 15)]
+    assert builds == [tmp_path]  # read back, not built again
+
+
+def test_the_shell_keeper_answers_the_engine_interface() -> None:
+    """``WordKeeper`` (shell) is not derived from ``Keeper`` (engine), so that a run whose
+    files the pre-filter rules out imports no analysis: it implements every method of it
+    with the same parameters."""
+    import inspect
+
+    methods = [n for n, f in vars(Keeper).items() if callable(f) and not n.startswith("_")]
+    assert sorted(methods) == ["keep", "load"]
+    for name in methods:
+        assert name in vars(WordKeeper)
+        assert inspect.signature(getattr(WordKeeper, name)) == inspect.signature(getattr(Keeper, name)), name
