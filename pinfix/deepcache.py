@@ -621,12 +621,17 @@ class DeepVerdicts:
         ``module`` had) or of any other module in ``read``, as the searches read texts."""
         if any(n.startswith("__") and n.endswith("__") for n in names):
             return True
+        said = [n.encode() for n in names]
         words = re.compile(
-            rb"(?<![\w\x80-\xff])(?:" + b"|".join(re.escape(n.encode()) for n in names) + rb")(?![\w\x80-\xff])"
+            rb"(?<![\w\x80-\xff])(?:" + b"|".join(re.escape(n) for n in said) + rb")(?![\w\x80-\xff])"
         )
         for path in read:
             data = old if path == module else self._text(path)
-            if data is not None and words.search(self._read_as_searched(data)) is not None:
+            if data is None:
+                continue
+            text = self._read_as_searched(data)
+            # The bytes first (a text without them cannot match): most texts are ruled out so.
+            if any(n in text for n in said) and words.search(text) is not None:
                 return True
         return False
 
