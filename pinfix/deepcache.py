@@ -622,9 +622,7 @@ class DeepVerdicts:
         if any(n.startswith("__") and n.endswith("__") for n in names):
             return True
         said = [n.encode() for n in names]
-        words = re.compile(
-            rb"(?<![\w\x80-\xff])(?:" + b"|".join(re.escape(n) for n in said) + rb")(?![\w\x80-\xff])"
-        )
+        words = re.compile(rb"(?<![\w\x80-\xff])(?:" + b"|".join(re.escape(n) for n in said) + rb")(?![\w\x80-\xff])")
         for path in read:
             data = old if path == module else self._text(path)
             if data is None:
@@ -789,8 +787,10 @@ class DeepVerdicts:
         found = self._search(search)
         if found is None:
             return None
-        compiled = self._compiled(found[1])
         data = self._read_as_searched(data)
+        if found[0] not in data:
+            return []  # every match holds the word: nothing to compile
+        compiled = self._compiled(found[1])
         if not lines:
             return [m.group() for m in compiled.finditer(data)]
         out: List[Any] = []

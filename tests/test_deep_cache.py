@@ -122,6 +122,18 @@ def test_a_recorded_search_is_tested_by_its_word_then_its_pattern(tmp_path):
     assert not verdicts.matches(search, b"x = build(3)\n")  # not even the word
 
 
+def test_what_a_recorded_search_finds_in_a_text_without_its_word_compiles_nothing(tmp_path):
+    from pinfix.deepcache import DeepVerdicts
+
+    verdicts = DeepVerdicts(tmp_path)
+    search = CALLS_OF_MAKE[2:]
+    assert verdicts.matched(search, b"x = build(3)\n") == []
+    assert verdicts.matched(search, b"x = build(3)\n", lines=True) == []
+    assert verdicts._patterns == {}
+    assert verdicts.matched(search, b"x = 1\ny = make(3)\n", lines=True) == [(1, b"make(")]
+    assert verdicts.matched(search, b"x = remake(3)\n") == []  # the word, not the pattern
+
+
 @pytest.mark.parametrize(
     "search",
     [
