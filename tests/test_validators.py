@@ -187,3 +187,66 @@ def test_deep_mode_narrows_after_a_validator_imported_from_another_module(tmp_pa
     )
     # Only the copy no validator guards: the other two callers' pageable tensors would be refused.
     assert lines(deep([pkg])) == [(18, "PIN001")]
+
+
+def test_a_validator_reached_through_a_module_or_an_object_narrows_too(tmp_path: Path) -> None:
+    pkg = project(
+        tmp_path,
+        {
+            "checks.py": CHECK_PINNED,
+            "use.py": """\
+                import numpy as np
+                import torch
+
+                from pkg import checks
+
+
+                class Pusher:
+                    def _check(self, t):
+                        if not t.is_pinned():
+                            raise ValueError("pin it first")
+
+                    @staticmethod
+                    def _check_static(t):
+                        assert t.is_pinned()
+
+                    def push(self, buf, t):
+                        self._check(t)
+                        buf.copy_(t, non_blocking=True)
+
+                    def push_static(self, buf, t):
+                        self._check_static(t)
+                        buf.copy_(t, non_blocking=True)
+
+                    def push_unchecked(self, buf, t):
+                        buf.copy_(t, non_blocking=True)
+
+
+                def _push(buf, t):
+                    checks.check_pinned(t)
+                    buf.copy_(t, non_blocking=True)
+
+
+                def run(buf, a: np.ndarray):
+                    p = Pusher()
+                    p.push(buf, torch.from_numpy(a))
+                    p.push_static(buf, torch.from_numpy(a))
+                    p.push_unchecked(buf, torch.from_numpy(a))
+                    _push(buf, torch.from_numpy(a))
+                """,
+        },
+    )
+    assert lines(deep([pkg])) == [(25, "PIN001")]
+
+
+def test_a_method_validator_in_plain_mode() -> None:
+    code = (
+        "import torch\n\nclass P:\n"
+        "    def check(self, t):\n        assert t.is_pinned()\n\n"
+        "    def f(self, a, dev):\n        t = torch.from_numpy(a)\n        self.check(t)\n"
+        "        return t.to(dev, non_blocking=True)\n"
+    )
+    assert found(code) == []
+    # The receiver is not the checked argument.
+    receiver = code.replace("self.check(t)", "t.check(self)")
+    assert found(receiver) == [(receiver.count("\n"), "PIN001")]

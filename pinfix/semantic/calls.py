@@ -167,6 +167,11 @@ def _qualified_label(qualified: str) -> str:
     return qualified + "(...)"
 
 
+def _names_given(node: ast.Call) -> bool:
+    """Whether a call is given a name (the only arguments a validator's checks can narrow)."""
+    return any(isinstance(a, ast.Name) for a in node.args) or any(isinstance(k.value, ast.Name) for k in node.keywords)
+
+
 class Calls(Expressions):
     """Calls, sinks and the table's transfer functions."""
 
@@ -176,11 +181,15 @@ class Calls(Expressions):
             receiver = self.eval(func.value, state)
             args = self.arguments(node, state)
             result = self.method_call(node, func, receiver, args, state)
+            if _names_given(node):
+                checker, bound = self.called_methods(receiver, func.attr, node)
+                if checker:
+                    narrowing.checked(self, checker, node, state, bound)
         else:
             callee = self.eval(func, state)
             args = self.arguments(node, state)
             result = callee.map(lambda a: self.call_atom(a, node, args, state))
-            checker = self.called_functions(callee, node)
+            checker = self.called_functions(callee, node) if _names_given(node) else []
             if checker:
                 narrowing.checked(self, checker, node, state)
         if node.keywords and result.unknown is not None:
@@ -248,6 +257,22 @@ class Calls(Expressions):
                     return []
                 out.append(way.info)
         return out
+
+    def called_methods(self, receiver: Value, name: str, node: ast.Call) -> Tuple[List[Any], bool]:
+        """The project functions ``receiver.name(...)`` calls on every way, and whether they
+        are called on an object (a module's function: ``mod.check(t)``; a method of the
+        one class every way's object is of: ``self.check(t)``); ``[]`` where not known."""
+        if receiver and receiver.all(lambda a: isinstance(a, Ref)):
+            return self.called_functions(Value(tuple(Ref(a.name + "." + name) for a in receiver)), node), False
+        classes = {id(a.cls): a.cls for a in receiver if isinstance(a, Instance)}
+        if len(classes) == 1 and receiver.all(lambda a: isinstance(a, Instance)):
+            found = self.method_named(next(iter(classes.values())), name)
+            return ([found], True) if found is not None else ([], False)
+        return [], False
+
+    def method_named(self, cls: Any, name: str) -> Any:
+        """The method ``name`` of the project class ``cls`` (its own; deep mode's, through its bases)."""
+        return cls.methods.get(name)
 
     def call_atom(self, atom: Any, node: ast.Call, args: Arguments, state: State) -> Value:
         if isinstance(atom, Ref):

@@ -817,15 +817,18 @@ def _parameter_given(func: Any, argument: str) -> Optional[str]:
     return next((p.name for p in func.params if p.name == argument and p.kind in ("positional", "kwonly")), None)
 
 
-def argument_for(func: Any, call: ast.Call, param: str) -> Optional[ast.expr]:
-    """The argument ``call`` (of the plain function ``func``, whose params it names) gives ``param``."""
+def argument_for(func: Any, call: ast.Call, param: str, taken: int = 0) -> Optional[ast.expr]:
+    """The argument ``call`` (of ``func``, whose params it names; the first ``taken``
+    of them given otherwise: a bound method's receiver) gives ``param``."""
     if any(isinstance(a, ast.Starred) for a in call.args):
         return None
     for p in func.params:
         if p.name != param:
             continue
-        if p.kind in ("posonly", "positional") and p.index < len(call.args):
-            return call.args[p.index]
+        if p.kind in ("posonly", "positional") and p.index < taken:
+            return None  # the receiver
+        if p.kind in ("posonly", "positional") and p.index - taken < len(call.args):
+            return call.args[p.index - taken]
         if p.kind in ("positional", "kwonly"):
             return next((k.value for k in call.keywords if k.arg == param), None)
     return None
@@ -885,15 +888,17 @@ def checked_by(
     return {key: tuple(sorted(gs)) for key, gs in found.items()}
 
 
-def checked(ev: Any, funcs: Sequence[Any], call: ast.Call, state: State) -> None:
-    """After ``call`` of a plain project function (every one of ``funcs`` is the same)
-    has returned: what it guarantees of the arguments it was given (``ev.ctx``'s
+def checked(ev: Any, funcs: Sequence[Any], call: ast.Call, state: State, bound: bool = False) -> None:
+    """After ``call`` of a project function (every one of ``funcs`` is the same; with
+    ``bound``, called on an object, which a method or class method takes first) has
+    returned: what it guarantees of the arguments it was given (``ev.ctx``'s
     :meth:`guarantees`) holds of them, as an ``assert`` of its tests would say."""
-    if len({id(f.node) for f in funcs}) != 1 or funcs[0].kind != "function":
+    if len({id(f.node) for f in funcs}) != 1 or funcs[0].kind == "property":
         return
     func = funcs[0]
+    taken = 1 if bound and func.kind in ("method", "classmethod") else 0
     for guarantee in ev.ctx.guarantees(func):
-        argument = argument_for(func, call, guarantee.param)
+        argument = argument_for(func, call, guarantee.param, taken)
         if argument is not None:
             narrow(ev, guarantee_test(guarantee, argument, call), guarantee.truth, state)
 

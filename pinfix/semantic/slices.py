@@ -65,6 +65,7 @@ class _Unit:
         "rebinds",
         "stored",
         "calls",
+        "given",
         "returns",
     )
 
@@ -85,6 +86,9 @@ class _Unit:
         self.stored: Set[Tuple[Optional[str], str]] = set()
         #: The names its calls say (``f`` in ``f(x)`` and ``obj.f(x)``).
         self.calls: Set[str] = set()
+        #: ``(receiver, names)`` of each call given names (``None``: ``f(x)``; ``"obj"``:
+        #: ``obj.f(x)``; ``""``: another callee): a validator there narrows them.
+        self.given: List[Tuple[Optional[str], Tuple[str, ...]]] = []
         #: It returns or yields a value.
         self.returns = False
 
@@ -99,6 +103,14 @@ class Graph:
         self.closures = closures
         self.units: List[_Unit] = []
         _collect(func.body, None, self.units, closures)
+        # `check_pinned(t)`, `checks.check_pinned(t)`, `self.check(t)`: a function that returns
+        # only when its argument passes a test narrows it (narrowing.checked), as an `assert`
+        # would. A method of a local object (`buf.copy_(t)`) is no project validator pinfix sees.
+        me = {func.self_name, "cls"}
+        for unit in self.units:
+            for receiver, names in unit.given:
+                if receiver is None or receiver in me or (receiver and receiver not in func.locals):
+                    unit.defines.update(names)
         self.defined: Dict[str, List[_Unit]] = {}
         self.rebound: Dict[str, List[_Unit]] = {}
         for unit in self.units:
@@ -232,12 +244,13 @@ def _read(node: ast.AST, unit: _Unit) -> None:
             key = _key(n.func.value) if isinstance(n.func, ast.Attribute) else None
             if key is not None:
                 unit.defines.add(key)  # `x.append(v)`, `self.buf.copy_(t)`
-            elif isinstance(n.func, ast.Name):
-                # `check_pinned(t)`: a function that returns only when its argument passes
-                # a test narrows it (narrowing.checked), as an `assert` would.
-                for given in (*n.args, *(k.value for k in n.keywords)):
-                    if isinstance(given, ast.Name):
-                        unit.defines.add(given.id)
+            names = tuple(g.id for g in (*n.args, *(k.value for k in n.keywords)) if isinstance(g, ast.Name))
+            if names:
+                func = n.func
+                receiver = None if isinstance(func, ast.Name) else ""
+                if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                    receiver = func.value.id
+                unit.given.append((receiver, names))
         elif isinstance(n, (ast.Yield, ast.YieldFrom)):
             unit.returns = True
         elif isinstance(n, ast.NamedExpr):

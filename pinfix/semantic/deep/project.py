@@ -1116,6 +1116,11 @@ class DeepEvaluator(Evaluator):
         self.kill_paths(node.func.value, state)
         return unknown(f"pinfix cannot see what `{self.short(node.func)}()` returns", node)
 
+    def method_named(self, cls: Any, name: str) -> Any:
+        if not self.deep_on:
+            return super().method_named(cls, name)
+        return self.project.method(cls, name)
+
     def record_field_names(self, cls: ClassInfo) -> Optional[List[str]]:
         if not self.deep_on:
             return super().record_field_names(cls)
