@@ -131,6 +131,9 @@ def test_past_so_many_changed_files_the_index_is_built_again(tmp_path: Path, mon
         __import__("marshal").dumps((words.INDEX_FORMAT, "/another/root", [], [], "H", {})),
         __import__("marshal").dumps((words.INDEX_FORMAT, "ROOT", ["x"], [], "H", {})),  # stamps do not fit the names
         __import__("marshal").dumps((words.INDEX_FORMAT, "ROOT", [], [], "Q", {})),
+        __import__("marshal").dumps((words.INDEX_FORMAT, "ROOT", [], [], "H", {b"stage": [1, 2]})),
+        __import__("marshal").dumps((words.INDEX_FORMAT, "ROOT", [], [], "H", {b"stage": b"\x01"})),
+        __import__("marshal").dumps((words.INDEX_FORMAT, "ROOT", [], [], "H", {"stage": b"\x01\x00"})),
     ],
 )
 def test_a_kept_index_that_is_not_one_is_built_again(tmp_path: Path, kept: bytes) -> None:

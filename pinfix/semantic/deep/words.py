@@ -181,6 +181,9 @@ class WordIndex:
             or not isinstance(postings, dict)
         ):
             return False
+        size = array.array(code).itemsize
+        if not all(isinstance(w, bytes) and isinstance(v, bytes) and len(v) % size == 0 for w, v in postings.items()):
+            return False  # a cache directory may come from anywhere: only what this module writes is read
         now = {n: i for i, n in enumerate(self.names)}
         kept = [-1] * len(names)
         spoken = [False] * len(self.names)
