@@ -444,3 +444,29 @@ def test_the_engine_asks_the_project_through_its_declared_interface() -> None:
     assert ModuleContext.__init__.__defaults__ == (None,)  # no project given: NO_PROJECT
     text = (REPO / "pinfix" / "semantic" / "module.py").read_text()
     assert "type: ignore[attr-defined]" not in text and "self.project is" not in text
+
+
+def test_one_evaluation_resolves_each_name_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name called again and again in one function (``make(...)`` five times) is resolved
+    once by that function's evaluation (the answer, and what it read, are the same each time)."""
+    import collections
+
+    from pinfix.semantic.deep.project import DeepProject
+
+    asked: collections.Counter = collections.Counter()
+    resolve = DeepProject.resolve
+    monkeypatch.setattr(DeepProject, "resolve", lambda self, q, *a, **k: asked.update([q]) or resolve(self, q, *a, **k))
+    found = run(
+        tmp_path,
+        {
+            "a.py": "import torch\n\n\ndef make(n):\n    return torch.zeros(n)\n",
+            "main.py": (
+                "from .a import make\n\n\ndef f(n, dev):\n"
+                + "".join(f"    t{i} = make(n).to(dev, non_blocking=True)\n" for i in range(5))
+                + "    return t0, t1, t2, t3, t4\n"
+            ),
+        },
+        "main.py",
+    )
+    assert [line for line, _ in lines_in(found, "main.py")] == [5, 6, 7, 8, 9]
+    assert asked["pkg.a.make"] == 1

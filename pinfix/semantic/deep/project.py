@@ -1041,10 +1041,19 @@ class DeepEvaluator(Evaluator):
     def project(self) -> DeepProject:
         return cast(DeepProject, self.ctx.project)
 
+    #: What each dotted name this evaluation asked about resolved to (its reads are recorded
+    #: where it was first asked, in the same answer: every name is asked in one).
+    _references: Optional[Dict[str, Optional[Value]]] = None
+
     def project_reference(self, qualified: str, node: ast.AST) -> Optional[Value]:
         if not self.deep_on:
             return None
-        return self.project.resolve(qualified, near=self.project.near(self.ctx.module))
+        known = self._references
+        if known is None:
+            known = self._references = {}
+        if qualified not in known:
+            known[qualified] = self.project.resolve(qualified, near=self.project.near(self.ctx.module))
+        return known[qualified]
 
     def exec_return(self, node: ast.Return, state: State) -> None:
         if node.value is None:
