@@ -165,9 +165,9 @@ class ModuleContext:
         return facts
 
     def guarantees(self, func: FunctionInfo) -> Tuple[narrowing.Guarantee, ...]:
-        """What a call of the plain function ``func`` that returns says of the
+        """What a call of the project function ``func`` that returns says of the
         arguments it was given (its checks, and those of the functions it hands them
-        to, solved together: :func:`narrowing.checked_by`); memoised."""
+        to by name, solved together: :func:`narrowing.checked_by`); memoised."""
         found = self.guaranteed.get(id(func.node))
         if found is None:
             self.guaranteed.update(narrowing.checked_by(_checks, self._checked_callee, func))
