@@ -844,6 +844,8 @@ class DeepVerdicts:
             return []
         folders: Dict[str, str] = {}
         given = {_real_path(p, folders): p for p in paths}
+        #: Each search's answer, the first time a verdict recorded it (verdicts share most).
+        searched: Dict[str, Optional[str]] = {}
         out = []
         for other, reads in sorted(index.items()):
             if other in given or not isinstance(reads, list):
@@ -854,11 +856,13 @@ class DeepVerdicts:
                 if kind == "f" and name in given:
                     origin = given[name]
                 elif kind == "g":
-                    try:
-                        # (each given file is read once, the first time a search needs it)
-                        origin = next((given[p] for p in given if self._matches_file(name, p)), None)
-                    except re.error:
-                        continue
+                    if name not in searched:
+                        try:
+                            # (each given file is read once, the first time a search needs it)
+                            searched[name] = next((given[p] for p in given if self._matches_file(name, p)), None)
+                        except re.error:
+                            searched[name] = None
+                    origin = searched[name]
                 if origin is not None:
                     break
             if origin is not None and os.path.isfile(other):

@@ -738,3 +738,26 @@ def test_the_listing_holds_files_in_order_skips_what_it_should_and_any_depth(tmp
     finally:
         sys.setrecursionlimit(limit)
     assert [p.endswith(os.sep + "x.py") for p in found] == [True]
+
+
+def test_a_search_many_verdicts_recorded_is_tested_once_for_their_dependents(tmp_path, monkeypatch):
+    from pinfix.deepcache import DeepVerdicts
+
+    changed = tmp_path / "a.py"
+    changed.write_text("def make():\n    return 1\n\nx = make()\n")
+    others = []
+    for i in range(5):
+        other = tmp_path / f"user{i}.py"
+        other.write_text("from a import make\n")
+        others.append(str(other))
+    verdicts = DeepVerdicts(tmp_path / "cache")
+    search = CALLS_OF_MAKE
+    monkeypatch.setattr(
+        verdicts, "index", lambda: {o: [search, "g:" + record(calls_of("other"), "other")] for o in others}
+    )
+    tested = []
+    matches_file = verdicts._matches_file
+    monkeypatch.setattr(verdicts, "_matches_file", lambda s, p: tested.append(s) or matches_file(s, p))
+    monkeypatch.chdir(tmp_path)
+    assert verdicts.dependents(["a.py"]) == [(o, "a.py") for o in others]
+    assert tested == [search[2:]]  # once for the five verdicts (and the other search never needed)
