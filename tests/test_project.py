@@ -350,7 +350,7 @@ def test_a_search_finds_what_a_scan_of_every_file_finds(tmp_path: Path) -> None:
     pattern = __import__("re").compile(rb"(?<![\w\x80-\xff])stage\s*\(")
 
     def names(numbers: list) -> list:
-        return [index.paths[i].name for i in numbers]
+        return [Path(index.names[i]).name for i in numbers]
 
     # Whole words only (ASCII ones: a non-ASCII letter separates), in the listing's order.
     assert names(index.files_saying(b"stage")) == ["a.py", "b.py", "e.py", "f.py"]

@@ -113,7 +113,6 @@ class WordIndex:
     def __init__(self, root: Path, keeper: Keeper = NO_KEEPER):
         self.root = root
         self.names: List[str] = list(project_file_names(str(root)))
-        self.paths = [Path(n) for n in self.names]
         self.code = "I"
         #: word -> the numbers (in :attr:`kept`'s listing) of the files saying it, as array bytes.
         self.postings: Dict[bytes, bytes] = {}
@@ -181,9 +180,6 @@ class WordIndex:
             or not isinstance(postings, dict)
         ):
             return False
-        size = array.array(code).itemsize
-        if not all(isinstance(w, bytes) and isinstance(v, bytes) and len(v) % size == 0 for w, v in postings.items()):
-            return False  # a cache directory may come from anywhere: only what this module writes is read
         now = {n: i for i, n in enumerate(self.names)}
         kept = [-1] * len(names)
         spoken = [False] * len(self.names)
@@ -219,9 +215,13 @@ class WordIndex:
         if not _IDENTIFIER.match(word):
             return [i for i in range(len(self.names)) if word in (self.text(i) or b"")]
         out: List[int] = []
-        raw = self.postings.get(word)
+        raw = self.postings.get(word, b"")
+        numbers = array.array(self.code)
+        if not isinstance(raw, bytes) or len(raw) % numbers.itemsize:
+            # Not what this module writes (a cache directory may come from anywhere): this
+            # word's files are found by reading every file.
+            return [i for i in range(len(self.names)) if word in self._words_at(i)]
         if raw:
-            numbers = array.array(self.code)
             numbers.frombytes(raw)
             kept = self.kept
             out = [kept[j] for j in numbers if 0 <= j < len(kept) and kept[j] >= 0]
@@ -247,7 +247,7 @@ class Searcher:
                     continue
                 data = index.text(i)
                 if data is not None and pattern.search(data):
-                    yield index.paths[i], data
+                    yield Path(name), data
             earlier.update(index.names)
 
     @staticmethod
