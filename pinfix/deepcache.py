@@ -73,10 +73,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-#: What identifies a file's bytes without reading them: device, inode, size,
-#: modification and change times (ns). A changed link target or an edit that kept
-#: the size and the modification time still changes the inode or the change time.
-Stamp = Tuple[int, int, int, int, int]
+from .regular import Stamp, stamp_of
+
 #: A listing: path -> stamp (a racy file's: :data:`RACY_STAMP` and its hash).
 Listing = Dict[str, Tuple[Any, ...]]
 #: A file changed less than this long before its stamp was taken may change again
@@ -132,17 +130,6 @@ def make_directory(directory: Path, parents: bool = False) -> None:
 
 def _listing_digest(listing: Listing) -> str:
     return hashlib.sha256(json.dumps(sorted(listing.items())).encode()).hexdigest()[:32]
-
-
-def stamp_of(path: str) -> Optional[Stamp]:
-    """The stamp of a regular file, through links (``None``: anything else, or no file)."""
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def file_hash(data: bytes) -> str:

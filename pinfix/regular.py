@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Optional, Union
+from typing import Optional, Tuple, Union
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -19,6 +19,23 @@ _BINARY = getattr(os, "O_BINARY", 0)
 #: The most a settings file may hold (real ones hold kilobytes): ``--config
 #: /dev/zero`` or an endless pipe is refused at this size, not read without end.
 MAX_SETTINGS_BYTES = 1 << 24
+
+
+#: What identifies a file's bytes without reading them: device, inode, size,
+#: modification and change times (ns). A changed link target or an edit that kept
+#: the size and the modification time still changes the inode or the change time.
+Stamp = Tuple[int, int, int, int, int]
+
+
+def stamp_of(path: str) -> Optional[Stamp]:
+    """The stamp of a regular file, through links (``None``: anything else, or no file)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 class NotRegularFile(OSError):

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
-from ...regular import read_regular
+from ...regular import Stamp, read_regular, stamp_of
 from ..roots import project_file_names
 
 #: Bumped whenever what a kept index holds changes: a kept index of another format is never read.
@@ -46,21 +46,10 @@ MAX_CHANGED = 256
 #: A kept index larger than this is not read back (vLLM 0.34.0's: 9 MB).
 MAX_KEPT_INDEX = 1 << 28
 
-#: What identifies a file's bytes without reading them (see :func:`stamp_of`).
-Stamp = Tuple[int, int, int, int, int]
-
 
 def words_of(data: bytes) -> FrozenSet[bytes]:
     """The identifiers ``data`` says (runs of identifier bytes; a non-ASCII byte separates)."""
     return frozenset(data.translate(_TO_SPACES).split())
-
-
-def stamp_of(name: str) -> Optional[Stamp]:
-    try:
-        st = os.stat(name)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def read_as_searched(name: str) -> Optional[bytes]:
@@ -120,12 +109,11 @@ class WordIndex:
         self.kept: List[int] = []
         #: Files the postings do not speak for: each is tested for a word itself.
         self.direct: List[int] = []
-        #: Whether this index was read back (not built by this process).
-        self.reused = False
         self._texts: Dict[int, Optional[bytes]] = {}
         self._words: Dict[int, FrozenSet[bytes]] = {}
         stamps = [stamp_of(n) for n in self.names]
         name = kept_name(root)
+        #: Whether this index was read back (not built by this process).
         self.reused = self._reuse(keeper.load(name), stamps)
         if not self.reused:
             self._build(stamps, keeper, name)
@@ -267,7 +255,6 @@ __all__ = [
     "current_keeper",
     "kept_name",
     "read_as_searched",
-    "stamp_of",
     "use_keeper",
     "words_of",
 ]
