@@ -244,15 +244,12 @@ class Calls(Expressions):
 
     def called_functions(self, callee: Value, node: ast.Call) -> List[Any]:
         """The project functions (not bound methods) ``callee`` is on every way, an
-        imported one resolved as :meth:`call_atom` resolves it; ``[]`` where one way is something else."""
+        imported one resolved as :meth:`call_atom` resolves it (:meth:`project_callee`);
+        ``[]`` where one way is something else."""
         out = []
         for atom in callee:
-            if isinstance(atom, Ref) and atom.name not in FUNCTIONS and atom.name not in self.settings.pinned_producers:
-                found = self.project_reference(atom.name, node)
-                ways = list(found) if found is not None else [atom]
-            else:
-                ways = [atom]
-            for way in ways:
+            found = self.project_callee(atom, node) if isinstance(atom, Ref) else None
+            for way in found if found is not None else (atom,):
                 if not (isinstance(way, Func) and way.receiver is None):
                     return []
                 out.append(way.info)
@@ -274,12 +271,19 @@ class Calls(Expressions):
         """The method ``name`` of the project class ``cls`` (its own; deep mode's, through its bases)."""
         return cls.methods.get(name)
 
+    def project_callee(self, atom: Ref, node: ast.Call) -> Optional[Value]:
+        """What the project defines under a called name neither the table nor a pinned
+        producer names (``None``: nothing, or only another name: a library call)."""
+        if atom.name in FUNCTIONS or atom.name in self.settings.pinned_producers:
+            return None
+        found = self.project_reference(atom.name, node)
+        return found if found is not None and not found.any(lambda a: isinstance(a, Ref)) else None
+
     def call_atom(self, atom: Any, node: ast.Call, args: Arguments, state: State) -> Value:
         if isinstance(atom, Ref):
-            if atom.name not in FUNCTIONS and atom.name not in self.settings.pinned_producers:
-                found = self.project_reference(atom.name, node)
-                if found is not None and not found.any(lambda a: isinstance(a, Ref)):
-                    return found.map(lambda a: self.call_atom(a, node, args, state))
+            found = self.project_callee(atom, node)
+            if found is not None:
+                return found.map(lambda a: self.call_atom(a, node, args, state))
             return self.library_call(atom.name, node, args, state)
         if isinstance(atom, Func):
             return self.project_call(atom, node, args, state)
