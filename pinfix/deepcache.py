@@ -270,6 +270,24 @@ def _lines_named(findings: Any, path: str) -> List[int]:
     return out
 
 
+def _directed_alike(old: bytes, old_lines: List[bytes], new: bytes, new_lines: List[bytes]) -> bool:
+    """Whether two texts of a file hold the same comments that may suppress or direct
+    (:data:`DIRECTIVE_LINE`, an encoding declaration), on the same lines, and the same
+    encoding mark and line ends."""
+
+    def said(lines: List[bytes]) -> List[Tuple[int, bytes]]:
+        return [
+            (n, line)
+            for n, line in enumerate(lines)
+            if (n < 2 and CODING_LINE.match(line)) or DIRECTIVE_LINE.search(line)
+        ]
+
+    def ends(text: bytes) -> Tuple[bool, bool, bool]:
+        return text.startswith(b"\xef\xbb\xbf"), b"\r\n" in text, b"\r" in text.replace(b"\r\n", b"")
+
+    return said(old_lines) == said(new_lines) and ends(old) == ends(new)
+
+
 class DeepVerdicts:
     """Deep entries' validity and the index of what each deep verdict read, for
     one cache settings directory."""
@@ -508,6 +526,10 @@ class DeepVerdicts:
             known = self._modules[id(kept)] = (text, modules)
         return known[1]
 
+    def reads_of(self, kept: Dict[str, Any]) -> List[str]:
+        """What an entry's verdict read, as the engine reports it (``FileReport.reads``)."""
+        return sorted(["f:" + name for name in self.modules_of(kept)] + ["g:" + s for s in kept["searches"]])
+
     def bring_up_to_date(self, kept: Dict[str, Any]) -> None:
         """Give ``kept`` (an entry :meth:`still_valid` just found valid) what that found:
         the modules changed in their bytes only, as they are now, and the listing of now."""
@@ -525,7 +547,9 @@ class DeepVerdicts:
         Modules changed in their bytes only are left in :attr:`refreshed`.
         When the project's listing is the one the entry keeps, every module under its
         root is as it was (each kept with the stamp, or the hash, the listing holds), and
-        no search could find more: only the modules outside the listing are compared."""
+        no search could find more: only the modules outside the listing are compared.
+        When it moved, so are only those of the files changed since (a one-file run
+        after an edit compared the 2,000 modules a verdict read to find one changed)."""
         self.refreshed = {}
         self.relisted = None
         try:
@@ -535,11 +559,21 @@ class DeepVerdicts:
                     self._module_holds(name, then, kept, findings, None) for name, then in kept["outside"].items()
                 )
             modules = self.modules_of(kept)
-            if not all(self._module_holds(name, then, kept, findings, itself) for name, then in modules.items()):
+            changed = self.changed_since(kept["root"], kept["listing"])
+            compared = modules
+            if changed is not None and root == kept["root"]:
+                compared = {name: modules[name] for name in changed if name in modules}
+                # A link to a folder appeared or changed (the listing does not walk through
+                # it): the modules behind it are compared.
+                for link in (name for name in changed if name.endswith(os.sep)):
+                    compared.update((name, then) for name, then in modules.items() if name.startswith(link))
+                compared.update(kept["outside"])
+                if itself in modules:
+                    compared[itself] = modules[itself]  # type: ignore[index]
+            if not all(self._module_holds(name, then, kept, findings, itself) for name, then in compared.items()):
                 return False
             searches = kept["searches"]
             if searches:
-                changed = self.changed_since(kept["root"], kept["listing"])
                 if changed is None:
                     return False
                 for file in changed:
@@ -629,27 +663,11 @@ class DeepVerdicts:
         direct changed; the same encoding and line ends; and each search the verdict made
         of the project's text finds the same lines of it (a comment saying ``f(`` inside
         another function would make that function a caller)."""
-        try:
-            if path not in self.modules_of(kept):
-                return False  # its text was not kept with the verdict
-        except (KeyError, TypeError, ValueError):
-            return False
-        old = self._kept_text(digest)
-        if old is None or old == data:
+        old = self._earlier_text(path, digest, kept, data)
+        if old is None:
             return False
         old_lines, new_lines = old.splitlines(True), data.splitlines(True)
-
-        def said(lines: List[bytes]) -> List[Tuple[int, bytes]]:
-            return [
-                (n, line)
-                for n, line in enumerate(lines)
-                if (n < 2 and CODING_LINE.match(line)) or DIRECTIVE_LINE.search(line)
-            ]
-
-        def ends(text: bytes) -> Tuple[bool, bool, bool]:
-            return text.startswith(b"\xef\xbb\xbf"), b"\r\n" in text, b"\r" in text.replace(b"\r\n", b"")
-
-        if said(old_lines) != said(new_lines) or ends(old) != ends(data):
+        if not _directed_alike(old, old_lines, data, new_lines):
             return False
         for line in _lines_named(findings, path):
             if not (
@@ -660,6 +678,52 @@ class DeepVerdicts:
             return False
         then = positions(old)
         return then is not None and then == positions(data)
+
+    def appended(
+        self, path: str, digest: str, data: bytes, kept: Dict[str, Any], findings: Any, bound: Iterable[str] = ()
+    ) -> Optional[int]:
+        """The first line of what was appended to the checked file ``path`` (resolved),
+        whose text was ``digest`` when its verdict was made and is ``data`` now, when
+        the verdict holds for the rest of it and only what was appended needs a check
+        (``None``: check it all): ``data`` is the old text (ending a line) with
+        statements after it that only bind names on import (:func:`added_names`), which
+        neither its old text nor any module the verdict read says, nor the findings
+        (``bound``: names a fix may import); no comment that may suppress or direct is
+        added, nor other line ends; and each search the verdict made of the project's
+        text finds what it found (a call of a function of this file in what was added
+        would make it a caller). Every answer the verdict got is then the same, every
+        finding where it was (an early cut-off by name, as :meth:`_same_meaning` makes
+        for the other modules a verdict read)."""
+        old = self._earlier_text(path, digest, kept, data)
+        if old is None or not old.endswith((b"\n", b"\r")) or not data.startswith(old):
+            return None
+        old_lines, new_lines = old.splitlines(True), data.splitlines(True)
+        if not _directed_alike(old, old_lines, data, new_lines):
+            return None
+        added = added_names(old, data)
+        if added is None:
+            return None
+        try:
+            read = self.modules_of(kept)
+            if not self._finds_the_same(kept["searches"], old, data, lines=True):
+                return None
+        except (KeyError, TypeError, ValueError):
+            return None
+        said = set(re.findall(r"[^\W\d]\w*", json.dumps(findings, ensure_ascii=False))) | set(bound)
+        if said.intersection(added) or self._said(added, old, path, read):
+            return None
+        return len(old_lines) + 1
+
+    def _earlier_text(self, path: str, digest: str, kept: Dict[str, Any], data: bytes) -> Optional[bytes]:
+        """The checked file's text when its verdict was made (``None``: not kept, or
+        ``data`` is that text)."""
+        try:
+            if path not in self.modules_of(kept):
+                return None  # its text was not kept with the verdict
+        except (KeyError, TypeError, ValueError):
+            return None
+        old = self._kept_text(digest)
+        return None if old is None or old == data else old
 
     def _meaning(self, digest: str, data: bytes) -> Optional[str]:
         if digest not in self._meanings:
@@ -759,24 +823,37 @@ class DeepVerdicts:
         edit tested 4,500 searches, 2,000 of them distinct, and compiling each took longer
         than the rest of the test), read as the project's searches read it
         (:func:`pinfix.prefilter.readable`); one pinfix does not make counts as matching
-        (a change)."""
+        (a change) in a text that holds its word."""
+        data = self._read_as_searched(data)
+        if not self._may_find(search, data):
+            return False
         found = self._search(search)
         if found is None:
             return True
-        word, pattern = found
-        data = self._read_as_searched(data)
-        return word in data and self._compiled(pattern).search(data) is not None
+        return self._compiled(found[1]).search(data) is not None
+
+    @staticmethod
+    def _may_find(search: str, data: bytes) -> bool:
+        """Whether ``search`` may find anything in ``data`` (as the searches read it):
+        every match holds the search's word, so a text without it is ruled out before the
+        search is checked to be one pinfix makes (most are ruled out so: a one-file run
+        tested 2,000 distinct searches, and checking each took longer than the test)."""
+        word, sep, _ = search.partition("\0")
+        try:
+            return not (sep and word) or word.encode("latin-1") in data
+        except UnicodeEncodeError:
+            return True
 
     def matched(self, search: str, data: bytes, lines: bool = False) -> Optional[List[Any]]:
         """What a recorded search finds in ``data``: each match's text (with ``lines``,
         with the line it starts on), in order; ``None`` where it is not a search pinfix
-        makes (never run)."""
+        makes (never run) and ``data`` holds its word."""
+        data = self._read_as_searched(data)
+        if not self._may_find(search, data):
+            return []  # every match holds the word: nothing to check or compile
         found = self._search(search)
         if found is None:
             return None
-        data = self._read_as_searched(data)
-        if found[0] not in data:
-            return []  # every match holds the word: nothing to compile
         compiled = self._compiled(found[1])
         if not lines:
             return [m.group() for m in compiled.finditer(data)]

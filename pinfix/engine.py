@@ -26,6 +26,7 @@ import gc
 import sys
 import threading
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import (
     AbstractSet,
@@ -43,7 +44,7 @@ from typing import (
 )
 
 from .config import NOQA_CODE, Config
-from .findings import Diagnostic, FileReport, Mode
+from .findings import Appended, Diagnostic, FileReport, Mode
 from .prefilter import gc_paused, may_contain_finding
 from .suppression import DIRECTIVE_BYTES, noqa_report, recording
 
@@ -168,30 +169,43 @@ def deep_recursion() -> Iterator[None]:
 # --- one file ---------------------------------------------------------------------------
 
 
-def process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
-    """Analyse (and maybe fix) one file's bytes; never raises for bad input."""
-    return on_deep_stack(_process_source, path, data, config, mode)
+def process_source(
+    path: str, data: bytes, config: Config, mode: Mode, appended: Optional[Appended] = None
+) -> FileReport:
+    """Analyse (and maybe fix) one file's bytes; never raises for bad input
+    (``appended``: check only the lines appended to a text whose verdict holds)."""
+    return on_deep_stack(_process_source, path, data, config, mode, appended)
 
 
-def _process_source(path: str, data: bytes, config: Config, mode: Mode) -> FileReport:
+def _process_source(path: str, data: bytes, config: Config, mode: Mode, appended: Optional[Appended]) -> FileReport:
     codes = config.codes_for(path)
     with recording(data) as state:
-        report = _process(path, data, config, mode, codes)
-    if NOQA_CODE in codes and report.error is None:
+        report = _process(path, data, config, mode, codes, appended)
+    if appended is not None:
+        # What was appended holds no suppression comment: those the earlier text holds
+        # say what they said (after every finding, as below).
+        earlier = [replace(d, path=path) for d in appended.diagnostics]
+        found = [d for d in earlier if d.code != NOQA_CODE] + report.diagnostics
+        report.diagnostics = found + [d for d in earlier if d.code == NOQA_CODE]
+        report.reads = sorted(set(appended.reads).union(report.reads or ()))
+    elif NOQA_CODE in codes and report.error is None:
         report.diagnostics += [Diagnostic(**f.shared_fields(), path=path) for f in noqa_report(data, state, codes)]
     if report.diagnostics:
         report.source = data
     return report
 
 
-def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: Optional[FrozenSet[str]] = None):  # type: ignore[no-untyped-def]
+def analyse(  # type: ignore[no-untyped-def]
+    path: str, data: bytes, config: Config, report: FileReport, codes: Optional[FrozenSet[str]] = None, start=None
+):
     """``(source, findings)`` of one file's bytes (those of ``codes``, suppression
     comments applied), or ``None`` with ``report.error`` saying why: what
-    CPython's parser rejects, or nesting deeper than :data:`MAX_SYNTAX_DEPTH`."""
+    CPython's parser rejects, or nesting deeper than :data:`MAX_SYNTAX_DEPTH`
+    (``start``: only the copies from that line on, and their findings)."""
     from .config import settings_of
     from .fixes.plan import planned_findings
     from .prefilter import PREFILTER_OFF
-    from .semantic import SourceError, SourceText, analyze_module
+    from .semantic import SourceError, SourceText, analyze_module, hot_lines
     from .suppression import SourceDirectives, is_suppressed
 
     try:
@@ -213,14 +227,19 @@ def analyse(path: str, data: bytes, config: Config, report: FileReport, codes: O
         from .semantic.deep.project import project_for
 
         project = project_for(settings)
+    lines = None if start is None else [n for n in hot_lines(data, settings.strict) if n >= start]
     with deep_recursion():
         if project is not None:
             with project.recording() as reads:
-                facts = analyze_module(src, tree, settings, Path(path), project, everything=PREFILTER_OFF)
+                facts = analyze_module(src, tree, settings, Path(path), project, lines, PREFILTER_OFF)
             report.reads = sorted(reads)
         else:
-            facts = analyze_module(src, tree, settings, Path(path), project, everything=PREFILTER_OFF)
-        findings = [f for f in planned_findings(facts, settings, Path(path)) if codes is None or f.code in codes]
+            facts = analyze_module(src, tree, settings, Path(path), project, lines, PREFILTER_OFF)
+        findings = [
+            f
+            for f in planned_findings(facts, settings, Path(path))
+            if (codes is None or f.code in codes) and (start is None or f.line >= start)
+        ]
     if facts.problems:
         report.error = contained_errors(facts.problems)
     if findings:
@@ -266,11 +285,13 @@ def contained_errors(problems: Iterable[Tuple[int, str, Exception]]) -> str:
     return "; ".join(said)
 
 
-def _process(path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSet[str]) -> FileReport:
+def _process(
+    path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSet[str], appended: Optional[Appended] = None
+) -> FileReport:
     report = FileReport(path)
     if not may_contain_finding(data, config):
         return report
-    found = analyse(path, data, config, report, codes)
+    found = analyse(path, data, config, report, codes, appended.start if appended is not None else None)
     if found is None:
         return report
     src, findings = found

@@ -145,6 +145,18 @@ class FileReport:
 
 
 @dataclass(frozen=True)
+class Appended:
+    """``--deep`` with a cache: a file whose earlier text's verdict still holds, lines
+    only appended to it since (:meth:`pinfix.deepcache.DeepVerdicts.appended`). Only
+    what starts on line :attr:`start` or later is checked; the earlier findings and
+    reads join what that check finds."""
+
+    start: int
+    diagnostics: Tuple[Diagnostic, ...]
+    reads: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Mode:
     fix: bool = False
     #: With ``fix``: compute the diff instead of writing.

@@ -60,6 +60,12 @@ class Settings:
         return (self.helper or "").rpartition(".")[2]
 
     @property
+    def fix_imports(self) -> Tuple[str, ...]:
+        """The names a fix may import into a module (a name bound there already makes
+        the fix different)."""
+        return tuple(q.rpartition(".")[2] for q in (self.helper, self.pin_memory_import, self.h2d_helper) if q)
+
+    @property
     def pinned_producers(self) -> FrozenSet[str]:
         """vLLM's helper always (what it returns is pinned, configured or not), the
         configured helper and ``pinned-producers``."""

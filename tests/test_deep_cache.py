@@ -143,19 +143,27 @@ def test_what_a_recorded_search_finds_in_a_text_without_its_word_compiles_nothin
         "not a name\0x",
     ],
 )
-def test_a_search_pinfix_does_not_make_is_never_run_and_counts_as_a_change(tmp_path, search: str) -> None:
+def test_a_search_pinfix_does_not_make_is_never_run_and_counts_as_a_change(tmp_path, monkeypatch, search: str) -> None:
     """A cache can come from a repository: what it says it searched is run again only when
-    it is a search pinfix makes, rebuilt from its word."""
+    it is a search pinfix makes, rebuilt from its word; in a text that holds its word it
+    counts as a change (in one that does not, it finds nothing, as any search would)."""
     from pinfix.deepcache import DeepVerdicts
 
     verdicts = DeepVerdicts(tmp_path)
-    assert verdicts.matches(search, b"x = " + b"a" * 20 + b"!\n")  # never run: a change
-    assert verdicts.matched(search, b"make()\n") is None
+    text = b"x = " + b"a" * 20 + b"! make() not a name\n"
+    assert verdicts.matches(search, text)  # never run: a change
+    assert verdicts.matched(search, text) is None
     assert verdicts._patterns == {}  # nothing compiled
+    word, sep, _ = search.partition("\0")
+    if sep:
+        # Not even checked to be one pinfix makes (most searches are ruled out so).
+        monkeypatch.setattr("pinfix.deepcache._made_by_pinfix", lambda s: pytest.fail(f"checked {s!r}"))
+        assert not verdicts.matches(search, b"y = 1\n") and verdicts.matched(search, b"y = 1\n") == []
+        monkeypatch.undo()
     module = tmp_path / "m.py"
-    module.write_text("def helper():\n    return make()\n")
+    module.write_text('NOTE = "not a name"\n\n\ndef helper():\n    return make()\n')
     kept = verdicts.record(str(module), [f"f:{module}", "g:" + search])
-    module.write_text("def helper():\n    return make()  # a comment\n")
+    module.write_text('NOTE = "not a name"\n\n\ndef helper():\n    return make()  # a comment\n')
     assert DeepVerdicts(tmp_path).still_valid(str(module), kept, []) is False
 
 
@@ -178,6 +186,34 @@ def test_a_file_touched_but_unchanged_that_the_verdict_read_keeps_it(tmp_path: P
     # Its text changed: redone.
     (root / "pkg/c.py").write_text(caller.replace("torch.arange(3)", "torch.arange(3).pin_memory()"))
     assert found(check(root, "pkg/b.py")) == []
+
+
+def test_an_entry_compares_only_the_modules_changed_since_its_listing(tmp_path: Path, monkeypatch) -> None:
+    """When the project's listing moved, the modules a verdict read whose listing stamps
+    did not are as it read them: only the changed ones are compared (a one-file run after
+    an edit compared 2,000 to find one)."""
+    from pinfix.deepcache import DeepVerdicts
+
+    root = tree(
+        tmp_path, {"pkg/__init__.py": "", **{f"pkg/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(4)}}
+    )
+    modules = [str((root / f"pkg/m{i}.py").resolve()) for i in range(4)]
+    kept = DeepVerdicts(tmp_path / "cache").record(modules[0], [f"f:{m}" for m in modules])
+    compared: list = []
+    holds = DeepVerdicts._module_holds
+
+    def counted(self, name, *args):  # type: ignore[no-untyped-def]
+        compared.append(name)
+        return holds(self, name, *args)
+
+    monkeypatch.setattr(DeepVerdicts, "_module_holds", counted)
+    (root / "pkg/m2.py").write_text("def f2():\n    return 2  # a comment\n")
+    assert DeepVerdicts(tmp_path / "cache").still_valid(modules[0], kept, []) is True
+    assert compared == [modules[2]]
+    compared.clear()
+    (root / "pkg/m3.py").write_text("def f3():\n    return 30\n")
+    assert DeepVerdicts(tmp_path / "cache").still_valid(modules[0], kept, []) is False
+    assert modules[3] in compared and set(compared) <= set(modules[2:])
 
 
 def test_dependents_are_found_through_linked_folders(tmp_path: Path) -> None:
@@ -397,7 +433,8 @@ _PAGEABLE_MAKER = PINNED_MAKER.replace(", pin_memory=True", "")
         (lambda t: t.replace("non_blocking=True)", "non_blocking=True)  # fast"), False, [("pkg/b.py", 5, "PIN002")]),
         (lambda t: t + "# pinfix: noqa\n", False, []),
         (lambda t: t.replace("import make", "import make  # noqa: PIN002"), False, [("pkg/b.py", 5, "PIN002")]),
-        (lambda t: t + "X = 1\n", False, [("pkg/b.py", 5, "PIN002")]),
+        # Code appended that binds a name nothing says: checked alone (see below).
+        (lambda t: t + "X = 1\n", True, [("pkg/b.py", 5, "PIN002")]),
         (lambda t: t.replace("\n", "\r\n"), False, [("pkg/b.py", 5, "PIN002")]),
     ],
     ids=[
@@ -583,12 +620,15 @@ def test_an_unchanged_listing_compares_no_module_it_holds(tmp_path: Path, monkey
     monkeypatch.setattr(DeepVerdicts, "_stat_list", lambda self, name: compared.append(name) or real(self, name))
     assert _settled(tmp_path).still_valid(str(names[0]), kept)
     assert compared == []
-    # Once the listing moves (a file under the root added), each module is compared again,
-    # and the entry, brought up to date, takes the listing of now: the next run compares none.
+    # Once the listing moves (a file under the root added, one read touched), the modules
+    # changed since are compared, and the entry, brought up to date, takes the listing of
+    # now: the next run compares none.
     (tmp_path / "new.py").write_text("Y = 2\n")
+    later = os.stat(names[3]).st_mtime_ns + 5_000_000_000
+    os.utime(names[3], ns=(later, later))
     moved = _settled(tmp_path)
     assert moved.still_valid(str(names[0]), kept)
-    assert sorted(compared) == sorted(str(n) for n in names)
+    assert compared == [str(names[3])]
     moved.bring_up_to_date(kept)
     compared.clear()
     assert _settled(tmp_path).still_valid(str(names[0]), json.loads(json.dumps(kept)))
@@ -620,7 +660,7 @@ def test_an_entry_made_just_after_a_checkout_is_brought_up_to_date_once(tmp_path
     assert later.changed_since(kept["root"], kept["listing"]) == []
     assert later.still_valid(str(module), kept)
     assert later.relisted is not None and later.relisted != kept["listing"]
-    assert all(stamp is not None for stamp, _ in later.refreshed.values()) and later.refreshed
+    assert later.refreshed == {}  # no module compared: none changed since that listing
     later.bring_up_to_date(kept)
     assert kept["listing"] == later.relisted
     kept = json.loads(json.dumps(kept))
@@ -633,6 +673,10 @@ def test_an_entry_made_just_after_a_checkout_is_brought_up_to_date_once(tmp_path
     (tmp_path / "other.py").write_text("x = make()\n")
     edited = DeepVerdicts(tmp_path / "cache")
     assert edited.still_valid(str(module), kept) is False
+    # So is an edit of the module read, kept without its stamp (racy then).
+    (tmp_path / "other.py").write_text("x = 1\n")
+    module.write_text("def helper():\n    return 2\n")
+    assert DeepVerdicts(tmp_path / "cache").still_valid(str(module), kept) is False
 
 
 @pytest.mark.parametrize(
@@ -761,3 +805,98 @@ def test_a_search_many_verdicts_recorded_is_tested_once_for_their_dependents(tmp
     monkeypatch.chdir(tmp_path)
     assert verdicts.dependents(["a.py"]) == [(o, "a.py") for o in others]
     assert tested == [search[2:]]  # once for the five verdicts (and the other search never needed)
+
+
+#: A function with a pageable copy of its own (line 10 once appended to COPIER).
+_NEW_COPY = "\n\ndef extra(a, dev):\n    import torch\n\n    return torch.from_numpy(a).to(dev, non_blocking=True)\n"
+_PASSER = COPIER + "\n\ndef relay(x, dev):\n    return x.to(dev, non_blocking=True)\n"
+_LOCAL = "import torch\n\n\ndef send(dev):\n    x = torch.zeros(4)\n    return x.to(dev, non_blocking=True)\n"
+_NEW_CALLER = "\n\ndef go(a, dev):\n    import torch\n\n    return relay(torch.from_numpy(a), dev)\n"
+
+
+@pytest.mark.parametrize(
+    "before, appended, alone",
+    [
+        (COPIER, _NEW_COPY, True),
+        (COPIER, "\n\ndef again(dev):\n    return make().to(dev, non_blocking=True)\n", True),
+        (COPIER, "\n\nLIMIT = 4\nNAME: str = 'x'\n", True),
+        # A caller of a function the verdict asked the callers of: every answer may change.
+        (_PASSER, _NEW_CALLER, False),
+        # A name a fix imports, one another module read says, a dunder name.
+        (_LOCAL, _NEW_COPY.replace("extra", "is_pin_memory_available"), False),
+        (COPIER, _NEW_COPY.replace("extra", "torch"), False),
+        (COPIER, "\n\n__all__ = ['send']\n", False),
+        # Not only names bound: a call on import, a decorator, a suppression comment.
+        (COPIER, "\n\nLATER = make()\n", False),
+        (COPIER, "\n\n@staticmethod\n" + _NEW_COPY.lstrip("\n"), False),
+        (COPIER, _NEW_COPY.replace("non_blocking=True)", "non_blocking=True)  # noqa: PIN001"), False),
+        (COPIER, _NEW_COPY.replace("\n", "\r\n"), False),
+    ],
+    ids=[
+        "copy",
+        "copy-of-a-said-name",
+        "constants",
+        "caller",
+        "fix-import",
+        "said",
+        "dunder",
+        "call",
+        "decorated",
+        "noqa",
+        "crlf",
+    ],
+)
+def test_code_appended_to_the_checked_file_is_checked_alone_where_the_rest_still_holds(
+    tmp_path: Path, before: str, appended: str, alone: bool
+) -> None:
+    """Statements appended that only bind names nothing the verdict read says leave every
+    answer it got as it was: only they are checked, and their findings join the kept ones.
+    Whatever the shortcut, the findings are those of a check without a cache."""
+
+    def edited(root: Path, mark: bool) -> subprocess.CompletedProcess:
+        tree(root, {"pkg/__init__.py": "", "pkg/a.py": _PAGEABLE_MAKER, "pkg/b.py": before})
+        with open(root / "pyproject.toml", "a") as settings:  # PIN002's fix imports a name
+            settings.write('pin-memory-expr = "is_pin_memory_available()"\n')
+            settings.write('pin-memory-import = "pkg.util.is_pin_memory_available"\n')
+        (root / "pkg/c.py").write_text(
+            "import torch\n\nfrom pkg.b import relay\n\n\ndef use(dev):\n"
+            "    return relay(torch.zeros(2, pin_memory=True), dev)\n"
+        )
+        assert [f for f in found(check(root, "pkg")) if f[0] == "pkg/b.py"]
+        if mark:
+            _mark_entry_of(root, "pkg/b.py")
+        (root / "pkg/b.py").write_bytes((before + appended).encode())
+        return check(root, "pkg/b.py")
+
+    marked = edited(tmp_path / "marked", True)
+    assert any(f["message"] == "from the cache" for f in json.loads(marked.stdout)["findings"]) is alone
+    root = tmp_path / "plain"
+    again = edited(root, False)
+    fresh = subprocess.run(
+        [sys.executable, "-m", "pinfix", "check", "--no-progress", "--no-cache", "--output-format", "json", "pkg/b.py"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert again.returncode == fresh.returncode == 1, (again.stderr, fresh.stderr)
+    assert json.loads(again.stdout)["findings"] == json.loads(fresh.stdout)["findings"]  # every word
+    if alone:
+        # The entry holds the whole file now, with what the check of the appended part read:
+        # a change of what that read is seen.
+        assert found(check(root, "pkg/b.py")) == found(fresh)
+        (root / "pkg/a.py").write_text(PINNED_MAKER)
+        assert [f for f in found(check(root, "pkg/b.py")) if f[1] == 5] == []
+
+
+def _mark_entry_of(root: Path, rel: str) -> None:
+    """Mark the first finding of ``rel``'s entry (see :func:`_mark_entry`)."""
+    digest = hashlib.sha256((root / rel).read_bytes()).hexdigest()
+    for path in (root / ".pinfix_cache").rglob("*"):
+        if path.is_file() and len(path.name) == 64:
+            kept = json.loads(path.read_text())
+            if kept.get("sha256") == digest and kept["diagnostics"]:
+                kept["diagnostics"][0]["message"] = "from the cache"
+                path.write_text(json.dumps(kept))
+                return
+    raise AssertionError(f"no entry with findings for {rel}")
