@@ -908,6 +908,8 @@ class DeepVerdicts:
             return []
         folders: Dict[str, str] = {}
         given = {_real_path(p, folders): p for p in paths}
+        #: The reads naming a given path, as the index writes them.
+        read = {"f:" + name: p for name, p in given.items()}
         #: Each search's answer, the first time a verdict recorded it (verdicts share most).
         searched: Dict[str, Optional[str]] = {}
         out = []
@@ -916,10 +918,11 @@ class DeepVerdicts:
                 continue
             origin = None
             for what in reads:
-                kind, _, name = str(what).partition(":")
-                if kind == "f" and name in given:
-                    origin = given[name]
-                elif kind == "g":
+                if type(what) is not str:
+                    what = str(what)
+                origin = read.get(what)
+                if origin is None and what.startswith("g:"):
+                    name = what[2:]
                     if name not in searched:
                         try:
                             # (each given file is read once, the first time a search needs it)
