@@ -47,7 +47,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from . import __version__
 from .config import Config, settings_of
 from .deepcache import RACY_SECONDS, DeepVerdicts, Stamp, WordKeeper, make_directory, real_directory, stamp_of
-from .findings import Appended, Diagnostic, FileReport
+from .findings import Added, Diagnostic, FileReport
 
 #: Settings directories kept besides those of the current run. A tree with several settings
 #: files has one directory per file and mode (plain, deep): vLLM's uses three in each, so a
@@ -299,9 +299,9 @@ class ResultCache:
         self._directories: Dict[bytes, Path] = {}
         #: ``--deep``: files whose verdict read a checked file, past ``max-dependents``: not rechecked.
         self.unrechecked: List[str] = []
-        #: ``--deep``: files whose earlier verdict holds but for lines appended since, by
-        #: the path :meth:`get` was given (see :class:`pinfix.findings.Appended`).
-        self.appended: Dict[str, Appended] = {}
+        #: ``--deep``: files whose earlier verdict holds but for statements added since, by
+        #: the path :meth:`get` was given (see :class:`pinfix.findings.Added`).
+        self.added: Dict[str, Added] = {}
         #: The stamp of each file this run took (by absolute path), for the deep verdicts.
         self.stamps: Dict[str, Stamp] = {}
         #: Absolute paths of the paths the walk gave, by the path (see :meth:`_absolute`).
@@ -355,26 +355,26 @@ class ResultCache:
             if verdicts is not None and not isinstance(kept, dict):
                 return None
             itself = None
-            start = None
+            spans = None
             if raw["sha256"] != digest:
                 # A deep verdict holds for an edit that moved nothing it says (a comment):
                 # rechecking would ask the whole project again for the same answer. For
-                # statements appended that nothing it read says, it holds for the rest.
+                # statements added that nothing it read says, it holds for the rest.
                 itself = os.path.realpath(path)
                 if verdicts is None:
                     return None
                 if not verdicts.unmoved(itself, raw["sha256"], data, kept, raw["diagnostics"]):
                     bound = settings_of(config or self.config).fix_imports
-                    start = verdicts.appended(itself, raw["sha256"], data, kept, raw["diagnostics"], bound)
-                    if start is None:
+                    spans = verdicts.added(itself, raw["sha256"], data, kept, raw["diagnostics"], bound)
+                    if spans is None:
                         return None
             if verdicts is not None:
                 if not verdicts.still_valid(path, kept, raw["diagnostics"], itself=itself):
                     return None  # something its verdict read has changed
-                if start is not None:
+                if spans is not None:
                     diagnostics = tuple(Diagnostic(**d) for d in raw["diagnostics"])
-                    self.appended[path] = Appended(start, diagnostics, tuple(verdicts.reads_of(kept)))
-                    return None  # checked from `start` on; what it finds joins these
+                    self.added[path] = Added(spans, diagnostics, tuple(verdicts.reads_of(kept)))
+                    return None  # only what was added is checked; what it finds joins these
                 if verdicts.refreshed or verdicts.relisted:
                     # Modules changed in their bytes only, files changed that no search of
                     # its finds: the entry takes them as they are now.

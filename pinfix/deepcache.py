@@ -73,6 +73,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
+from .config import NOQA_CODE
 from .regular import Stamp, stamp_of
 
 #: A listing: path -> stamp (a racy file's: :data:`RACY_STAMP` and its hash).
@@ -282,10 +283,30 @@ def _directed_alike(old: bytes, old_lines: List[bytes], new: bytes, new_lines: L
             if (n < 2 and CODING_LINE.match(line)) or DIRECTIVE_LINE.search(line)
         ]
 
-    def ends(text: bytes) -> Tuple[bool, bool, bool]:
-        return text.startswith(b"\xef\xbb\xbf"), b"\r\n" in text, b"\r" in text.replace(b"\r\n", b"")
+    return said(old_lines) == said(new_lines) and _line_ends(old) == _line_ends(new)
 
-    return said(old_lines) == said(new_lines) and ends(old) == ends(new)
+
+def _line_ends(text: bytes) -> Tuple[bool, bool, bool]:
+    """Whether ``text`` starts with a UTF-8 mark, holds CRLF ends, holds lone CRs."""
+    return text.startswith(b"\xef\xbb\xbf"), b"\r\n" in text, b"\r" in text.replace(b"\r\n", b"")
+
+
+def _inserted(old: List[bytes], new: List[bytes]) -> Optional[List[Tuple[int, int]]]:
+    """The blocks of lines (``new[first:last]``) that make ``new`` of ``old`` when only
+    lines were inserted (``None``: anything else changed)."""
+    from difflib import SequenceMatcher
+
+    blocks = []
+    for tag, _, _, first, last in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "insert":
+            blocks.append((first, last))
+        elif tag != "equal":
+            return None
+    return blocks
+
+
+#: A number a finding's words may give as a line (``line 3``, ``lines 3, 5``, ``a.py:3``).
+_SAID_NUMBER = re.compile(r"(?:\blines? |:|, )(\d+)")
 
 
 class DeepVerdicts:
@@ -679,40 +700,77 @@ class DeepVerdicts:
         then = positions(old)
         return then is not None and then == positions(data)
 
-    def appended(
+    def added(
         self, path: str, digest: str, data: bytes, kept: Dict[str, Any], findings: Any, bound: Iterable[str] = ()
-    ) -> Optional[int]:
-        """The first line of what was appended to the checked file ``path`` (resolved),
-        whose text was ``digest`` when its verdict was made and is ``data`` now, when
-        the verdict holds for the rest of it and only what was appended needs a check
-        (``None``: check it all): ``data`` is the old text (ending a line) with
-        statements after it that only bind names on import (:func:`added_names`), which
-        neither its old text nor any module the verdict read says, nor the findings
-        (``bound``: names a fix may import); no comment that may suppress or direct is
-        added, nor other line ends; and each search the verdict made of the project's
-        text finds what it found (a call of a function of this file in what was added
-        would make it a caller). Every answer the verdict got is then the same, every
-        finding where it was (an early cut-off by name, as :meth:`_same_meaning` makes
-        for the other modules a verdict read)."""
+    ) -> Optional[Tuple[Tuple[int, int], ...]]:
+        """The lines (first, last) of each block of statements added to the checked file
+        ``path`` (resolved), whose text was ``digest`` when its verdict was made and is
+        ``data`` now, when the verdict holds for the rest of it and only what was added
+        needs a check (``None``: check it all). ``data`` is the old text with whole lines
+        inserted, holding statements that only bind names on import (:func:`added_names`)
+        which neither its old text nor any module the verdict read says, nor the findings
+        (``bound``: names a fix may import); no comment that may suppress or direct among
+        them, nor other line ends; each search the verdict made of the project's text
+        finds what it found, on the same lines of the old text (a call of a function of
+        this file in what was added would make it a caller); and what the findings say
+        of this file stands where it stood: every line they name, and (for lines added
+        before the end) every number they say, lies before the first line added. Every
+        answer the verdict got is then the same, every finding where it was: an early
+        cut-off by name, as :meth:`_same_meaning` makes for the other modules a verdict
+        read. (A verdict reporting an unused suppression is not kept so: code added may
+        use it.)"""
         old = self._earlier_text(path, digest, kept, data)
-        if old is None or not old.endswith((b"\n", b"\r")) or not data.startswith(old):
-            return None
+        if old is None or _line_ends(old) != _line_ends(data) or _line_ends(data)[2]:
+            return None  # (lone carriage returns: the searches count lines by line feeds)
         old_lines, new_lines = old.splitlines(True), data.splitlines(True)
-        if not _directed_alike(old, old_lines, data, new_lines):
+        blocks = _inserted(old_lines, new_lines)
+        if not blocks or new_lines[:2] != old_lines[:2]:
+            return None  # nothing inserted, or an encoding declaration may move
+        if any(DIRECTIVE_LINE.search(new_lines[n]) for first, last in blocks for n in range(first, last)):
             return None
         added = added_names(old, data)
         if added is None:
             return None
+        first = blocks[0][0] + 1
         try:
-            read = self.modules_of(kept)
-            if not self._finds_the_same(kept["searches"], old, data, lines=True):
+            if any(line >= first for line in _lines_named(findings, path)):
                 return None
-        except (KeyError, TypeError, ValueError):
+            text = json.dumps(findings, ensure_ascii=False)
+            if first <= len(old_lines) and any(int(n) >= first for n in _SAID_NUMBER.findall(text)):
+                return None  # a line below the first added one may be named in words
+            if any(f.get("code") == NOQA_CODE for f in findings):
+                return None
+            read = self.modules_of(kept)
+            if not self._finds_the_same_around(kept["searches"], old, data, blocks):
+                return None
+        except (KeyError, TypeError, ValueError, AttributeError):
             return None
-        said = set(re.findall(r"[^\W\d]\w*", json.dumps(findings, ensure_ascii=False))) | set(bound)
+        said = set(re.findall(r"[^\W\d]\w*", text)) | set(bound)
         if said.intersection(added) or self._said(added, old, path, read):
             return None
-        return len(old_lines) + 1
+        return tuple((first + 1, last) for first, last in blocks)
+
+    def _finds_the_same_around(
+        self, searches: List[str], old: bytes, new: bytes, blocks: List[Tuple[int, int]]
+    ) -> bool:
+        """Whether every search finds in ``new`` (``old`` with the lines ``blocks`` inserted)
+        what it finds in ``old``, on the same old lines, and nothing in what was inserted."""
+        for search in searches:
+            then = self.matched(search, old, True)
+            now = self.matched(search, new, True)
+            if then is None or now is None or len(then) != len(now):
+                return False
+            for (line, found), (was, found_then) in zip(now, then):
+                shift = 0
+                for first, last in blocks:
+                    if line < first:
+                        break
+                    if line < last:
+                        return False  # in what was inserted
+                    shift += last - first
+                if (line - shift, found) != (was, found_then):
+                    return False
+        return True
 
     def _earlier_text(self, path: str, digest: str, kept: Dict[str, Any], data: bytes) -> Optional[bytes]:
         """The checked file's text when its verdict was made (``None``: not kept, or

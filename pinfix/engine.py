@@ -44,7 +44,7 @@ from typing import (
 )
 
 from .config import NOQA_CODE, Config
-from .findings import Appended, Diagnostic, FileReport, Mode
+from .findings import Added, Diagnostic, FileReport, Mode
 from .prefilter import gc_paused, may_contain_finding
 from .suppression import DIRECTIVE_BYTES, noqa_report, recording
 
@@ -169,25 +169,21 @@ def deep_recursion() -> Iterator[None]:
 # --- one file ---------------------------------------------------------------------------
 
 
-def process_source(
-    path: str, data: bytes, config: Config, mode: Mode, appended: Optional[Appended] = None
-) -> FileReport:
+def process_source(path: str, data: bytes, config: Config, mode: Mode, added: Optional[Added] = None) -> FileReport:
     """Analyse (and maybe fix) one file's bytes; never raises for bad input
-    (``appended``: check only the lines appended to a text whose verdict holds)."""
-    return on_deep_stack(_process_source, path, data, config, mode, appended)
+    (``added``: check only the statements added to a text whose verdict holds)."""
+    return on_deep_stack(_process_source, path, data, config, mode, added)
 
 
-def _process_source(path: str, data: bytes, config: Config, mode: Mode, appended: Optional[Appended]) -> FileReport:
+def _process_source(path: str, data: bytes, config: Config, mode: Mode, added: Optional[Added]) -> FileReport:
     codes = config.codes_for(path)
     with recording(data) as state:
-        report = _process(path, data, config, mode, codes, appended)
-    if appended is not None:
-        # What was appended holds no suppression comment: those the earlier text holds
-        # say what they said (after every finding, as below).
-        earlier = [replace(d, path=path) for d in appended.diagnostics]
-        found = [d for d in earlier if d.code != NOQA_CODE] + report.diagnostics
-        report.diagnostics = found + [d for d in earlier if d.code == NOQA_CODE]
-        report.reads = sorted(set(appended.reads).union(report.reads or ()))
+        report = _process(path, data, config, mode, codes, added)
+    if added is not None:
+        # The earlier findings all lie before what was added, which holds no suppression
+        # comment (nor did the earlier text hold one unused).
+        report.diagnostics = [replace(d, path=path) for d in added.diagnostics] + report.diagnostics
+        report.reads = sorted(set(added.reads).union(report.reads or ()))
     elif NOQA_CODE in codes and report.error is None:
         report.diagnostics += [Diagnostic(**f.shared_fields(), path=path) for f in noqa_report(data, state, codes)]
     if report.diagnostics:
@@ -196,12 +192,17 @@ def _process_source(path: str, data: bytes, config: Config, mode: Mode, appended
 
 
 def analyse(  # type: ignore[no-untyped-def]
-    path: str, data: bytes, config: Config, report: FileReport, codes: Optional[FrozenSet[str]] = None, start=None
+    path: str,
+    data: bytes,
+    config: Config,
+    report: FileReport,
+    codes: Optional[FrozenSet[str]] = None,
+    added: Optional[Added] = None,
 ):
     """``(source, findings)`` of one file's bytes (those of ``codes``, suppression
     comments applied), or ``None`` with ``report.error`` saying why: what
     CPython's parser rejects, or nesting deeper than :data:`MAX_SYNTAX_DEPTH`
-    (``start``: only the copies from that line on, and their findings)."""
+    (``added``: only the copies on the lines added, and their findings)."""
     from .config import settings_of
     from .fixes.plan import planned_findings
     from .prefilter import PREFILTER_OFF
@@ -227,7 +228,7 @@ def analyse(  # type: ignore[no-untyped-def]
         from .semantic.deep.project import project_for
 
         project = project_for(settings)
-    lines = None if start is None else [n for n in hot_lines(data, settings.strict) if n >= start]
+    lines = None if added is None else [n for n in hot_lines(data, settings.strict) if added.holds(n)]
     with deep_recursion():
         if project is not None:
             with project.recording() as reads:
@@ -238,7 +239,7 @@ def analyse(  # type: ignore[no-untyped-def]
         findings = [
             f
             for f in planned_findings(facts, settings, Path(path))
-            if (codes is None or f.code in codes) and (start is None or f.line >= start)
+            if (codes is None or f.code in codes) and (added is None or added.holds(f.line))
         ]
     if facts.problems:
         report.error = contained_errors(facts.problems)
@@ -286,12 +287,12 @@ def contained_errors(problems: Iterable[Tuple[int, str, Exception]]) -> str:
 
 
 def _process(
-    path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSet[str], appended: Optional[Appended] = None
+    path: str, data: bytes, config: Config, mode: Mode, codes: FrozenSet[str], added: Optional[Added] = None
 ) -> FileReport:
     report = FileReport(path)
     if not may_contain_finding(data, config):
         return report
-    found = analyse(path, data, config, report, codes, appended.start if appended is not None else None)
+    found = analyse(path, data, config, report, codes, added)
     if found is None:
         return report
     src, findings = found

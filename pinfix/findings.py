@@ -145,15 +145,19 @@ class FileReport:
 
 
 @dataclass(frozen=True)
-class Appended:
-    """``--deep`` with a cache: a file whose earlier text's verdict still holds, lines
-    only appended to it since (:meth:`pinfix.deepcache.DeepVerdicts.appended`). Only
-    what starts on line :attr:`start` or later is checked; the earlier findings and
-    reads join what that check finds."""
+class Added:
+    """``--deep`` with a cache: a file whose earlier text's verdict still holds, statements
+    only added to it since (:meth:`pinfix.deepcache.DeepVerdicts.added`). Only the copies
+    on the lines :attr:`spans` (first, last) are checked; the earlier findings and reads
+    join what that check finds."""
 
-    start: int
+    spans: Tuple[Tuple[int, int], ...]
     diagnostics: Tuple[Diagnostic, ...]
     reads: Tuple[str, ...]
+
+    def holds(self, line: int) -> bool:
+        """Whether ``line`` is among the lines added."""
+        return any(first <= line <= last for first, last in self.spans)
 
 
 @dataclass(frozen=True)

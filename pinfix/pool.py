@@ -34,7 +34,7 @@ from typing import (
 
 from .config import Config
 from .engine import process_source, worth_reading
-from .findings import Appended, FileReport, Mode
+from .findings import Added, FileReport, Mode
 from .prefilter import gc_paused
 
 if TYPE_CHECKING:
@@ -76,11 +76,11 @@ _freezing = False
 
 
 def _worker(args) -> FileReport:  # type: ignore[no-untyped-def]
-    path, data, config, mode, appended = args
+    path, data, config, mode, added = args
     # One file's syntax trees are freed by reference counting; the collector
     # would only walk the growing heap again and again while they are built.
     with gc_paused():
-        report = _guarded(path, data, config, mode, appended)
+        report = _guarded(path, data, config, mode, added)
         if _freezing and config.deep:
             # What a deep file leaves (the project's modules, their answers) lives for the
             # run. Out of the collector's sight, the next file's collections do not walk it
@@ -116,9 +116,9 @@ def _frozen_between_files(generator: Callable[..., Iterator[FileReport]]) -> Cal
     return frozen
 
 
-def _guarded(path: str, data: bytes, config: Config, mode: Mode, appended: Optional[Appended] = None) -> FileReport:
+def _guarded(path: str, data: bytes, config: Config, mode: Mode, added: Optional[Added] = None) -> FileReport:
     try:
-        return process_source(path, data, config, mode, appended)
+        return process_source(path, data, config, mode, added)
     except Exception as e:  # a bug of ours must not stop the other files
         return FileReport(path, error=f"internal error ({type(e).__name__}: {e}); file left unchanged")
 
@@ -520,8 +520,8 @@ def run(
                         on_progress(1)
                     continue
                 known[str(path)] = (data, file_config)
-            appended = cache.appended.pop(str(path), None) if cache is not None else None
-            backlog.append((str(path), data, file_config, mode, appended))
+            added = cache.added.pop(str(path), None) if cache is not None else None
+            backlog.append((str(path), data, file_config, mode, added))
             if cache is not None and file_config.deep:
                 keeper = _word_keeper(cache, file_config)
             # With a cache, a lone miss (the file just edited) is parsed here, not worth a pool.
@@ -584,7 +584,7 @@ def _dependents(
             answered.append(report)
     served = {r.path for r in answered}
     items = [
-        (path, data, file_config, mode, cache.appended.pop(path, None))
+        (path, data, file_config, mode, cache.added.pop(path, None))
         for path, (data, file_config, _, _) in waiting.items()
         if path not in served
     ]

@@ -812,44 +812,68 @@ _NEW_COPY = "\n\ndef extra(a, dev):\n    import torch\n\n    return torch.from_n
 _PASSER = COPIER + "\n\ndef relay(x, dev):\n    return x.to(dev, non_blocking=True)\n"
 _LOCAL = "import torch\n\n\ndef send(dev):\n    x = torch.zeros(4)\n    return x.to(dev, non_blocking=True)\n"
 _NEW_CALLER = "\n\ndef go(a, dev):\n    import torch\n\n    return relay(torch.from_numpy(a), dev)\n"
+_CLEAN = "import torch\n\n\ndef first():\n    return 1\n\n\ndef last(dev):\n    return torch.zeros(2, pin_memory=True).to(dev, non_blocking=True)\n"
+
+
+def _after(text: str, line: int, inserted: str):  # type: ignore[no-untyped-def]
+    """An edit inserting ``inserted`` after line ``line`` of ``text``."""
+    lines = text.splitlines(True)
+    return "".join(lines[:line]) + inserted.lstrip("\n") + "\n\n" + "".join(lines[line:])
 
 
 @pytest.mark.parametrize(
-    "before, appended, alone",
+    "before, edit, alone",
     [
-        (COPIER, _NEW_COPY, True),
-        (COPIER, "\n\ndef again(dev):\n    return make().to(dev, non_blocking=True)\n", True),
-        (COPIER, "\n\nLIMIT = 4\nNAME: str = 'x'\n", True),
+        (COPIER, lambda t: t + _NEW_COPY, True),
+        (COPIER, lambda t: t + "\n\ndef again(dev):\n    return make().to(dev, non_blocking=True)\n", True),
+        (COPIER, lambda t: t + "\n\nLIMIT = 4\nNAME: str = 'x'\n", True),
+        # Inserted before the end: in a file whose findings all lie above, or that has none.
+        (_PASSER, lambda t: _after(t, 6, _NEW_COPY), True),
+        (_CLEAN, lambda t: _after(t, 6, _NEW_COPY), True),
+        (_CLEAN, lambda t: _after(t, 3, _NEW_COPY) + "# later\n", True),
+        # A finding below what was inserted moves, or a line one names in words: checked again.
+        (COPIER, lambda t: _after(t, 2, _NEW_COPY), False),
+        (_LOCAL + "\n\nis_pin_memory_available = None\n", lambda t: _after(t, 6, _NEW_COPY), False),
         # A caller of a function the verdict asked the callers of: every answer may change.
-        (_PASSER, _NEW_CALLER, False),
+        (_PASSER, lambda t: t + _NEW_CALLER, False),
+        (_PASSER, lambda t: _after(t, 6, _NEW_CALLER), False),
         # A name a fix imports, one another module read says, a dunder name.
-        (_LOCAL, _NEW_COPY.replace("extra", "is_pin_memory_available"), False),
-        (COPIER, _NEW_COPY.replace("extra", "torch"), False),
-        (COPIER, "\n\n__all__ = ['send']\n", False),
-        # Not only names bound: a call on import, a decorator, a suppression comment.
-        (COPIER, "\n\nLATER = make()\n", False),
-        (COPIER, "\n\n@staticmethod\n" + _NEW_COPY.lstrip("\n"), False),
-        (COPIER, _NEW_COPY.replace("non_blocking=True)", "non_blocking=True)  # noqa: PIN001"), False),
-        (COPIER, _NEW_COPY.replace("\n", "\r\n"), False),
+        (_LOCAL, lambda t: t + _NEW_COPY.replace("extra", "is_pin_memory_available"), False),
+        (COPIER, lambda t: t + _NEW_COPY.replace("extra", "torch"), False),
+        (COPIER, lambda t: t + "\n\n__all__ = ['send']\n", False),
+        # Not only names bound: a call on import, a decorator, a suppression comment, an
+        # edit besides the insertion, other line ends.
+        (COPIER, lambda t: t + "\n\nLATER = make()\n", False),
+        (COPIER, lambda t: t + "\n\n@staticmethod\n" + _NEW_COPY.lstrip("\n"), False),
+        (COPIER, lambda t: t + _NEW_COPY.replace("non_blocking=True)", "non_blocking=True)  # noqa: PIN001"), False),
+        (_CLEAN, lambda t: _after(t, 6, _NEW_COPY).replace("return 1", "return 2"), False),
+        (COPIER, lambda t: t + _NEW_COPY.replace("\n", "\r\n"), False),
     ],
     ids=[
         "copy",
         "copy-of-a-said-name",
         "constants",
+        "inserted-below-findings",
+        "inserted-in-a-clean-file",
+        "inserted-and-a-comment",
+        "inserted-above-a-finding",
+        "inserted-above-a-line-named",
         "caller",
+        "caller-inserted",
         "fix-import",
         "said",
         "dunder",
         "call",
         "decorated",
         "noqa",
+        "edited-besides",
         "crlf",
     ],
 )
-def test_code_appended_to_the_checked_file_is_checked_alone_where_the_rest_still_holds(
-    tmp_path: Path, before: str, appended: str, alone: bool
+def test_code_added_to_the_checked_file_is_checked_alone_where_the_rest_still_holds(
+    tmp_path: Path, before: str, edit, alone: bool
 ) -> None:
-    """Statements appended that only bind names nothing the verdict read says leave every
+    """Statements added that only bind names nothing the verdict read says leave every
     answer it got as it was: only they are checked, and their findings join the kept ones.
     Whatever the shortcut, the findings are those of a check without a cache."""
 
@@ -862,41 +886,38 @@ def test_code_appended_to_the_checked_file_is_checked_alone_where_the_rest_still
             "import torch\n\nfrom pkg.b import relay\n\n\ndef use(dev):\n"
             "    return relay(torch.zeros(2, pin_memory=True), dev)\n"
         )
-        assert [f for f in found(check(root, "pkg")) if f[0] == "pkg/b.py"]
+        check(root, "pkg")
         if mark:
             _mark_entry_of(root, "pkg/b.py")
-        (root / "pkg/b.py").write_bytes((before + appended).encode())
+        (root / "pkg/b.py").write_bytes(edit(before).encode())
         return check(root, "pkg/b.py")
 
     marked = edited(tmp_path / "marked", True)
     assert any(f["message"] == "from the cache" for f in json.loads(marked.stdout)["findings"]) is alone
     root = tmp_path / "plain"
     again = edited(root, False)
-    fresh = subprocess.run(
-        [sys.executable, "-m", "pinfix", "check", "--no-progress", "--no-cache", "--output-format", "json", "pkg/b.py"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    fresh = check(root, "--no-cache", "pkg/b.py")
     assert again.returncode == fresh.returncode == 1, (again.stderr, fresh.stderr)
     assert json.loads(again.stdout)["findings"] == json.loads(fresh.stdout)["findings"]  # every word
     if alone:
-        # The entry holds the whole file now, with what the check of the appended part read:
+        # The entry holds the whole file now, with what the check of what was added read:
         # a change of what that read is seen.
         assert found(check(root, "pkg/b.py")) == found(fresh)
         (root / "pkg/a.py").write_text(PINNED_MAKER)
-        assert [f for f in found(check(root, "pkg/b.py")) if f[1] == 5] == []
+        assert found(check(root, "pkg/b.py")) == found(check(root, "--no-cache", "pkg/b.py"))
 
 
 def _mark_entry_of(root: Path, rel: str) -> None:
-    """Mark the first finding of ``rel``'s entry (see :func:`_mark_entry`)."""
+    """Add a finding on line 1 to ``rel``'s entry, to see whether a later check answers
+    from it (see :func:`_mark_entry`)."""
     digest = hashlib.sha256((root / rel).read_bytes()).hexdigest()
     for path in (root / ".pinfix_cache").rglob("*"):
         if path.is_file() and len(path.name) == 64:
             kept = json.loads(path.read_text())
-            if kept.get("sha256") == digest and kept["diagnostics"]:
-                kept["diagnostics"][0]["message"] = "from the cache"
+            if kept.get("sha256") == digest:
+                marker = {"code": "PIN002", "line": 1, "column": 1, "end_line": 1, "end_column": 2}
+                marker.update(message="from the cache", pattern="to/inline", fix_safety=None, fix_note=None)
+                kept["diagnostics"].insert(0, marker)
                 path.write_text(json.dumps(kept))
                 return
-    raise AssertionError(f"no entry with findings for {rel}")
+    raise AssertionError(f"no entry for {rel}")

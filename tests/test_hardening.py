@@ -227,10 +227,10 @@ CRASHING_RUN = """
 import os, signal, sys
 import pinfix.engine as engine
 real = engine._process_source
-def crash_on_marked_files(path, data, config, mode, appended):
+def crash_on_marked_files(path, data, config, mode, added):
     if b"CRASH_HERE" in data:
         os.kill(os.getpid(), signal.SIGSEGV)  # as a native parser crash does
-    return real(path, data, config, mode, appended)
+    return real(path, data, config, mode, added)
 engine._process_source = crash_on_marked_files
 from pinfix.cli import main
 sys.exit(main(sys.argv[1:]))
