@@ -4,7 +4,8 @@ A deep verdict depends on other files: the modules its answers read and the
 searches of the project's text they made (callers of a function, stores to an
 attribute, subclasses). The engine reports both (``FileReport.reads``:
 ``f:<path>``, ``g:<word>\\0<pattern>``: a word every match holds, then the
-pattern). An entry keeps, besides the file's own hash:
+pattern; ``t:`` for a search that found too many files to read). An entry keeps,
+besides the file's own hash:
 
 - each module read, with its stamp (device, inode, size, modification and
   change times) and hash: still valid when it is unchanged (stat first, then
@@ -22,7 +23,14 @@ pattern). An entry keeps, besides the file's own hash:
   was read, so it is among the modules above). A valid entry then takes the
   listing of now, and modules read racy then and settled now their stamps, so
   the next run compares nothing (just after a checkout every file is racy: the
-  first warm deep run over vLLM 0.34.0 then took as long as the cold one).
+  first warm deep run over vLLM 0.34.0 then took as long as the cold one);
+- each search that found too many files for pinfix to read them (``t:``): its
+  answer (none) holds while it finds as many, so a changed file that it finds,
+  read or not, changes nothing, and a module read only needs to be found by it
+  still where it was (a comment in one of vLLM's many callers of a common name
+  made every verdict that had counted them be checked again, 8 s for one file).
+  A file outside those read that stopped being found is not seen (nor was it
+  before: pinfix keeps no text of the files it did not read).
 
 The listing also says which modules need no comparison of their own: while the
 listing of now is the one an entry keeps, every module under the root is as the
@@ -512,7 +520,8 @@ class DeepVerdicts:
 
         root, digest, listed = self.listing(path)
         modules: Dict[str, Any] = {}
-        searches = []
+        searches: List[str] = []
+        many: List[str] = []
         for what in reads or ():
             kind, _, name = what.partition(":")
             if kind == "f":
@@ -521,6 +530,8 @@ class DeepVerdicts:
                 self._keep_text(name)
             elif kind == "g":
                 searches.append(name)
+            elif kind == "t":
+                many.append(name)
         self._index_updates[os.path.realpath(path)] = list(reads or ())
         # An absent module the listing would hold were it there: its appearing moves the listing.
         outside = {
@@ -534,6 +545,7 @@ class DeepVerdicts:
             "modules": json.dumps(modules),
             "outside": outside,
             "searches": searches,
+            "many": many,
         }
 
     def modules_of(self, kept: Dict[str, Any]) -> Dict[str, Any]:
@@ -549,7 +561,8 @@ class DeepVerdicts:
 
     def reads_of(self, kept: Dict[str, Any]) -> List[str]:
         """What an entry's verdict read, as the engine reports it (``FileReport.reads``)."""
-        return sorted(["f:" + name for name in self.modules_of(kept)] + ["g:" + s for s in kept["searches"]])
+        found = ["f:" + name for name in self.modules_of(kept)] + ["g:" + s for s in kept["searches"]]
+        return sorted(found + ["t:" + s for s in kept.get("many", ())])
 
     def bring_up_to_date(self, kept: Dict[str, Any]) -> None:
         """Give ``kept`` (an entry :meth:`still_valid` just found valid) what that found:
@@ -626,7 +639,8 @@ class DeepVerdicts:
         stamp, digest = then
         if stamp != now:  # (a racy stamp was kept as None: its hash is compared)
             if self._hash(name) != digest:
-                if not self._same_meaning(name, digest, kept["searches"], findings, self.modules_of(kept)):
+                many = kept.get("many", ())
+                if not self._same_meaning(name, digest, kept["searches"], findings, self.modules_of(kept), many):
                     return False
                 self.refreshed[name] = [self._kept_stamp(name), self._hash(name)]
                 self._keep_text(name)
@@ -636,7 +650,13 @@ class DeepVerdicts:
         return True
 
     def _same_meaning(
-        self, name: str, digest: str, searches: List[str], findings: Any, read: Optional[Dict[str, Any]] = None
+        self,
+        name: str,
+        digest: str,
+        searches: List[str],
+        findings: Any,
+        read: Optional[Dict[str, Any]] = None,
+        many: Iterable[str] = (),
     ) -> bool:
         """Whether module ``name``, whose text was ``digest`` when the verdict read it,
         says the same to the verdict now (see the module's docstring; ``read``: every
@@ -649,7 +669,7 @@ class DeepVerdicts:
         # added after all of it leaves them as they were.
         if os.path.basename(name) in json.dumps(findings) and not new.startswith(old):
             return False
-        if not self._finds_the_same(searches, old, new):
+        if not self._finds_the_same(searches, old, new) or not self._still_found(many, old, new):
             return False
         then = self._meaning(digest, old)
         if then is not None and then == self._meaning(self._hash(name) or "", new):
@@ -697,6 +717,8 @@ class DeepVerdicts:
                 return False
         if not self._finds_the_same(kept["searches"], old, data, lines=True):
             return False
+        if not self._still_found(kept.get("many", ()), old, data):
+            return False
         then = positions(old)
         return then is not None and then == positions(data)
 
@@ -742,6 +764,8 @@ class DeepVerdicts:
                 return None
             read = self.modules_of(kept)
             if not self._finds_the_same_around(kept["searches"], old, data, blocks):
+                return None
+            if not self._still_found(kept.get("many", ()), old, data):
                 return None
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
@@ -856,6 +880,17 @@ class DeepVerdicts:
         for search in searches:
             then = self.matched(search, old, lines)
             if then is None or then != self.matched(search, new, lines):
+                return False
+        return True
+
+    def _still_found(self, many: Iterable[str], old: bytes, new: bytes) -> bool:
+        """Whether every search that found too many files to read them (``many``) finds
+        something in ``new`` where it found something in ``old``: the files it finds are
+        then no fewer for this one (more cannot change its answer); a search pinfix does
+        not make, nothing."""
+        for search in many:
+            then = self.matched(search, old)
+            if then is None or (then and not self.matched(search, new)):
                 return False
         return True
 

@@ -139,7 +139,8 @@ class FileReport:
     #: layout did), in one line; the CLI says it once per run.
     warning: Optional[str] = None
     #: ``--deep``: what the verdict read besides the file (``f:<path>`` of other
-    #: modules, ``g:<word>\0<pattern>`` of searches of the project's text); ``None``: nothing
+    #: modules, ``g:<word>\0<pattern>`` of searches of the project's text, ``t:`` of one
+    #: that found too many files to read them); ``None``: nothing
     #: was analysed (the pre-filter answered), so the verdict stands on the file alone.
     reads: Optional[List[str]] = None
 

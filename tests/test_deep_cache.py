@@ -216,6 +216,60 @@ def test_an_entry_compares_only_the_modules_changed_since_its_listing(tmp_path: 
     assert modules[3] in compared and set(compared) <= set(modules[2:])
 
 
+def test_a_search_that_found_too_many_files_holds_while_it_finds_as_many(tmp_path: Path) -> None:
+    """A verdict whose search found too many files to read them (callers of a common name)
+    got no answer from it: a changed file that the search finds, read or not, cannot change
+    that, and a module it read needs only to be found by it still. On vLLM 0.34.0 a comment
+    in a module such searches find cost 8 s of rechecks."""
+    from pinfix.deepcache import DeepVerdicts
+
+    root = tree(tmp_path / "proj", {"pkg/__init__.py": "", "pkg/m.py": "X = 1\n"})
+    unread, read = root / "pkg/o.py", root / "pkg/r.py"
+    unread.write_text("def f():\n    return make()\n")
+    read.write_text("def f():\n    return 1  # make() here\n")
+    module = str((root / "pkg/m.py").resolve())
+    many = "t:" + CALLS_OF_MAKE[2:]
+    cache = tmp_path / "cache"
+    kept = json.loads(json.dumps(_settled(cache).record(module, [f"f:{module}", f"f:{read.resolve()}", many])))
+    assert kept["many"] == [many[2:]] and kept["searches"] == []
+    assert DeepVerdicts(cache).reads_of(kept) == sorted([f"f:{module}", f"f:{read.resolve()}", many])
+    for path, text, valid in [
+        (unread, "def f():\n    return make()  # a comment\n", True),
+        (unread, "def f():\n    return make() + make()\n", True),  # found more: still too many
+        (read, "def f():\n    return 1  # make() there\n", True),
+        (read, "def f():\n    return 1\n", False),  # not found: it finds one file fewer
+    ]:
+        path.write_text(text)
+        assert _settled(cache).still_valid(module, kept) is valid, (path.name, text)
+    # As a search whose files were read, it would have been a change (a caller more).
+    plain = json.loads(json.dumps(_settled(cache).record(module, [f"f:{module}", CALLS_OF_MAKE])))
+    unread.write_text("def f():\n    return make() + make()  # more\n")
+    assert _settled(cache).still_valid(module, plain) is False
+
+
+def test_a_comment_in_one_of_many_callers_rechecks_no_verdict_that_counted_them(tmp_path: Path) -> None:
+    from pinfix.semantic.deep.project import MAX_CALLER_FILES
+
+    callers = {
+        f"pkg/c{i}.py": "import torch\n\nfrom pkg.b import send\n\n\ndef go(dev):\n    return send(torch.ones(2), dev)\n"
+        for i in range(MAX_CALLER_FILES + 2)
+    }
+    sender = "def send(x, dev):\n    return x.to(dev, non_blocking=True)\n"
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/b.py": sender, **callers})
+    check(root, "pkg")
+    _mark_entry_of(root, "pkg/b.py")
+    (entry,) = [p for p in (root / ".pinfix_cache").rglob("*") if p.is_file() and b"from the cache" in p.read_bytes()]
+
+    def kept() -> bool:  # (a recheck keeps what it said before as its baseline)
+        return any(d["message"] == "from the cache" for d in json.loads(entry.read_text())["diagnostics"])
+
+    for edit in ("# a comment\n", "\n\ndef more(dev):\n    return send(torch.ones(3), dev)\n"):
+        with open(root / "pkg/c3.py", "a") as c3:
+            c3.write(edit)
+        check(root, "pkg/c3.py")
+        assert kept()  # not rechecked: its callers are still too many
+
+
 def test_dependents_are_found_through_linked_folders(tmp_path: Path) -> None:
     from pinfix.deepcache import INDEX_NAME, DeepVerdicts
 

@@ -129,7 +129,8 @@ class DeepProject(Questions):
         self._slices: Dict[Tuple[int, Purpose], Slice] = {}
         self._graphs: Dict[Tuple[int, bool], Graph] = {}
         #: What each answer read (``f:<path>`` of a module, ``g:<word>\0<pattern>`` of a search
-        #: of the project's text), so that a cached verdict knows what to recheck.
+        #: of the project's text, ``t:`` one that found too many files to read), so that a
+        #: cached verdict knows what to recheck.
         self._reads: Dict[Tuple[Any, ...], FrozenSet[str]] = {}
         self._readers: List[Set[str]] = []
         #: Module files found by name: whether a symbolic link is on the way.
@@ -939,15 +940,19 @@ class DeepProject(Questions):
         """Project modules whose text matches ``pattern``, with the lines it matches on
         (``None``: more than ``limit`` files match, too many to read them all)."""
         key = (pattern.pattern, word, limit)
-        # The word is in every text the pattern matches: a cheap test before the pattern's.
-        # Both as their UTF-8 bytes, one character a byte (the cache matches them against bytes).
-        self.read("g:" + record(pattern, word))
         if key in self._greps:
             self.reused(("grep",) + key)
-            return self._greps[key]
-        with self.recording(("grep",) + key):
-            out = self._grep(pattern, word, limit)
-        self._greps[key] = out
+            out = self._greps[key]
+        else:
+            with self.recording(("grep",) + key):
+                out = self._grep(pattern, word, limit)
+            self._greps[key] = out
+        # What the answer depends on: the files the search finds (each read: a file that
+        # finds more, or another, may change it); where it found too many to read, only
+        # that it still does (``t:``: a file that finds more cannot change it). The word is
+        # in every text the pattern matches: a cheap test before the pattern's, both as their
+        # UTF-8 bytes, one character a byte (the cache matches them against bytes).
+        self.read(("t:" if out is None else "g:") + record(pattern, word))
         return out
 
     def _grep(
