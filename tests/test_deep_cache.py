@@ -975,3 +975,37 @@ def _mark_entry_of(root: Path, rel: str) -> None:
                 path.write_text(json.dumps(kept))
                 return
     raise AssertionError(f"no entry for {rel}")
+
+
+def test_kept_texts_are_pruned_to_the_newest_and_a_run_that_kept_few_seldom_lists_them(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import itertools
+
+    from pinfix import deepcache
+    from pinfix.deepcache import DeepVerdicts
+
+    monkeypatch.setattr(deepcache, "KEEP_TEXTS", 3)
+    texts = tmp_path / "cache" / deepcache.TEXTS_DIR
+
+    def keep(*bodies: str) -> int:
+        """Keep each text in one run; how many texts are kept after it."""
+        verdicts = DeepVerdicts(tmp_path / "cache")
+        for i, body in enumerate(bodies):
+            path = tmp_path / f"m{i}.py"
+            path.write_text(body)
+            verdicts._keep_text(str(path))
+        verdicts.save()
+        return sum(1 for p in texts.rglob("*.z"))
+
+    assert keep(*(f"X = {i}\n" for i in range(deepcache.PRUNE_AFTER))) == 3
+    # A few kept: the folder is not listed, unless one of them starts with 0 (1 in 16).
+    starts: Dict[bool, list] = {True: [], False: []}
+    for i in itertools.count(100):
+        body = f"Y = {i}\n"
+        starts[hashlib.sha256(body.encode()).hexdigest().startswith("0")].append(body)
+        if starts[True] and len(starts[False]) >= 2:
+            break
+    assert keep(starts[False][0]) == 4
+    assert keep(starts[False][1]) == 5
+    assert keep(starts[True][0]) == 3
