@@ -535,7 +535,8 @@ class DeepVerdicts:
                 searches.append(name)
             elif kind == "t":
                 many.append(name)
-        self._index_updates[os.path.realpath(path)] = list(reads or ())
+        # (A search that found too many files to read makes no file a dependent: not indexed.)
+        self._index_updates[os.path.realpath(path)] = [r for r in reads or () if not r.startswith("t:")]
         # An absent module the listing would hold were it there: its appearing moves the listing.
         outside = {
             name: then

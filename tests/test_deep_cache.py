@@ -230,8 +230,10 @@ def test_a_search_that_found_too_many_files_holds_while_it_finds_as_many(tmp_pat
     module = str((root / "pkg/m.py").resolve())
     many = "t:" + CALLS_OF_MAKE[2:]
     cache = tmp_path / "cache"
-    kept = json.loads(json.dumps(_settled(cache).record(module, [f"f:{module}", f"f:{read.resolve()}", many])))
+    first = _settled(cache)
+    kept = json.loads(json.dumps(first.record(module, [f"f:{module}", f"f:{read.resolve()}", many])))
     assert kept["many"] == [many[2:]] and kept["searches"] == []
+    assert first._index_updates[module] == [f"f:{module}", f"f:{read.resolve()}"]  # makes no dependent
     assert DeepVerdicts(cache).reads_of(kept) == sorted([f"f:{module}", f"f:{read.resolve()}", many])
     for path, text, valid in [
         (unread, "def f():\n    return make()  # a comment\n", True),
