@@ -606,8 +606,8 @@ class DeepVerdicts:
                 for link in (name for name in changed if name.endswith(os.sep)):
                     compared.update((name, then) for name, then in modules.items() if name.startswith(link))
                 compared.update(kept["outside"])
-                if itself in modules:
-                    compared[itself] = modules[itself]  # type: ignore[index]
+                if itself is not None and itself in modules:
+                    compared[itself] = modules[itself]
             if not all(self._module_holds(name, then, kept, findings, itself) for name, then in compared.items()):
                 return False
             searches = kept["searches"]
