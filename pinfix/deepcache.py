@@ -351,6 +351,8 @@ class DeepVerdicts:
         self._index_updates: Dict[str, List[str]] = {}
         self._meanings: Dict[str, Optional[str]] = {}
         self._kept_texts: Dict[str, bool] = {}
+        #: What :func:`added_names` found (by the hashes of the two texts).
+        self._added: Dict[Tuple[str, str], Optional[List[str]]] = {}
         #: The texts this run kept (by hash).
         self._texts_written: List[str] = []
         #: Modules :meth:`still_valid` last found changed in bytes only: path -> [stat, hash].
@@ -679,7 +681,7 @@ class DeepVerdicts:
         if then is not None and then == self._meaning(self._hash(name) or "", new):
             return True
         # Names added that nothing the verdict read says: no answer it got can have changed.
-        added = added_names(old, new)
+        added = self._added_names(digest, old, new)
         return added is not None and read is not None and not self._said(added, old, name, read)
 
     def _said(self, names: List[str], old: bytes, module: str, read: Dict[str, Any]) -> bool:
@@ -754,7 +756,7 @@ class DeepVerdicts:
             return None  # nothing inserted, or an encoding declaration may move
         if any(DIRECTIVE_LINE.search(new_lines[n]) for first, last in blocks for n in range(first, last)):
             return None
-        added = added_names(old, data)
+        added = self._added_names(digest, old, data)
         if added is None:
             return None
         first = blocks[0][0] + 1
@@ -777,6 +779,14 @@ class DeepVerdicts:
         if said.intersection(added) or self._said(added, old, path, read):
             return None
         return tuple((first + 1, last) for first, last in blocks)
+
+    def _added_names(self, digest: str, old: bytes, new: bytes) -> Optional[List[str]]:
+        """:func:`added_names` of a module's text ``digest`` and its text now (once a run:
+        the checked file's own verdict and those of the files depending on it ask the same)."""
+        key = (digest, file_hash(new))
+        if key not in self._added:
+            self._added[key] = added_names(old, new)
+        return self._added[key]
 
     def _finds_the_same_around(
         self, searches: List[str], old: bytes, new: bytes, blocks: List[Tuple[int, int]]
