@@ -52,7 +52,12 @@ added after its old text. The same holds for an edit that only adds names
 (:func:`added_names`: a constant, a function without decorators, nothing that runs
 code on import or changes the whole module) that no module the verdict read says:
 no answer the verdict got can have changed (rust-analyzer's early cut-off, by
-name). The entry is then brought up to date, so the next run compares nothing.
+name); and for an edit of the bodies of module-level functions alone
+(:func:`changed_bodies`: their signatures and decorators as they were) that no
+module the verdict read says but themselves, in which no search it made finds
+anything, before or after: no answer it got looked inside them (a verdict whose
+findings name the module needs the lines they name, and all before, unchanged).
+The entry is then brought up to date, so the next run compares nothing.
 
 The checked file's own verdict holds the same way for an edit that moves nothing
 it says (:meth:`DeepVerdicts.unmoved`): its tree with positions is unchanged (a
@@ -206,6 +211,50 @@ def added_names(old: bytes, new: bytes) -> Optional[List[str]]:
     return names if i == len(kept) and names else None
 
 
+def changed_bodies(old: bytes, new: bytes) -> Optional[List[Tuple[str, Tuple[int, int], Tuple[int, int]]]]:
+    """The module-level functions whose body alone changed, when that is all that changed
+    between two texts of a module once positions and docstrings are left out: each as its
+    name and its lines (first, last; decorators included) in each text. A function whose
+    body, before or after, changes what pinfix knows of the whole module (a ``global``
+    statement, a call that sets the default device or registers host memory) does not
+    count. ``None``: anything else."""
+    import copy
+
+    before, after = _bare_tree(old), _bare_tree(new)
+    if before is None or after is None or len(before.body) != len(after.body):
+        return None
+    out = []
+    try:
+        for was, now in zip(before.body, after.body):
+            if ast.dump(was) == ast.dump(now):
+                continue
+            if not isinstance(was, (ast.FunctionDef, ast.AsyncFunctionDef)) or type(now) is not type(was):
+                return None
+            heads = []
+            for node in (was, now):
+                head = copy.copy(node)
+                head.body = []
+                heads.append(ast.dump(head))
+            if heads[0] != heads[1] or any(_module_wide(n) for n in (*ast.walk(was), *ast.walk(now))):
+                return None
+            spans = [
+                (min([f.lineno, *(d.lineno for d in f.decorator_list)]), f.end_lineno or f.lineno) for f in (was, now)
+            ]
+            out.append((was.name, spans[0], spans[1]))
+    except (RecursionError, MemoryError):
+        return None
+    return out or None
+
+
+def _blanked(text: bytes, spans: List[Tuple[int, int]]) -> bytes:
+    """``text`` with the lines ``spans`` (first, last; 1-based) left empty."""
+    lines = text.splitlines(True)
+    for first, last in spans:
+        for n in range(first - 1, min(last, len(lines))):
+            lines[n] = b"\n"
+    return b"".join(lines)
+
+
 def _inert_binding(stmt: ast.stmt) -> Optional[List[str]]:
     """The names a top-level statement binds when binding them is all it does on import."""
 
@@ -281,6 +330,19 @@ def _lines_named(findings: Any, path: str) -> List[int]:
     return out
 
 
+def _module_lines_named(findings: Any, said: str, path: str) -> List[int]:
+    """The lines of module ``path`` that ``findings`` (as stored; ``said``: as JSON) name
+    as evidence or in words (``a.py:12``), whatever file they are in."""
+    base = os.path.basename(path)
+    out = [int(n) for n in re.findall(re.escape(base) + r":(\d+)", said)]
+    for finding in findings:
+        for step in finding.get("evidence") or ():
+            where = step.get("path")
+            if where and os.path.basename(where) == base:
+                out.append(int(step["line"]))
+    return out
+
+
 def _directed_alike(old: bytes, old_lines: List[bytes], new: bytes, new_lines: List[bytes]) -> bool:
     """Whether two texts of a file hold the same comments that may suppress or direct
     (:data:`DIRECTIVE_LINE`, an encoding declaration), on the same lines, and the same
@@ -351,6 +413,10 @@ class DeepVerdicts:
         self._index_updates: Dict[str, List[str]] = {}
         self._meanings: Dict[str, Optional[str]] = {}
         self._kept_texts: Dict[str, bool] = {}
+        #: Whether a module says any of some names (see :meth:`_said`).
+        self._says: Dict[Tuple[str, Tuple[str, ...]], bool] = {}
+        #: What :func:`changed_bodies` found (by the hashes of the two texts).
+        self._changed_bodies: Dict[Tuple[str, str], Any] = {}
         #: What :func:`added_names` found (by the hashes of the two texts).
         self._added: Dict[Tuple[str, str], Optional[List[str]]] = {}
         #: The texts this run kept (by hash).
@@ -592,11 +658,12 @@ class DeepVerdicts:
         after an edit compared the 2,000 modules a verdict read to find one changed)."""
         self.refreshed = {}
         self.relisted = None
+        own = os.path.realpath(path)
         try:
             root, digest_now, _ = self.listing(path)
             if itself is None and root == kept["root"] and digest_now == kept["listing"]:
                 return all(
-                    self._module_holds(name, then, kept, findings, None) for name, then in kept["outside"].items()
+                    self._module_holds(name, then, kept, findings, None, own) for name, then in kept["outside"].items()
                 )
             modules = self.modules_of(kept)
             changed = self.changed_since(kept["root"], kept["listing"])
@@ -610,7 +677,7 @@ class DeepVerdicts:
                 compared.update(kept["outside"])
                 if itself is not None and itself in modules:
                     compared[itself] = modules[itself]
-            if not all(self._module_holds(name, then, kept, findings, itself) for name, then in compared.items()):
+            if not all(self._module_holds(name, then, kept, findings, itself, own) for name, then in compared.items()):
                 return False
             searches = kept["searches"]
             if searches:
@@ -632,7 +699,15 @@ class DeepVerdicts:
         except (KeyError, TypeError, ValueError, AttributeError, re.error):
             return False
 
-    def _module_holds(self, name: str, then: Any, kept: Dict[str, Any], findings: Any, itself: Optional[str]) -> bool:
+    def _module_holds(
+        self,
+        name: str,
+        then: Any,
+        kept: Dict[str, Any],
+        findings: Any,
+        itself: Optional[str],
+        own: Optional[str] = None,
+    ) -> bool:
         """Whether module ``name``, kept as ``then`` (``[stamp, hash]``; ``None``: absent),
         says to the verdict what it said (one changed in its bytes only goes to :attr:`refreshed`)."""
         if name == itself:
@@ -646,7 +721,8 @@ class DeepVerdicts:
         if stamp != now:  # (a racy stamp was kept as None: its hash is compared)
             if self._hash(name) != digest:
                 many = kept.get("many", ())
-                if not self._same_meaning(name, digest, kept["searches"], findings, self.modules_of(kept), many):
+                read = self.modules_of(kept)
+                if not self._same_meaning(name, digest, kept["searches"], findings, read, many, name != own):
                     return False
                 self.refreshed[name] = [self._kept_stamp(name), self._hash(name)]
                 self._keep_text(name)
@@ -663,26 +739,56 @@ class DeepVerdicts:
         findings: Any,
         read: Optional[Dict[str, Any]] = None,
         many: Iterable[str] = (),
+        bodies: bool = True,
     ) -> bool:
         """Whether module ``name``, whose text was ``digest`` when the verdict read it,
         says the same to the verdict now (see the module's docstring; ``read``: every
-        module the verdict read)."""
+        module the verdict read; ``bodies``: whether a change of function bodies alone may
+        leave it, not for the verdict's own file, whose copies they may hold)."""
         old = self._kept_text(digest)
         new = self._text(name)
         if old is None or new is None:
             return False
         # Findings naming the module hold its positions and quote its text: only what is
-        # added after all of it leaves them as they were.
-        if os.path.basename(name) in json.dumps(findings) and not new.startswith(old):
-            return False
+        # added after all of it leaves them as they were (or a body changed below them).
+        said = json.dumps(findings)
+        moved = os.path.basename(name) in said and not new.startswith(old)
         if not self._finds_the_same(searches, old, new) or not self._still_found(many, old, new):
             return False
-        then = self._meaning(digest, old)
-        if then is not None and then == self._meaning(self._hash(name) or "", new):
-            return True
+        if not moved:
+            then = self._meaning(digest, old)
+            if then is not None and then == self._meaning(self._hash(name) or "", new):
+                return True
+        if read is None:
+            return False
         # Names added that nothing the verdict read says: no answer it got can have changed.
-        added = self._added_names(digest, old, new)
-        return added is not None and read is not None and not self._said(added, old, name, read)
+        added = None if moved else self._added_names(digest, old, new)
+        if added is not None:
+            return not self._said(added, old, name, read)
+        # Bodies of functions changed that nothing the verdict read says but themselves, in
+        # which no search it made finds anything: it never looked inside them.
+        pair = (digest, self._hash(name) or "")
+        if bodies and pair not in self._changed_bodies:
+            self._changed_bodies[pair] = changed_bodies(old, new)  # (once a run for each edit)
+        changed = self._changed_bodies[pair] if bodies else None
+        if changed is None:
+            return False
+        if moved:
+            first = min(span[0] for _, span, _ in changed)
+            if old.splitlines()[: first - 1] != new.splitlines()[: first - 1]:
+                return False
+            if any(line >= first for line in _module_lines_named(findings, said, name)):
+                return False
+        names = [n for n, _, _ in changed]
+        outside = _blanked(old, [span for _, span, _ in changed])
+        if self._said(names, outside, name, read):
+            return False
+        for search in [*searches, *many]:
+            for text, spans in ((old, [s for _, s, _ in changed]), (new, [s for _, _, s in changed])):
+                found = self.matched(search, text, lines=True)
+                if found is None or any(first <= line + 1 <= last for line, _ in found for first, last in spans):
+                    return False
+        return True
 
     def _said(self, names: List[str], old: bytes, module: str, read: Dict[str, Any]) -> bool:
         """Whether any of ``names`` is a dunder name or a word of ``old`` (the text
@@ -691,13 +797,25 @@ class DeepVerdicts:
             return True
         said = [n.encode() for n in names]
         words = re.compile(rb"(?<![\w\x80-\xff])(?:" + b"|".join(re.escape(n) for n in said) + rb")(?![\w\x80-\xff])")
-        for path in read:
-            data = old if path == module else self._text(path)
+
+        def says(data: Optional[bytes]) -> bool:
             if data is None:
-                continue
+                return False
             text = self._read_as_searched(data)
             # The bytes first (a text without them cannot match): most texts are ruled out so.
-            if any(n in text for n in said) and words.search(text) is not None:
+            return any(n in text for n in said) and words.search(text) is not None
+
+        if says(old):
+            return True
+        key = tuple(names)
+        for path in read:
+            if path == module:
+                continue
+            # Once a run for each module (the verdicts depending on an edited file share most).
+            known = self._says.get((path, key))
+            if known is None:
+                known = self._says[(path, key)] = says(self._text(path))
+            if known:
                 return True
         return False
 

@@ -568,9 +568,11 @@ def _dependents(
     run_config = config_for(Path(checked[0]))
     found_all = cache.dependents(checked, run_config)
     limit = cache.config.max_dependents or len(found_all)  # a run's setting: the base settings
-    # The rest are left as they are; the front end says how many (the run's note).
-    cache.unrechecked = [_relative(found) for found, _ in found_all[limit:]]
-    for found, origin in found_all[:limit]:
+    # Each is asked of the cache (its verdict may hold: an edit that changed nothing it
+    # read); of those that must be checked again, the first `limit` are, and the rest are
+    # left as they are: the front end says how many (the run's note).
+    cache.unrechecked = []
+    for found, origin in found_all:
         path = _relative(found)
         file_config = config_for(Path(path))
         data = _read(path)
@@ -578,10 +580,14 @@ def _dependents(
             continue
         # What it said before the files it depends on changed (kept until it is checked itself).
         before = set(cache.previous(path, file_config) or [])
-        waiting[path] = (data, file_config, origin, before)
         report = cache.get(path, data, file_config)
         if report is not None:
             answered.append(report)
+        elif len(waiting) - len(answered) >= limit:
+            cache.unrechecked.append(path)
+            cache.added.pop(path, None)
+            continue
+        waiting[path] = (data, file_config, origin, before)
     served = {r.path for r in answered}
     items = [
         (path, data, file_config, mode, cache.added.pop(path, None))

@@ -211,7 +211,7 @@ def test_an_entry_compares_only_the_modules_changed_since_its_listing(tmp_path: 
     assert DeepVerdicts(tmp_path / "cache").still_valid(modules[0], kept, []) is True
     assert compared == [modules[2]]
     compared.clear()
-    (root / "pkg/m3.py").write_text("def f3():\n    return 30\n")
+    (root / "pkg/m3.py").write_text("def f3(n):\n    return 30\n")
     assert DeepVerdicts(tmp_path / "cache").still_valid(modules[0], kept, []) is False
     assert modules[3] in compared and set(compared) <= set(modules[2:])
 
@@ -370,6 +370,22 @@ def test_at_most_max_dependents_are_rechecked_closest_first_and_a_note_names_the
         "pkg/far.py",
     ]
     assert "not rechecked" not in everything.stderr
+
+
+def test_dependents_whose_verdicts_hold_are_not_counted_against_max_dependents(tmp_path: Path) -> None:
+    maker = PINNED_MAKER + "\n\ndef helper(n):\n    return n + 1\n"
+    copiers = {f"pkg/b{i}.py": COPIER for i in range(3)}
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": maker, **copiers})
+    assert check(root, "pkg").returncode == 0
+    # A body none of them looked into: each verdict holds, none is left unchecked.
+    (root / "pkg/a.py").write_text(maker.replace("n + 1", "n + 2"))
+    proc = check(root, "--config", "max-dependents=1", "pkg/a.py")
+    assert proc.returncode == 0 and "not rechecked" not in proc.stderr, proc.stderr
+    # One they used: one rechecked, two left (and named).
+    (root / "pkg/a.py").write_text(maker.replace(", pin_memory=True", ""))
+    proc = check(root, "--config", "max-dependents=1", "pkg/a.py")
+    assert [f["path"] for f in json.loads(proc.stdout)["findings"]] == ["pkg/b0.py"]
+    assert "2 more files whose deep verdict read the checked files were not rechecked" in proc.stderr
 
 
 def test_no_file_is_a_dependent_when_every_verdict_is_among_the_checked_paths(tmp_path: Path, monkeypatch) -> None:
@@ -1011,3 +1027,80 @@ def test_kept_texts_are_pruned_to_the_newest_and_a_run_that_kept_few_seldom_list
     assert keep(starts[False][0]) == 4
     assert keep(starts[False][1]) == 5
     assert keep(starts[True][0]) == 3
+
+
+_HELPED = _PAGEABLE_MAKER + "\n\ndef helper(n):\n    return n + 1\n"
+_SENDER = "def send(x, dev):\n    return x.to(dev, non_blocking=True)\n"
+_SENDS = "import torch\n\nfrom pkg.b import send\n\n\ndef helper(dev):\n    return send(torch.zeros(2, pin_memory=True), dev)\n"
+
+
+@pytest.mark.parametrize(
+    "a, b, edited, kept",
+    [
+        (_HELPED, COPIER, _HELPED.replace("n + 1", "n + 2"), True),
+        (_HELPED, COPIER, _HELPED.replace("n + 1", "n + 2") + "# and a comment\n", True),
+        # The function changed is one the verdict used, or said elsewhere, or one in which
+        # a search it made finds something (the argument given to `send` there changed).
+        (_HELPED, COPIER, _HELPED.replace("torch.zeros(4)", "torch.zeros(4, pin_memory=True)"), False),
+        (_HELPED + "\n\ndef other():\n    return helper(1)\n", COPIER, None, False),
+        (_HELPED, COPIER + "# helper\n", _HELPED.replace("n + 1", "n + 2"), False),
+        (_SENDS, _SENDER, _SENDS.replace("zeros(2, pin_memory=True)", "zeros(2)"), False),
+        # Not only a body: the signature, a global, a method.
+        (_HELPED, COPIER, _HELPED.replace("helper(n)", "helper(n=1)"), False),
+        (_HELPED, COPIER, _HELPED.replace("    return n + 1", "    global make\n    return n + 1"), False),
+        (
+            _PAGEABLE_MAKER + "\n\nclass C:\n    def m(self):\n        return 1\n",
+            COPIER,
+            _PAGEABLE_MAKER + "\n\nclass C:\n    def m(self):\n        return 2\n",
+            False,
+        ),
+    ],
+    ids=[
+        "body",
+        "body-and-comment",
+        "used",
+        "called-inside",
+        "said",
+        "searched-inside",
+        "signature",
+        "global",
+        "method",
+    ],
+)
+def test_a_function_body_changed_that_a_verdict_never_looked_into_keeps_it(
+    tmp_path: Path, a: str, b: str, edited, kept: bool
+) -> None:
+    """A module a verdict read changed only in the body of a function that nothing the
+    verdict read says but itself, and in which no search it made finds anything: no answer
+    it got looked inside it. The findings are those of a check without the cache either way."""
+    edited = edited if edited is not None else a.replace("n + 1", "n + 2")
+
+    def run(root: Path, mark: bool) -> subprocess.CompletedProcess:
+        tree(root, {"pkg/__init__.py": "", "pkg/a.py": a, "pkg/b.py": b})
+        check(root, "pkg")
+        if mark:
+            _mark_entry_of(root, "pkg/b.py")
+        (root / "pkg/a.py").write_text(edited)
+        check(root, "pkg/a.py")  # the pre-commit call: b.py's verdict kept, or rechecked
+        return check(root, "pkg/b.py")
+
+    marked = run(tmp_path / "marked", True)
+    assert any(f["message"] == "from the cache" for f in json.loads(marked.stdout)["findings"]) is kept
+    plain = run(tmp_path / "plain", False)
+    fresh = check(tmp_path / "plain", "--no-cache", "pkg/b.py")
+    assert json.loads(plain.stdout)["findings"] == json.loads(fresh.stdout)["findings"]
+
+
+def test_the_changed_bodies_of_a_module() -> None:
+    from pinfix.deepcache import changed_bodies
+
+    old = b"import torch\n\n\n@cache\ndef make():\n    return torch.zeros(4)\n\n\ndef two():\n    return 2\n"
+    assert changed_bodies(old, old.replace(b"zeros(4)", b"zeros(5)")) == [("make", (4, 6), (4, 6))]
+    longer = old.replace(b"return 2", b"x = 2\n    return x")
+    assert changed_bodies(old, longer) == [("two", (9, 10), (9, 11))]
+    assert changed_bodies(old, old) is None  # nothing changed
+    assert changed_bodies(old, old.replace(b"def two()", b"def two(n)")) is None  # its signature
+    assert changed_bodies(old, old.replace(b"@cache", b"@other")) is None  # its decorator
+    assert changed_bodies(old, old.replace(b"import torch", b"import numpy")) is None  # not a body
+    assert changed_bodies(old, old + b"X = 1\n") is None  # added
+    assert changed_bodies(old, old.replace(b"return 2", b"global X\n    return 2")) is None
