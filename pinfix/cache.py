@@ -367,7 +367,11 @@ class ResultCache:
                     bound = settings_of(config or self.config).fix_imports
                     spans = verdicts.added(itself, raw["sha256"], data, kept, raw["diagnostics"], bound)
                     if spans is None:
-                        return None
+                        # Bodies changed that nothing else in it looked into: those checked again.
+                        rewritten = verdicts.rewritten(itself, raw["sha256"], data, kept, raw["diagnostics"])
+                        if rewritten is None:
+                            return None
+                        spans, raw["diagnostics"] = rewritten
             if verdicts is not None:
                 if not verdicts.still_valid(path, kept, raw["diagnostics"], itself=itself):
                     return None  # something its verdict read has changed

@@ -898,6 +898,80 @@ class DeepVerdicts:
             return None
         return tuple((first + 1, last) for first, last in blocks)
 
+    def rewritten(
+        self, path: str, digest: str, data: bytes, kept: Dict[str, Any], findings: Any
+    ) -> Optional[Tuple[Tuple[Tuple[int, int], ...], List[Any]]]:
+        """For the checked file ``path`` (resolved), whose text was ``digest`` when its
+        verdict was made and is ``data`` now: the lines (first, last) of each module-level
+        function whose body alone changed (:func:`changed_bodies`), and the findings the
+        verdict keeps (those outside them), when only those functions need a check
+        (``None``: check it all). That is when nothing the verdict read says their names
+        but themselves (no other function of the file calls them), no search it made finds
+        anything inside them, before or after, nor anything else than it found; no comment
+        that may suppress or direct is inside them, the others and the line ends are as
+        they were; no kept finding names them; and, where a function's length changed,
+        every line and number the kept findings name lies above the first one changed.
+        No answer the verdict got for the rest of the file looked inside them."""
+        old = self._earlier_text(path, digest, kept, data)
+        if old is None or _line_ends(old) != _line_ends(data) or _line_ends(data)[2]:
+            return None
+        pair = (digest, file_hash(data))
+        if pair not in self._changed_bodies:
+            self._changed_bodies[pair] = changed_bodies(old, data)
+        changed = self._changed_bodies[pair]
+        if not changed:
+            return None
+        old_lines, new_lines = old.splitlines(True), data.splitlines(True)
+
+        def outside(lines: List[bytes], spans: List[Tuple[int, int]]) -> List[bytes]:
+            return [line for n, line in enumerate(lines, 1) if not any(a <= n <= b for a, b in spans)]
+
+        def inside(lines: List[bytes], spans: List[Tuple[int, int]]) -> List[bytes]:
+            return [line for n, line in enumerate(lines, 1) if any(a <= n <= b for a, b in spans)]
+
+        then, now = [s for _, s, _ in changed], [s for _, _, s in changed]
+        if old_lines[:2] != new_lines[:2] or outside(old_lines, then) != outside(new_lines, now):
+            return None  # (the text around them as it was, comments included)
+        if any(DIRECTIVE_LINE.search(line) for line in (*inside(old_lines, then), *inside(new_lines, now))):
+            return None
+        first = min(a for a, _ in then)
+        moved = any(b - a != d - c for (a, b), (c, d) in zip(then, now))
+        kept_findings = []
+        try:
+            text = json.dumps(findings, ensure_ascii=False)
+            names = [n for n, _, _ in changed]
+            if set(re.findall(r"[^\W\d]\w*", text)).intersection(names):
+                return None
+            if any(f.get("code") == NOQA_CODE for f in findings):
+                return None
+            for finding in findings:
+                lines = _lines_named([finding], path)
+                if all(
+                    any(a <= n <= b for a, b in then) for n in range(int(finding["line"]), int(finding["end_line"]) + 1)
+                ):
+                    continue  # inside a changed function: found again
+                if any(any(a <= n <= b for a, b in then) for n in lines):
+                    return None  # names a line inside one
+                kept_findings.append(finding)
+            if moved:
+                said = json.dumps(kept_findings, ensure_ascii=False)
+                named = _lines_named(kept_findings, path)
+                if any(n >= first for n in named) or any(int(n) >= first for n in _SAID_NUMBER.findall(said)):
+                    return None
+            read = self.modules_of(kept)
+            for search in [*kept["searches"], *kept.get("many", ())]:
+                for source, spans in ((old, then), (data, now)):
+                    found = self.matched(search, source, lines=True)
+                    if found is None or any(a <= line + 1 <= b for line, _ in found for a, b in spans):
+                        return None
+            if not self._finds_the_same(kept["searches"], old, data):
+                return None
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        if self._said(names, _blanked(old, then), path, read):
+            return None
+        return tuple(now), kept_findings
+
     def _added_names(self, digest: str, old: bytes, new: bytes) -> Optional[List[str]]:
         """:func:`added_names` of a module's text ``digest`` and its text now (once a run:
         the checked file's own verdict and those of the files depending on it ask the same)."""

@@ -180,9 +180,11 @@ def _process_source(path: str, data: bytes, config: Config, mode: Mode, added: O
     with recording(data) as state:
         report = _process(path, data, config, mode, codes, added)
     if added is not None:
-        # The earlier findings all lie before what was added, which holds no suppression
-        # comment (nor did the earlier text hold one unused).
-        report.diagnostics = [replace(d, path=path) for d in added.diagnostics] + report.diagnostics
+        # The earlier findings lie outside what was added or rewritten, which holds no
+        # suppression comment (nor did the earlier text hold one unused): in source order,
+        # as the rules give them.
+        found = [replace(d, path=path) for d in added.diagnostics] + report.diagnostics
+        report.diagnostics = sorted(found, key=lambda d: (d.line, d.column, d.code))
         report.reads = sorted(set(added.reads).union(report.reads or ()))
     elif NOQA_CODE in codes and report.error is None:
         report.diagnostics += [Diagnostic(**f.shared_fields(), path=path) for f in noqa_report(data, state, codes)]

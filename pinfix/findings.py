@@ -147,10 +147,11 @@ class FileReport:
 
 @dataclass(frozen=True)
 class Added:
-    """``--deep`` with a cache: a file whose earlier text's verdict still holds, statements
-    only added to it since (:meth:`pinfix.deepcache.DeepVerdicts.added`). Only the copies
-    on the lines :attr:`spans` (first, last) are checked; the earlier findings and reads
-    join what that check finds."""
+    """``--deep`` with a cache: a file whose earlier text's verdict still holds but for
+    statements added to it since (:meth:`pinfix.deepcache.DeepVerdicts.added`) or function
+    bodies rewritten that nothing else in it looked into (``rewritten``). Only the copies
+    on the lines :attr:`spans` (first, last) are checked; the earlier findings outside
+    them and what the verdict read join what that check finds."""
 
     spans: Tuple[Tuple[int, int], ...]
     diagnostics: Tuple[Diagnostic, ...]

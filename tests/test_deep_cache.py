@@ -1104,3 +1104,73 @@ def test_the_changed_bodies_of_a_module() -> None:
     assert changed_bodies(old, old.replace(b"import torch", b"import numpy")) is None  # not a body
     assert changed_bodies(old, old + b"X = 1\n") is None  # added
     assert changed_bodies(old, old.replace(b"return 2", b"global X\n    return 2")) is None
+
+
+_TWO = (
+    "import torch\n\n\ndef send(a, dev):\n    return torch.from_numpy(a).to(dev, non_blocking=True)\n\n\n"
+    "def bump(n):\n    return n + 1\n"
+)
+_RELAY = (
+    "import torch\n\n\ndef _relay(x, dev):\n    return x.to(dev, non_blocking=True)\n\n\n"
+    "def bump(dev):\n    return _relay(torch.zeros(2, pin_memory=True), dev)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "before, after, alone",
+    [
+        (_TWO, _TWO.replace("n + 1", "n + 2"), True),
+        (_TWO, _TWO.replace("    return n + 1", "    m = n * 2\n    return m + 1"), True),
+        # A copy of its own in the body rewritten: found again there, the rest kept.
+        (_TWO, _TWO.replace("    return n + 1", "    return torch.zeros(n).to('cuda', non_blocking=True)"), True),
+        # Above the finding: the same length keeps its place; another length moves it.
+        (
+            _TWO.replace("def send", "def first():\n    return 1\n\n\ndef send"),
+            _TWO.replace("def send", "def first():\n    return 2\n\n\ndef send"),
+            True,
+        ),
+        (
+            _TWO.replace("def send", "def first():\n    return 1\n\n\ndef send"),
+            _TWO.replace("def send", "def first():\n    x = 2\n    return x\n\n\ndef send"),
+            False,
+        ),
+        # Called by another function of the file; a search of the verdict finds inside it.
+        (_TWO.replace("non_blocking=True)", "non_blocking=True), bump(1)"), None, False),
+        (_RELAY, _RELAY.replace("zeros(2, pin_memory=True)", "zeros(2)"), False),
+        # A suppression comment inside it, a signature, the text around it.
+        (_TWO, _TWO.replace("n + 1", "n + 2  # noqa: PIN001"), False),
+        (_TWO, _TWO.replace("bump(n)", "bump(n=1)"), False),
+        (_TWO, _TWO.replace("n + 1", "n + 2").replace("import torch\n", "import torch  # torch\n"), False),
+    ],
+    ids=[
+        "body",
+        "longer",
+        "own-copy",
+        "above-same-length",
+        "above-longer",
+        "called",
+        "searched",
+        "noqa",
+        "signature",
+        "around",
+    ],
+)
+def test_a_body_rewritten_in_the_checked_file_is_checked_alone_where_nothing_else_looked_into_it(
+    tmp_path: Path, before: str, after, alone: bool
+) -> None:
+    after = after if after is not None else before.replace("n + 1", "n + 2")
+
+    def edited(root: Path, mark: bool) -> subprocess.CompletedProcess:
+        tree(root, {"pkg/__init__.py": "", "pkg/b.py": before})
+        check(root, "pkg")
+        if mark:
+            _mark_entry_of(root, "pkg/b.py")
+        (root / "pkg/b.py").write_text(after)
+        return check(root, "pkg/b.py")
+
+    marked = edited(tmp_path / "marked", True)
+    assert any(f["message"] == "from the cache" for f in json.loads(marked.stdout)["findings"]) is alone
+    root = tmp_path / "plain"
+    again = edited(root, False)
+    fresh = check(root, "--no-cache", "pkg/b.py")
+    assert json.loads(again.stdout)["findings"] == json.loads(fresh.stdout)["findings"]  # every word
