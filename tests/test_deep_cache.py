@@ -964,19 +964,28 @@ def test_code_added_to_the_checked_file_is_checked_alone_where_the_rest_still_ho
         (root / "pkg/b.py").write_bytes(edit(before).encode())
         return check(root, "pkg/b.py")
 
-    marked = edited(tmp_path / "marked", True)
-    assert any(f["message"] == "from the cache" for f in json.loads(marked.stdout)["findings"]) is alone
-    root = tmp_path / "plain"
-    again = edited(root, False)
-    fresh = check(root, "--no-cache", "pkg/b.py")
+    root, again, fresh = _kept_alone(tmp_path, edited, alone)
     assert again.returncode == fresh.returncode == 1, (again.stderr, fresh.stderr)
-    assert json.loads(again.stdout)["findings"] == json.loads(fresh.stdout)["findings"]  # every word
     if alone:
         # The entry holds the whole file now, with what the check of what was added read:
         # a change of what that read is seen.
         assert found(check(root, "pkg/b.py")) == found(fresh)
         (root / "pkg/a.py").write_text(PINNED_MAKER)
         assert found(check(root, "pkg/b.py")) == found(check(root, "--no-cache", "pkg/b.py"))
+
+
+def _kept_alone(tmp_path: Path, edited, alone: bool):  # type: ignore[no-untyped-def]
+    """Run ``edited(root, mark)`` (a tree made, checked, ``pkg/b.py`` edited and checked
+    again) with the cached verdict marked, to see whether it was kept (``alone``), and
+    without, against a check without the cache on every field of every finding: the
+    unmarked tree's root, its check and the one without the cache."""
+    marked = edited(tmp_path / "marked", True)
+    assert any(f["message"] == "from the cache" for f in json.loads(marked.stdout)["findings"]) is alone
+    root = tmp_path / "plain"
+    again = edited(root, False)
+    fresh = check(root, "--no-cache", "pkg/b.py")
+    assert json.loads(again.stdout)["findings"] == json.loads(fresh.stdout)["findings"]  # every word
+    return root, again, fresh
 
 
 def _mark_entry_of(root: Path, rel: str) -> None:
@@ -1168,9 +1177,4 @@ def test_a_body_rewritten_in_the_checked_file_is_checked_alone_where_nothing_els
         (root / "pkg/b.py").write_text(after)
         return check(root, "pkg/b.py")
 
-    marked = edited(tmp_path / "marked", True)
-    assert any(f["message"] == "from the cache" for f in json.loads(marked.stdout)["findings"]) is alone
-    root = tmp_path / "plain"
-    again = edited(root, False)
-    fresh = check(root, "--no-cache", "pkg/b.py")
-    assert json.loads(again.stdout)["findings"] == json.loads(fresh.stdout)["findings"]  # every word
+    _kept_alone(tmp_path, edited, alone)
