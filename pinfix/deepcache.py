@@ -84,7 +84,7 @@ import re
 import stat
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from .config import NOQA_CODE
 from .regular import Stamp, stamp_of
@@ -322,6 +322,13 @@ def _lines_named(findings: Any, path: str) -> List[int]:
     out: List[int] = []
     for finding in findings:
         out.extend(range(int(finding["line"]), int(finding["end_line"]) + 1))
+    return out + _evidence_lines(findings, path)
+
+
+def _evidence_lines(findings: Any, path: str) -> List[int]:
+    """The lines of ``path`` that ``findings`` (as stored) point to as evidence."""
+    out: List[int] = []
+    for finding in findings:
         for step in finding.get("evidence") or ():
             where = step.get("path")
             # Paths as shown (relative to where that run was): any of the same name counts.
@@ -334,13 +341,7 @@ def _module_lines_named(findings: Any, said: str, path: str) -> List[int]:
     """The lines of module ``path`` that ``findings`` (as stored; ``said``: as JSON) name
     as evidence or in words (``a.py:12``), whatever file they are in."""
     base = os.path.basename(path)
-    out = [int(n) for n in re.findall(re.escape(base) + r":(\d+)", said)]
-    for finding in findings:
-        for step in finding.get("evidence") or ():
-            where = step.get("path")
-            if where and os.path.basename(where) == base:
-                out.append(int(step["line"]))
-    return out
+    return [int(n) for n in re.findall(re.escape(base) + r":(\d+)", said)] + _evidence_lines(findings, path)
 
 
 def _directed_alike(old: bytes, old_lines: List[bytes], new: bytes, new_lines: List[bytes]) -> bool:
@@ -379,6 +380,21 @@ def _inserted(old: List[bytes], new: List[bytes]) -> Optional[List[Tuple[int, in
 
 #: A number a finding's words may give as a line (``line 3``, ``lines 3, 5``, ``a.py:3``).
 _SAID_NUMBER = re.compile(r"(?:\blines? |:|, )(\d+)")
+
+
+def _words_of(findings: Any) -> Set[str]:
+    """The names ``findings`` (as stored) say, in any field."""
+    return set(re.findall(r"[^\W\d]\w*", json.dumps(findings, ensure_ascii=False)))
+
+
+def _named_below(findings: Any, path: str, first: int, words: bool = True) -> bool:
+    """Whether ``findings`` (as stored) name a line of ``path`` from ``first`` on, by
+    position or as evidence, or (with ``words``) say any number from ``first`` on
+    (their messages hold line numbers)."""
+    if any(line >= first for line in _lines_named(findings, path)):
+        return True
+    said = json.dumps(findings, ensure_ascii=False)
+    return words and any(int(n) >= first for n in _SAID_NUMBER.findall(said))
 
 
 class DeepVerdicts:
@@ -767,10 +783,7 @@ class DeepVerdicts:
             return not self._said(added, old, name, read)
         # Bodies of functions changed that nothing the verdict read says but themselves, in
         # which no search it made finds anything: it never looked inside them.
-        pair = (digest, self._hash(name) or "")
-        if bodies and pair not in self._changed_bodies:
-            self._changed_bodies[pair] = changed_bodies(old, new)  # (once a run for each edit)
-        changed = self._changed_bodies[pair] if bodies else None
+        changed = self._changed_bodies_of(digest, old, new) if bodies else None
         if changed is None:
             return False
         if moved:
@@ -779,16 +792,25 @@ class DeepVerdicts:
                 return False
             if any(line >= first for line in _module_lines_named(findings, said, name)):
                 return False
-        names = [n for n, _, _ in changed]
-        outside = _blanked(old, [span for _, span, _ in changed])
-        if self._said(names, outside, name, read):
-            return False
-        for search in [*searches, *many]:
-            for text, spans in ((old, [s for _, s, _ in changed]), (new, [s for _, _, s in changed])):
+        return not self._looked_into(changed, old, new, name, read, [*searches, *many])
+
+    def _looked_into(
+        self, changed: Any, old: bytes, new: bytes, module: str, read: Dict[str, Any], searches: List[str]
+    ) -> bool:
+        """Whether a verdict may have looked inside the functions whose bodies ``changed``
+        (:func:`changed_bodies` of ``module``'s texts ``old`` and ``new``): a module it
+        read (``read``) says one of their names outside them, or one of its ``searches``
+        finds anything inside them, before or after (what it found there may have
+        changed), or is not one pinfix makes."""
+        then = [span for _, span, _ in changed]
+        if self._said([n for n, _, _ in changed], _blanked(old, then), module, read):
+            return True
+        for search in searches:
+            for text, spans in ((old, then), (new, [span for _, _, span in changed])):
                 found = self.matched(search, text, lines=True)
                 if found is None or any(first <= line + 1 <= last for line, _ in found for first, last in spans):
-                    return False
-        return True
+                    return True
+        return False
 
     def _said(self, names: List[str], old: bytes, module: str, read: Dict[str, Any]) -> bool:
         """Whether any of ``names`` is a dunder name or a word of ``old`` (the text
@@ -879,11 +901,9 @@ class DeepVerdicts:
             return None
         first = blocks[0][0] + 1
         try:
-            if any(line >= first for line in _lines_named(findings, path)):
+            # (Lines added at the end leave every number the findings say as it was.)
+            if _named_below(findings, path, first, words=first <= len(old_lines)):
                 return None
-            text = json.dumps(findings, ensure_ascii=False)
-            if first <= len(old_lines) and any(int(n) >= first for n in _SAID_NUMBER.findall(text)):
-                return None  # a line below the first added one may be named in words
             if any(f.get("code") == NOQA_CODE for f in findings):
                 return None
             read = self.modules_of(kept)
@@ -893,7 +913,7 @@ class DeepVerdicts:
                 return None
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
-        said = set(re.findall(r"[^\W\d]\w*", text)) | set(bound)
+        said = _words_of(findings) | set(bound)
         if said.intersection(added) or self._said(added, old, path, read):
             return None
         return tuple((first + 1, last) for first, last in blocks)
@@ -915,10 +935,7 @@ class DeepVerdicts:
         old = self._earlier_text(path, digest, kept, data)
         if old is None or _line_ends(old) != _line_ends(data) or _line_ends(data)[2]:
             return None
-        pair = (digest, file_hash(data))
-        if pair not in self._changed_bodies:
-            self._changed_bodies[pair] = changed_bodies(old, data)
-        changed = self._changed_bodies[pair]
+        changed = self._changed_bodies_of(digest, old, data)
         if not changed:
             return None
         old_lines, new_lines = old.splitlines(True), data.splitlines(True)
@@ -938,9 +955,7 @@ class DeepVerdicts:
         moved = any(b - a != d - c for (a, b), (c, d) in zip(then, now))
         kept_findings = []
         try:
-            text = json.dumps(findings, ensure_ascii=False)
-            names = [n for n, _, _ in changed]
-            if set(re.findall(r"[^\W\d]\w*", text)).intersection(names):
+            if _words_of(findings).intersection(n for n, _, _ in changed):
                 return None
             if any(f.get("code") == NOQA_CODE for f in findings):
                 return None
@@ -953,24 +968,24 @@ class DeepVerdicts:
                 if any(any(a <= n <= b for a, b in then) for n in lines):
                     return None  # names a line inside one
                 kept_findings.append(finding)
-            if moved:
-                said = json.dumps(kept_findings, ensure_ascii=False)
-                named = _lines_named(kept_findings, path)
-                if any(n >= first for n in named) or any(int(n) >= first for n in _SAID_NUMBER.findall(said)):
-                    return None
-            read = self.modules_of(kept)
-            for search in [*kept["searches"], *kept.get("many", ())]:
-                for source, spans in ((old, then), (data, now)):
-                    found = self.matched(search, source, lines=True)
-                    if found is None or any(a <= line + 1 <= b for line, _ in found for a, b in spans):
-                        return None
+            if moved and _named_below(kept_findings, path, first):
+                return None
+            searches = [*kept["searches"], *kept.get("many", ())]
+            if self._looked_into(changed, old, data, path, self.modules_of(kept), searches):
+                return None
             if not self._finds_the_same(kept["searches"], old, data):
                 return None
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
-        if self._said(names, _blanked(old, then), path, read):
-            return None
         return tuple(now), kept_findings
+
+    def _changed_bodies_of(self, digest: str, old: bytes, new: bytes) -> Any:
+        """:func:`changed_bodies` of a module's text ``digest`` and its text now (once a run:
+        the checked file's own verdict and those of the files depending on it ask the same)."""
+        key = (digest, file_hash(new))
+        if key not in self._changed_bodies:
+            self._changed_bodies[key] = changed_bodies(old, new)
+        return self._changed_bodies[key]
 
     def _added_names(self, digest: str, old: bytes, new: bytes) -> Optional[List[str]]:
         """:func:`added_names` of a module's text ``digest`` and its text now (once a run:
