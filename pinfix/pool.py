@@ -578,8 +578,6 @@ def _dependents(
         data = _read(path)
         if isinstance(data, str) or not file_config.deep or not worth_reading(data, file_config):
             continue
-        # What it said before the files it depends on changed (kept until it is checked itself).
-        before = set(cache.previous(path, file_config) or [])
         report = cache.get(path, data, file_config)
         if report is not None:
             answered.append(report)
@@ -587,6 +585,8 @@ def _dependents(
             cache.unrechecked.append(path)
             cache.added.pop(path, None)
             continue
+        # What it said before the files it depends on changed (kept until it is checked itself).
+        before = set(cache.previous(path, file_config) or [])
         waiting[path] = (data, file_config, origin, before)
     served = {r.path for r in answered}
     items = [
