@@ -1260,9 +1260,15 @@ class DeepVerdicts:
         self._prune_texts()
         if not self._index_updates:
             return
+        index = self.index()
+        if all(index.get(path) == reads for path, reads in self._index_updates.items()):
+            # Nothing new (a verdict kept, or found again reading what it read): the file
+            # on disk says it already, and writing it is most of a one-file run's save.
+            self._index_updates.clear()
+            return
         from .writing import atomic_write
 
-        merged = dict(self.index())
+        merged = dict(index)
         merged.update(self._index_updates)
         try:
             self.prepare()

@@ -893,6 +893,26 @@ def _after(text: str, line: int, inserted: str):  # type: ignore[no-untyped-def]
     return "".join(lines[:line]) + inserted.lstrip("\n") + "\n\n" + "".join(lines[line:])
 
 
+def test_the_index_is_written_only_when_what_a_verdict_read_changed(tmp_path: Path) -> None:
+    """A one-file check whose verdict reads what it read before leaves the index file as it
+    was (writing it was most of such a run's save); one that reads another module writes it."""
+    from pinfix.deepcache import INDEX_NAME
+
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": COPIER})
+    assert check(root, "pkg").returncode == 0
+    (index,) = (root / ".pinfix_cache").rglob(INDEX_NAME)
+    before = index.read_bytes()
+    index.write_bytes(before + b" ")  # the same JSON: a rewrite would drop the space
+    (root / "pkg/b.py").write_text(COPIER.replace("dev", "device"))  # checked again, reading a.py
+    assert check(root, "pkg/b.py").returncode == 0
+    assert index.read_bytes() == before + b" "
+    (root / "pkg/c.py").write_text(PINNED_MAKER.replace("make", "other"))
+    (root / "pkg/b.py").write_text(COPIER.replace("from pkg.a import make", "from pkg.c import other as make"))
+    assert check(root, "pkg/b.py").returncode == 0
+    reads = json.loads(index.read_bytes())[os.path.realpath(root / "pkg/b.py")]
+    assert "f:" + os.path.realpath(root / "pkg/c.py") in reads
+
+
 @pytest.mark.parametrize(
     "before, edit, alone",
     [
