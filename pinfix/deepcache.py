@@ -1229,30 +1229,31 @@ class DeepVerdicts:
         given = {_real_path(p, folders): p for p in paths}
         #: The reads naming a given path, as the index writes them.
         read = {"f:" + name: p for name, p in given.items()}
-        #: Each search's answer, the first time a verdict recorded it (verdicts share most).
-        searched: Dict[str, Optional[str]] = {}
-        out = []
-        for other, reads in sorted(index.items()):
-            if other in given or not isinstance(reads, list):
-                continue
-            origin = None
-            for what in reads:
-                if type(what) is not str:
-                    what = str(what)
-                origin = read.get(what)
-                if origin is None and what.startswith("g:"):
-                    name = what[2:]
-                    if name not in searched:
-                        try:
-                            # (each given file is read once, the first time a search needs it)
-                            searched[name] = next((given[p] for p in given if self._matches_file(name, p)), None)
-                        except re.error:
-                            searched[name] = None
-                    origin = searched[name]
+        verdicts = [(o, reads) for o, reads in sorted(index.items()) if o not in given and isinstance(reads, list)]
+        try:
+            said = set().union(*(reads for _, reads in verdicts))
+        except TypeError:  # an unhashable read: the index is not of pinfix's writing, its strings count
+            verdicts = [(o, [what for what in reads if type(what) is str]) for o, reads in verdicts]
+            said = set().union(*(reads for _, reads in verdicts))
+        # The reads that make a verdict a dependent, with the given path each names: a read of
+        # one, or a search that finds something in one. Each distinct search is tested once
+        # (verdicts share most; each given file is read the first time a search needs it);
+        # then most verdicts are ruled out at once (one set test, not a loop over their reads).
+        hits = dict(read)
+        for what in said:
+            if type(what) is str and what.startswith("g:"):
+                try:
+                    origin = next((given[p] for p in given if self._matches_file(what[2:], p)), None)
+                except re.error:
+                    origin = None
                 if origin is not None:
-                    break
-            if origin is not None and os.path.isfile(other):
-                out.append((sum(1 for what in reads if str(what).startswith("f:")), other, origin))
+                    hits[what] = origin
+        out = []
+        for other, reads in verdicts:
+            if hits.keys().isdisjoint(reads) or not os.path.isfile(other):
+                continue
+            origin = next(hits[what] for what in reads if what in hits)
+            out.append((sum(1 for what in reads if type(what) is str and what.startswith("f:")), other, origin))
         return [(other, origin) for _, other, origin in sorted(out)]
 
     def save(self) -> None:

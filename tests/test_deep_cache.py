@@ -876,7 +876,28 @@ def test_a_search_many_verdicts_recorded_is_tested_once_for_their_dependents(tmp
     monkeypatch.setattr(verdicts, "_matches_file", lambda s, p: tested.append(s) or matches_file(s, p))
     monkeypatch.chdir(tmp_path)
     assert verdicts.dependents(["a.py"]) == [(o, "a.py") for o in others]
-    assert tested == [search[2:]]  # once for the five verdicts (and the other search never needed)
+    # Each distinct search once for the five verdicts (not once a verdict).
+    assert sorted(tested) == sorted([search[2:], record(calls_of("other"), "other")])
+
+
+def test_an_index_pinfix_did_not_write_finds_dependents_by_its_strings_only(tmp_path, monkeypatch):
+    from pinfix.deepcache import DeepVerdicts
+
+    (tmp_path / "a.py").write_text("def make():\n    return 1\n")
+    users = [tmp_path / f"user{i}.py" for i in range(4)]
+    for user in users:
+        user.write_text("from a import make\n")
+    read = "f:" + os.path.realpath(tmp_path / "a.py")
+    verdicts = DeepVerdicts(tmp_path / "cache")
+    index = {
+        str(users[0]): [5, ["x"], {"k": 1}, None, read],
+        str(users[1]): "not a list",
+        str(users[2]): [[read]],
+        str(users[3]): [CALLS_OF_MAKE, 1.5],
+    }
+    monkeypatch.setattr(verdicts, "index", lambda: index)
+    monkeypatch.chdir(tmp_path)
+    assert verdicts.dependents(["a.py"]) == [(str(users[3]), "a.py"), (str(users[0]), "a.py")]
 
 
 #: A function with a pageable copy of its own (line 10 once appended to COPIER).
