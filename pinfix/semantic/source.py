@@ -13,7 +13,8 @@ import codecs
 import io
 import re
 import tokenize
-from typing import Any, List, Optional, Tuple
+from array import array
+from typing import Any, List, Optional, Sequence, Tuple
 
 from ..findings import file_identity, same_file
 
@@ -60,9 +61,11 @@ class SourceText:
         self.path = file_identity(path)
         self.encoding = encoding
         self.data = data
-        starts = [0]
+        # As machine integers (a list of int objects took 35 MB over the modules deep
+        # mode read of vLLM 0.34.0).
+        starts = array("q", (0,))
         starts.extend(m.end() for m in _LINE_END.finditer(text))
-        self.line_starts = starts
+        self.line_starts: Sequence[int] = starts
 
     @classmethod
     def from_bytes(cls, data: bytes, path: str) -> "SourceText":

@@ -1,0 +1,81 @@
+"""What deep mode keeps in memory for a run: one copy of what is the same, nothing made
+before it is needed. Each test measures the bytes allocated (``tracemalloc`` counts
+them exactly, whatever the machine's load) or the objects kept."""
+
+import io
+import textwrap
+import tracemalloc
+from pathlib import Path
+
+from pinfix.cli import main
+from pinfix.semantic.source import SourceText
+from pinfix.semantic.values import CPU, PAGEABLE, Tensor, Value, join
+
+
+def _allocated(make) -> int:  # type: ignore[no-untyped-def]
+    """Bytes still allocated after ``make()``, its result kept."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = make()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert kept is not None
+    return after - before
+
+
+def test_line_starts_are_machine_integers() -> None:
+    text = "x = 1\n" * 20000
+    size = _allocated(lambda: SourceText(text, "<string>"))
+    # A list of int objects took ~36 bytes a line; an array of 64-bit integers takes 8.
+    assert size < 20000 * 16, size
+    src = SourceText(text, "<string>")
+    assert src.line_text(3) == "x = 1" and src.offset(20000, 0) == 6 * 19999
+
+
+def test_a_values_keys_are_made_when_first_asked_for() -> None:
+    atom = Tensor(CPU, PAGEABLE)
+    size = _allocated(lambda: [Value((atom,)) for _ in range(10000)])
+    # With its set of keys made at once, each value took ~270 bytes.
+    assert size < 10000 * 120, size
+    one, two = Value((atom,)), Value((Tensor(CPU, PAGEABLE),))
+    assert one.keys == frozenset({atom.key}) and one.keys is one.keys
+    assert join(one, two) is one  # the same key: nothing added
+
+
+def test_deep_answers_that_read_the_same_modules_share_one_set_of_reads(tmp_path: Path) -> None:
+    from pinfix.semantic.deep import project as deep_project
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("import torch\n\n\ndef make():\n    return torch.zeros(4)\n")
+    (pkg / "b.py").write_text(
+        textwrap.dedent(
+            """\
+            from pkg.a import make
+
+
+            def one(dev):
+                return make().to(dev, non_blocking=True)
+
+
+            def two(dev):
+                return make().to(dev, non_blocking=True)
+
+
+            def three(dev):
+                x = make()
+                return x.to(dev, non_blocking=True)
+            """
+        )
+    )
+    code = main(["check", "--no-progress", "--no-cache", "--deep", "-j", "1", str(pkg)], out=io.StringIO())
+    assert code == 1
+    (project,) = deep_project._PROJECTS.values()
+    sets = list(project._reads.values())
+    assert len(sets) > len(set(sets))  # answers that read the same modules
+    assert len({id(s) for s in sets}) == len(set(sets))  # ... share one set
+    reads = [what for s in sets for what in s if what.startswith("f:")]
+    assert len({id(what) for what in reads}) == len(set(reads))  # each module's read made once
