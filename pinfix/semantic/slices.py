@@ -52,30 +52,12 @@ class Slice:
         return name in self.keys or any(k.startswith(name + ".") for k in self.keys)
 
 
-class _Unit:
-    __slots__ = (
-        "stmt",
-        "parent",
-        "header",
-        "first",
-        "last",
-        "loads",
-        "receivers",
-        "defines",
-        "rebinds",
-        "stored",
-        "calls",
-        "given",
-        "returns",
-    )
+class _Marks:
+    """What one statement reads, binds and stores, as :func:`_collect` finds it."""
 
-    def __init__(self, stmt: ast.AST, parent: Optional["_Unit"], header: bool):
-        self.stmt = stmt
-        self.parent = parent
-        #: A compound statement: only its header is this unit's own.
-        self.header = header
-        self.first: int = getattr(stmt, "lineno", 0)
-        self.last: int = _header_end(stmt) if header else getattr(stmt, "end_lineno", self.first)
+    __slots__ = ("loads", "receivers", "defines", "rebinds", "stored", "calls", "given", "returns")
+
+    def __init__(self) -> None:
         self.loads: Set[str] = set()
         #: Names whose objects it stores into (``b`` in ``b.x = v``): what they are
         #: bound to matters, not what else is stored into them.
@@ -93,6 +75,42 @@ class _Unit:
         self.returns = False
 
 
+class _Unit:
+    """A statement of the graph: its :class:`_Marks`, kept as tuples (in the sets' order):
+    a deep run keeps the graphs of thousands of functions, and most of these are empty
+    (six sets a statement took 130 MB over vLLM 0.34.0)."""
+
+    __slots__ = (
+        "stmt",
+        "parent",
+        "header",
+        "first",
+        "last",
+        "loads",
+        "receivers",
+        "defines",
+        "rebinds",
+        "stored",
+        "calls",
+        "returns",
+    )
+
+    def __init__(self, stmt: ast.AST, parent: Optional["_Unit"], header: bool, marks: _Marks):
+        self.stmt = stmt
+        self.parent = parent
+        #: A compound statement: only its header is this unit's own.
+        self.header = header
+        self.first: int = getattr(stmt, "lineno", 0)
+        self.last: int = _header_end(stmt) if header else getattr(stmt, "end_lineno", self.first)
+        self.loads: Tuple[str, ...] = tuple(marks.loads)
+        self.receivers: Tuple[str, ...] = tuple(marks.receivers)
+        self.defines: Tuple[str, ...] = tuple(marks.defines)
+        self.rebinds: Tuple[str, ...] = tuple(marks.rebinds)
+        self.stored: Tuple[Tuple[Optional[str], str], ...] = tuple(marks.stored)
+        self.calls: Tuple[str, ...] = tuple(marks.calls)
+        self.returns = marks.returns
+
+
 class Graph:
     """What each statement of a function reads, binds and stores, indexed once
     (every slice of the function is then a walk over it)."""
@@ -102,15 +120,7 @@ class Graph:
         #: Nested functions read this one's names when they run (its own copies' question).
         self.closures = closures
         self.units: List[_Unit] = []
-        _collect(func.body, None, self.units, closures)
-        # `check_pinned(t)`, `checks.check_pinned(t)`, `self.check(t)`: a function that returns
-        # only when its argument passes a test narrows it (narrowing.checked), as an `assert`
-        # would. A method of a local object (`buf.copy_(t)`) is no project validator pinfix sees.
-        me = {func.self_name, "cls"}
-        for unit in self.units:
-            for receiver, names in unit.given:
-                if receiver is None or receiver in me or (receiver and receiver not in func.locals):
-                    unit.defines.update(names)
+        _collect(func.body, None, self.units, closures, func)
         self.defined: Dict[str, List[_Unit]] = {}
         self.rebound: Dict[str, List[_Unit]] = {}
         for unit in self.units:
@@ -192,31 +202,41 @@ def slice_of(func: FunctionInfo, purpose: Purpose) -> Slice:
     return Graph(func, purpose[0] == "copies").slice(purpose)
 
 
-def _collect(body: Iterable[ast.AST], parent: Optional[_Unit], out: List[_Unit], closures: bool) -> None:
+def _collect(
+    body: Iterable[ast.AST], parent: Optional[_Unit], out: List[_Unit], closures: bool, func: FunctionInfo
+) -> None:
     for stmt in body:
         header = isinstance(stmt, _COMPOUND) or _is_match(stmt) or _is_trystar(stmt)
-        unit = _Unit(stmt, parent, header)
-        out.append(unit)
+        marks = _Marks()
         if isinstance(stmt, _NESTED):
             # A nested def or class binds its name. For a function's own copies, it
             # reads, when it runs, every name it mentions (its free names come from
             # here, and may reach a copy in it): then it is always in the slice.
-            unit.defines.add(stmt.name)
-            unit.rebinds.add(stmt.name)
+            marks.defines.add(stmt.name)
+            marks.rebinds.add(stmt.name)
             for part in [stmt] if closures else _def_time_parts(stmt):
                 for node in ast.walk(part):
                     if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                        unit.loads.add(node.id)
+                        marks.loads.add(node.id)
+            out.append(_Unit(stmt, parent, header, marks))
             continue
         for node in _header_parts(stmt) if header else (stmt,):
-            _read(node, unit)
+            _read(node, marks)
         for target in _targets(stmt):
-            _define(target, unit)
+            _define(target, marks)
         if isinstance(stmt, ast.Return):
-            unit.returns = True
+            marks.returns = True
+        # `check_pinned(t)`, `checks.check_pinned(t)`, `self.check(t)`: a function that returns
+        # only when its argument passes a test narrows it (narrowing.checked), as an `assert`
+        # would. A method of a local object (`buf.copy_(t)`) is no project validator pinfix sees.
+        for receiver, names in marks.given:
+            if receiver is None or receiver in (func.self_name, "cls") or (receiver and receiver not in func.locals):
+                marks.defines.update(names)
+        unit = _Unit(stmt, parent, header, marks)
+        out.append(unit)
         if header:
             for block in _blocks(stmt):
-                _collect(block, unit, out, closures)
+                _collect(block, unit, out, closures, func)
 
 
 def _def_time_parts(stmt: ast.AST) -> List[ast.AST]:
@@ -229,7 +249,7 @@ def _def_time_parts(stmt: ast.AST) -> List[ast.AST]:
     return parts
 
 
-def _read(node: ast.AST, unit: _Unit) -> None:
+def _read(node: ast.AST, unit: _Marks) -> None:
     """The keys ``node`` reads, and the receivers its method calls may mutate."""
     below: Set[int] = set()
     for n in ast.walk(node):
@@ -257,7 +277,7 @@ def _read(node: ast.AST, unit: _Unit) -> None:
             _define(n.target, unit)
 
 
-def _define(target: ast.AST, unit: _Unit) -> None:
+def _define(target: ast.AST, unit: _Marks) -> None:
     if isinstance(target, ast.Name):
         unit.defines.add(target.id)
         unit.rebinds.add(target.id)
