@@ -97,6 +97,9 @@ Listing = Dict[str, Tuple[Any, ...]]
 RACY_SECONDS = 2.0
 
 INDEX_NAME = "deep-index.json"
+#: The index's format: a first line listing the files whose verdicts it holds (a run over
+#: every one of them reads no more), then the distinct reads once and each file's by number.
+DEEP_INDEX_FORMAT = 2
 LISTINGS_DIR = "listings"
 #: Texts of the modules verdicts read, compressed, by hash (``<hash>.z``).
 TEXTS_DIR = "texts"
@@ -426,6 +429,9 @@ class DeepVerdicts:
         self._changed: Dict[Tuple[str, str], Optional[List[str]]] = {}
         self._patterns: Dict[str, "re.Pattern[bytes]"] = {}
         self._index: Optional[Dict[str, Any]] = None
+        #: The index's files, and the rest of its text (its reads, decoded when asked for).
+        self._index_files: Optional[List[str]] = None
+        self._index_rest = b""
         self._index_updates: Dict[str, List[str]] = {}
         self._meanings: Dict[str, Optional[str]] = {}
         self._kept_texts: Dict[str, bool] = {}
@@ -1200,15 +1206,50 @@ class DeepVerdicts:
 
     # --- the index: who read what ------------------------------------------------------------
 
-    def index(self) -> Dict[str, Any]:
-        if self._index is None:
+    def index_files(self) -> List[str]:
+        """The files whose verdicts the index holds: its first line (an index of the first
+        format, one document, is read whole)."""
+        if self._index_files is None:
             from .regular import read_regular
 
             try:
-                raw = json.loads(read_regular(self.directory / INDEX_NAME, follow_symlinks=False, limit=1 << 28))
-                self._index = raw if isinstance(raw, dict) else {}
-            except (OSError, ValueError, RecursionError):
-                self._index = {}
+                data = read_regular(self.directory / INDEX_NAME, follow_symlinks=False, limit=1 << 28)
+            except OSError:
+                data = b""
+            head, _, self._index_rest = data.partition(b"\n")
+            try:
+                first = json.loads(head) if head else {}
+            except (ValueError, RecursionError):
+                first = {}
+            if not isinstance(first, dict):
+                first = {}
+            files = first.get("files")
+            if first.get("format") == DEEP_INDEX_FORMAT and isinstance(files, list):
+                self._index_files = [f for f in files if type(f) is str]
+                if len(self._index_files) != len(files):
+                    self._index_files, self._index = [], {}  # not of pinfix's writing
+            else:
+                self._index = {} if "format" in first else first  # the first format: each file's reads
+                self._index_files = list(self._index)
+        return self._index_files
+
+    def index(self) -> Dict[str, Any]:
+        """Each file's reads (of its verdict, when written), as :meth:`record` found them."""
+        files = self.index_files()
+        if self._index is None:
+            try:
+                rest = json.loads(self._index_rest)
+            except (ValueError, RecursionError):
+                rest = None
+            reads = rest.get("reads") if isinstance(rest, dict) else None
+            of = rest.get("of") if isinstance(rest, dict) else None
+            self._index = {}
+            if isinstance(reads, list) and isinstance(of, list) and len(of) == len(files):
+                count = len(reads)
+                for name, numbers in zip(files, of):
+                    if isinstance(numbers, list):
+                        self._index[name] = [reads[i] for i in numbers if type(i) is int and 0 <= i < count]
+            self._index_rest = b""
         return self._index
 
     def dependents(self, paths: Iterable[str]) -> List[Tuple[str, str]]:
@@ -1217,14 +1258,14 @@ class DeepVerdicts:
         read the fewest modules first (the most closely tied, and the cheapest to
         recheck), then by path."""
         paths = list(paths)
-        index = self.index()
         # A whole tree checked: every file with a verdict is among the paths (its indexed
         # name is a real path, so a path spelling it is that file), so none is a dependent,
         # and no path's real path need be found.
         cwd = os.getcwd()
         spelled = {os.path.normpath(os.path.join(cwd, p)) for p in paths}
-        if all(other in spelled for other in index):
+        if all(other in spelled for other in self.index_files()):
             return []
+        index = self.index()
         folders: Dict[str, str] = {}
         given = {_real_path(p, folders): p for p in paths}
         #: The reads naming a given path, as the index writes them.
@@ -1271,9 +1312,19 @@ class DeepVerdicts:
 
         merged = dict(index)
         merged.update(self._index_updates)
+        files = sorted(merged)
+        numbers: Dict[str, int] = {}
+        of = [
+            [numbers.setdefault(r, len(numbers)) for r in merged[f] if type(r) is str]
+            if isinstance(merged[f], list)
+            else []
+            for f in files
+        ]
+        head = json.dumps({"format": DEEP_INDEX_FORMAT, "files": files})
         try:
             self.prepare()
-            atomic_write(self.directory, INDEX_NAME, json.dumps(merged, sort_keys=True).encode())
+            text = head + "\n" + json.dumps({"reads": list(numbers), "of": of})
+            atomic_write(self.directory, INDEX_NAME, text.encode())
         except OSError:
             pass  # a cache is only ever a shortcut
         self._index_updates.clear()

@@ -866,11 +866,9 @@ def test_a_search_many_verdicts_recorded_is_tested_once_for_their_dependents(tmp
         other = tmp_path / f"user{i}.py"
         other.write_text("from a import make\n")
         others.append(str(other))
-    verdicts = DeepVerdicts(tmp_path / "cache")
     search = CALLS_OF_MAKE
-    monkeypatch.setattr(
-        verdicts, "index", lambda: {o: [search, "g:" + record(calls_of("other"), "other")] for o in others}
-    )
+    _write_index(tmp_path / "cache", {o: [search, "g:" + record(calls_of("other"), "other")] for o in others})
+    verdicts = DeepVerdicts(tmp_path / "cache")
     tested = []
     matches_file = verdicts._matches_file
     monkeypatch.setattr(verdicts, "_matches_file", lambda s, p: tested.append(s) or matches_file(s, p))
@@ -878,6 +876,41 @@ def test_a_search_many_verdicts_recorded_is_tested_once_for_their_dependents(tmp
     assert verdicts.dependents(["a.py"]) == [(o, "a.py") for o in others]
     # Each distinct search once for the five verdicts (not once a verdict).
     assert sorted(tested) == sorted([search[2:], record(calls_of("other"), "other")])
+
+
+def test_the_index_lists_its_files_first_and_a_run_over_all_of_them_reads_no_more(tmp_path, monkeypatch):
+    from pinfix.deepcache import INDEX_NAME, DeepVerdicts
+
+    monkeypatch.chdir(tmp_path)
+    users = [str(tmp_path / f"user{i}.py") for i in range(3)]
+    for user in users:
+        Path(user).write_text("x = 1\n")
+    written = DeepVerdicts(tmp_path / "cache")
+    reads = {users[0]: ["f:/m/a.py", "f:/m/b.py"], users[1]: ["f:/m/b.py", CALLS_OF_MAKE], users[2]: []}
+    written._index_updates.update(reads)
+    written.save()
+    data = (tmp_path / "cache" / INDEX_NAME).read_bytes()
+    head, rest = data.split(b"\n")
+    assert json.loads(head) == {"format": 2, "files": sorted(users)}
+    assert json.loads(rest)["reads"] == ["f:/m/a.py", "f:/m/b.py", CALLS_OF_MAKE]  # each once
+    assert DeepVerdicts(tmp_path / "cache").index() == reads
+    # The reads spoilt: a run over every file the index holds needs only its first line.
+    (tmp_path / "cache" / INDEX_NAME).write_bytes(head + b"\n{not json")
+    again = DeepVerdicts(tmp_path / "cache")
+    assert again.dependents([os.path.relpath(u) for u in users]) == []
+    assert again._index is None
+    assert again.dependents(["user0.py"]) == []  # the rest unreadable: no reads, no dependents
+    # Another format (a later pinfix's) says nothing.
+    (tmp_path / "cache" / INDEX_NAME).write_text(json.dumps({"format": 3, "files": users}) + "\n{}")
+    assert DeepVerdicts(tmp_path / "cache").index_files() == []
+
+
+def _write_index(directory: Path, index: dict) -> None:
+    """An index of the first format (one document: each file's reads), as pinfix wrote it before."""
+    from pinfix.deepcache import INDEX_NAME
+
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / INDEX_NAME).write_text(json.dumps(index))
 
 
 def test_an_index_pinfix_did_not_write_finds_dependents_by_its_strings_only(tmp_path, monkeypatch):
@@ -888,14 +921,14 @@ def test_an_index_pinfix_did_not_write_finds_dependents_by_its_strings_only(tmp_
     for user in users:
         user.write_text("from a import make\n")
     read = "f:" + os.path.realpath(tmp_path / "a.py")
-    verdicts = DeepVerdicts(tmp_path / "cache")
     index = {
         str(users[0]): [5, ["x"], {"k": 1}, None, read],
         str(users[1]): "not a list",
         str(users[2]): [[read]],
         str(users[3]): [CALLS_OF_MAKE, 1.5],
     }
-    monkeypatch.setattr(verdicts, "index", lambda: index)
+    _write_index(tmp_path / "cache", index)  # in the first format: each file's reads
+    verdicts = DeepVerdicts(tmp_path / "cache")
     monkeypatch.chdir(tmp_path)
     assert verdicts.dependents(["a.py"]) == [(str(users[3]), "a.py"), (str(users[0]), "a.py")]
 
@@ -917,7 +950,7 @@ def _after(text: str, line: int, inserted: str):  # type: ignore[no-untyped-def]
 def test_the_index_is_written_only_when_what_a_verdict_read_changed(tmp_path: Path) -> None:
     """A one-file check whose verdict reads what it read before leaves the index file as it
     was (writing it was most of such a run's save); one that reads another module writes it."""
-    from pinfix.deepcache import INDEX_NAME
+    from pinfix.deepcache import INDEX_NAME, DeepVerdicts
 
     root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": COPIER})
     assert check(root, "pkg").returncode == 0
@@ -930,7 +963,7 @@ def test_the_index_is_written_only_when_what_a_verdict_read_changed(tmp_path: Pa
     (root / "pkg/c.py").write_text(PINNED_MAKER.replace("make", "other"))
     (root / "pkg/b.py").write_text(COPIER.replace("from pkg.a import make", "from pkg.c import other as make"))
     assert check(root, "pkg/b.py").returncode == 0
-    reads = json.loads(index.read_bytes())[os.path.realpath(root / "pkg/b.py")]
+    reads = DeepVerdicts(index.parent).index()[os.path.realpath(root / "pkg/b.py")]
     assert "f:" + os.path.realpath(root / "pkg/c.py") in reads
 
 
