@@ -428,10 +428,12 @@ class DeepVerdicts:
         self._texts: Dict[str, Optional[bytes]] = {}
         self._changed: Dict[Tuple[str, str], Optional[List[str]]] = {}
         self._patterns: Dict[str, "re.Pattern[bytes]"] = {}
-        self._index: Optional[Dict[str, Any]] = None
-        #: The index's files, and the rest of its text (its reads, decoded when asked for).
+        #: The index's files, and the rest of its text (its reads, decoded when asked for), or
+        #: an index of the first format as read.
         self._index_files: Optional[List[str]] = None
         self._index_rest = b""
+        self._index_first: Optional[Dict[str, Any]] = None
+        self._index_numbered: Optional[Tuple[List[str], List[Any], List[Any]]] = None
         self._index_updates: Dict[str, List[str]] = {}
         self._meanings: Dict[str, Optional[str]] = {}
         self._kept_texts: Dict[str, bool] = {}
@@ -1224,33 +1226,54 @@ class DeepVerdicts:
             if not isinstance(first, dict):
                 first = {}
             files = first.get("files")
+            self._index_files = []
             if first.get("format") == DEEP_INDEX_FORMAT and isinstance(files, list):
-                self._index_files = [f for f in files if type(f) is str]
-                if len(self._index_files) != len(files):
-                    self._index_files, self._index = [], {}  # not of pinfix's writing
-            else:
-                self._index = {} if "format" in first else first  # the first format: each file's reads
-                self._index_files = list(self._index)
+                if all(type(f) is str for f in files):
+                    self._index_files = files
+            elif "format" not in first:  # the first format: each file's reads
+                self._index_files = list(first)
+                self._index_first = first
         return self._index_files
 
-    def index(self) -> Dict[str, Any]:
-        """Each file's reads (of its verdict, when written), as :meth:`record` found them."""
+    def _numbered(self) -> Tuple[List[str], List[Any], List[Any]]:
+        """The index as written: its files, the distinct reads, and each file's reads by
+        number. What is not of pinfix's writing stays as it is: a number that is no place
+        in the reads names none, and a file whose reads are no list reads nothing."""
         files = self.index_files()
-        if self._index is None:
-            try:
-                rest = json.loads(self._index_rest)
-            except (ValueError, RecursionError):
-                rest = None
-            reads = rest.get("reads") if isinstance(rest, dict) else None
-            of = rest.get("of") if isinstance(rest, dict) else None
-            self._index = {}
-            if isinstance(reads, list) and isinstance(of, list) and len(of) == len(files):
-                count = len(reads)
-                for name, numbers in zip(files, of):
-                    if isinstance(numbers, list):
-                        self._index[name] = [reads[i] for i in numbers if type(i) is int and 0 <= i < count]
-            self._index_rest = b""
-        return self._index
+        if self._index_numbered is None:
+            reads: List[Any] = []
+            of: List[Any] = []
+            if self._index_first is not None:
+                numbers: Dict[str, int] = {}
+                for name in files:
+                    said = self._index_first[name]
+                    if isinstance(said, list):
+                        of.append([numbers.setdefault(r, len(numbers)) for r in said if type(r) is str])
+                    else:
+                        of.append([])
+                reads = list(numbers)
+            else:
+                try:
+                    rest = json.loads(self._index_rest)
+                except (ValueError, RecursionError):
+                    rest = None
+                if isinstance(rest, dict) and isinstance(rest.get("reads"), list) and isinstance(rest.get("of"), list):
+                    reads, of = rest["reads"], rest["of"]
+                if len(of) != len(files):
+                    reads, of = [], [[] for _ in files]
+                of = [numbers if isinstance(numbers, list) else [] for numbers in of]
+            self._index_numbered = (files, reads, of)
+            self._index_rest, self._index_first = b"", None
+        return self._index_numbered
+
+    def index(self) -> Dict[str, List[str]]:
+        """Each file's reads (of its verdict, when written), as :meth:`record` found them."""
+        files, reads, of = self._numbered()
+        count = len(reads)
+        return {
+            name: [reads[i] for i in numbers if type(i) is int and 0 <= i < count and type(reads[i]) is str]
+            for name, numbers in zip(files, of)
+        }
 
     def dependents(self, paths: Iterable[str]) -> List[Tuple[str, str]]:
         """Files checked with ``--deep`` before (not among ``paths``) whose verdict
@@ -1265,36 +1288,38 @@ class DeepVerdicts:
         spelled = {os.path.normpath(os.path.join(cwd, p)) for p in paths}
         if all(other in spelled for other in self.index_files()):
             return []
-        index = self.index()
+        files, reads, of = self._numbered()
         folders: Dict[str, str] = {}
         given = {_real_path(p, folders): p for p in paths}
         #: The reads naming a given path, as the index writes them.
         read = {"f:" + name: p for name, p in given.items()}
-        verdicts = [(o, reads) for o, reads in sorted(index.items()) if o not in given and isinstance(reads, list)]
-        try:
-            said = set().union(*(reads for _, reads in verdicts))
-        except TypeError:  # an unhashable read: the index is not of pinfix's writing, its strings count
-            verdicts = [(o, [what for what in reads if type(what) is str]) for o, reads in verdicts]
-            said = set().union(*(reads for _, reads in verdicts))
-        # The reads that make a verdict a dependent, with the given path each names: a read of
-        # one, or a search that finds something in one. Each distinct search is tested once
-        # (verdicts share most; each given file is read the first time a search needs it);
-        # then most verdicts are ruled out at once (one set test, not a loop over their reads).
-        hits = dict(read)
-        for what in said:
-            if type(what) is str and what.startswith("g:"):
+        # The reads that make a verdict a dependent (by number), with the given path each
+        # names: a read of one, or a search that finds something in one. Each distinct read is
+        # tested once (each given file read the first time a search needs it); then most
+        # verdicts are ruled out at once (one set test, not a loop over their reads).
+        hits: Dict[int, str] = {}
+        for number, what in enumerate(reads):
+            if type(what) is not str:
+                continue
+            origin = read.get(what)
+            if origin is None and what.startswith("g:"):
                 try:
                     origin = next((given[p] for p in given if self._matches_file(what[2:], p)), None)
                 except re.error:
                     origin = None
-                if origin is not None:
-                    hits[what] = origin
+            if origin is not None:
+                hits[number] = origin
         out = []
-        for other, reads in verdicts:
-            if hits.keys().isdisjoint(reads) or not os.path.isfile(other):
+        for other, numbers in zip(files, of):
+            try:
+                apart = other in given or hits.keys().isdisjoint(numbers)
+            except TypeError:  # an unhashable number: not of pinfix's writing
+                apart = hits.keys().isdisjoint(n for n in numbers if type(n) is int)
+            if apart or not os.path.isfile(other):
                 continue
-            origin = next(hits[what] for what in reads if what in hits)
-            out.append((sum(1 for what in reads if type(what) is str and what.startswith("f:")), other, origin))
+            origin = next(hits[n] for n in numbers if type(n) is int and n in hits)
+            modules = sum(1 for n in numbers if type(n) is int and n in range(len(reads)) and _names_a_file(reads[n]))
+            out.append((modules, other, origin))
         return [(other, origin) for _, other, origin in sorted(out)]
 
     def save(self) -> None:
@@ -1302,28 +1327,37 @@ class DeepVerdicts:
         self._prune_texts()
         if not self._index_updates:
             return
-        index = self.index()
-        if all(index.get(path) == reads for path, reads in self._index_updates.items()):
+        files, reads, of = self._numbered()
+        where = {name: place for place, name in enumerate(files)}
+        count = len(reads)
+
+        def said(path: str) -> Optional[List[Any]]:
+            place = where.get(path)
+            return (
+                None if place is None else [reads[i] if type(i) is int and 0 <= i < count else None for i in of[place]]
+            )
+
+        if all(said(path) == now for path, now in self._index_updates.items()):
             # Nothing new (a verdict kept, or found again reading what it read): the file
             # on disk says it already, and writing it is most of a one-file run's save.
             self._index_updates.clear()
             return
         from .writing import atomic_write
 
-        merged = dict(index)
+        merged: Dict[str, Any] = self.index()
         merged.update(self._index_updates)
-        files = sorted(merged)
+        names = sorted(merged)
         numbers: Dict[str, int] = {}
-        of = [
+        numbered = [
             [numbers.setdefault(r, len(numbers)) for r in merged[f] if type(r) is str]
             if isinstance(merged[f], list)
             else []
-            for f in files
+            for f in names
         ]
-        head = json.dumps({"format": DEEP_INDEX_FORMAT, "files": files})
+        head = json.dumps({"format": DEEP_INDEX_FORMAT, "files": names})
         try:
             self.prepare()
-            text = head + "\n" + json.dumps({"reads": list(numbers), "of": of})
+            text = head + "\n" + json.dumps({"reads": list(numbers), "of": numbered})
             atomic_write(self.directory, INDEX_NAME, text.encode())
         except OSError:
             pass  # a cache is only ever a shortcut
@@ -1356,6 +1390,10 @@ class WordKeeper:
 
         if real_directory(self.directory) is True:
             atomic_write(self.directory, name, data)
+
+
+def _names_a_file(read: Any) -> bool:
+    return type(read) is str and read.startswith("f:")
 
 
 def _real_path(path: str, folders: Dict[str, str]) -> str:

@@ -898,7 +898,7 @@ def test_the_index_lists_its_files_first_and_a_run_over_all_of_them_reads_no_mor
     (tmp_path / "cache" / INDEX_NAME).write_bytes(head + b"\n{not json")
     again = DeepVerdicts(tmp_path / "cache")
     assert again.dependents([os.path.relpath(u) for u in users]) == []
-    assert again._index is None
+    assert again._index_numbered is None
     assert again.dependents(["user0.py"]) == []  # the rest unreadable: no reads, no dependents
     # Another format (a later pinfix's) says nothing.
     (tmp_path / "cache" / INDEX_NAME).write_text(json.dumps({"format": 3, "files": users}) + "\n{}")
