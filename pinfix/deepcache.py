@@ -110,7 +110,7 @@ PRUNE_AFTER = 16
 MAX_KEPT_TEXT = 1 << 21
 #: How pinfix names a stored listing (its digest).
 LISTING_NAME = re.compile(r"[0-9a-f]{32}")
-#: Listings kept (the newest): an entry whose listing is gone is a miss.
+#: Listings kept (the most recently made or used): an entry whose listing is gone is a miss.
 KEEP_LISTINGS = 8
 
 
@@ -511,18 +511,26 @@ class DeepVerdicts:
             pass  # a cache is only ever a shortcut
 
     def _stored_listing(self, digest: str) -> Optional[Listing]:
+        """The listing ``digest`` (an entry's), marked as used: listings are pruned by their
+        last use, so the one a tree run's verdicts keep stays while they are asked (pruned by
+        when it was made, it went after 8 one-file runs, and every verdict of that run that
+        made a search was checked again whenever asked)."""
         if digest not in self._stored:
             from .regular import read_regular
 
+            self._stored[digest] = None
+            if not LISTING_NAME.fullmatch(digest):
+                return None  # not a name pinfix gives a listing: none is read
+            path = self.directory / LISTINGS_DIR / digest
             try:
-                raw = json.loads(
-                    read_regular(self.directory / LISTINGS_DIR / digest, follow_symlinks=False, limit=1 << 26)
-                )
+                raw = json.loads(read_regular(path, follow_symlinks=False, limit=1 << 26))
                 self._stored[digest] = {
                     k: tuple(int(x) for x in v[:5]) + tuple(str(x) for x in v[5:6]) for k, v in raw.items()
                 }
+                if real_directory(path.parent) is True:  # pinfix's own folder, not one a link leads to
+                    os.utime(path, follow_symlinks=False)
             except (OSError, ValueError, TypeError, IndexError, AttributeError, RecursionError):
-                self._stored[digest] = None
+                pass
         return self._stored[digest]
 
     def _stat(self, path: str) -> Optional[Stamp]:

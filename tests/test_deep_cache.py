@@ -707,6 +707,48 @@ def test_an_unchanged_listing_compares_no_module_it_holds(tmp_path: Path, monkey
     assert compared == []
 
 
+def test_a_tree_runs_listing_outlives_the_one_file_runs_after_it(tmp_path: Path) -> None:
+    """Each one-file run after an edit keeps a listing of the tree as it is then; the
+    listing a tree run's verdicts keep is pruned by its last use, not by when it was made:
+    after more one-file runs than listings are kept, a verdict whose search no changed file
+    matches still holds (pruned by age, it was checked again whenever asked)."""
+    from pinfix.deepcache import KEEP_LISTINGS
+
+    others = {f"pkg/c{i}.py": _LOCAL for i in range(KEEP_LISTINGS + 3)}
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": _PASSER, **others})
+    assert check(root, "pkg").returncode == 1
+    _mark_entry_of(root, "pkg/b.py")  # its verdict searched for the callers of `relay`
+    for rel in others:
+        with open(root / rel, "a") as f:
+            f.write("# edited\n")
+        check(root, rel)
+    with open(root / "pkg/a.py", "a") as f:
+        f.write("\n\nLIMIT = 4\n")  # a name nothing says: b.py's verdict holds
+    assert check(root, "pkg/a.py").returncode == 0  # b.py asked as a dependent: it holds
+    (listings,) = (root / ".pinfix_cache").rglob("listings")
+    assert len(list(listings.iterdir())) <= KEEP_LISTINGS
+    kept = json.loads(check(root, "pkg/b.py").stdout)["findings"]
+    assert [f["message"] for f in kept] == ["from the cache"]
+
+
+def test_a_listing_an_entry_names_is_read_and_marked_used_only_where_pinfix_keeps_them(tmp_path: Path) -> None:
+    from pinfix.deepcache import LISTINGS_DIR, DeepVerdicts
+
+    cache = tmp_path / "cache"
+    (cache / LISTINGS_DIR).mkdir(parents=True)
+    outside = tmp_path / "outside.json"
+    outside.write_text("{}")
+    os.utime(outside, (1, 1))
+    ours = cache / LISTINGS_DIR / ("a" * 32)
+    ours.write_text(json.dumps({"/m/x.py": [1, 2, 3, 4, 5]}))
+    os.utime(ours, (1, 1))
+    verdicts = DeepVerdicts(cache)
+    assert verdicts._stored_listing("../../outside.json") is None  # an entry may say anything
+    assert outside.stat().st_mtime == 1
+    assert verdicts._stored_listing("a" * 32) == {"/m/x.py": (1, 2, 3, 4, 5)}
+    assert ours.stat().st_mtime > 1  # used now: the last pruned
+
+
 def test_an_entry_made_just_after_a_checkout_is_brought_up_to_date_once(tmp_path: Path) -> None:
     """Just after a checkout every file is racy: the first deep run keeps each module read
     without its stamp and every file of the listing as changed. Each later run then hashed
