@@ -740,7 +740,8 @@ class DeepVerdicts:
         itself: Optional[str],
         own: Optional[str] = None,
     ) -> bool:
-        """Whether module ``name``, kept as ``then`` (``[stamp, hash]``; ``None``: absent),
+        """Whether module ``name``, kept as ``then`` (``[stamp, hash]``, and the hash of the text
+        the verdict was made from where that differs; ``None``: absent),
         says to the verdict what it said (one changed in its bytes only goes to :attr:`refreshed`)."""
         if name == itself:
             self.refreshed[name] = [self._kept_stamp(name), self._hash(name)]
@@ -749,18 +750,28 @@ class DeepVerdicts:
         now = self._stat_list(name)
         if then is None or now is None:
             return then is None and now is None  # absent then and now; else created, or gone
-        stamp, digest = then
+        stamp, digest = then[0], then[1]
+        # The text the verdict was made from, where it was brought up to date since (an edit
+        # that changed nothing it says): the text of now is compared with that first, so an
+        # edit undone, or a second edit after the first, is what it is to the verdict (compared
+        # only with the text of the first edit, undoing it looked like a change).
+        base = then[2] if len(then) > 2 and isinstance(then[2], str) else digest
         if stamp != now:  # (a racy stamp was kept as None: its hash is compared)
-            if self._hash(name) != digest:
-                many = kept.get("many", ())
-                read = self.modules_of(kept)
-                if not self._same_meaning(name, digest, kept["searches"], findings, read, many, name != own):
-                    return False
-                self.refreshed[name] = [self._kept_stamp(name), self._hash(name)]
+            current = self._hash(name)
+            if current != digest:
+                if current != base:
+                    many = kept.get("many", ())
+                    read = self.modules_of(kept)
+                    searches, bodies = kept["searches"], name != own
+                    if not self._same_meaning(name, base, searches, findings, read, many, bodies) and not (
+                        base != digest and self._same_meaning(name, digest, searches, findings, read, many, bodies)
+                    ):
+                        return False
+                self.refreshed[name] = [self._kept_stamp(name), current, *([base] if base != current else [])]
                 self._keep_text(name)
             elif self._kept_stamp(name) is not None:
                 # The same bytes, racy then and settled now: kept by its stamp from now on.
-                self.refreshed[name] = [self._kept_stamp(name), digest]
+                self.refreshed[name] = [self._kept_stamp(name), digest, *([base] if base != digest else [])]
         return True
 
     def _same_meaning(

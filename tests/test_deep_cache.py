@@ -749,6 +749,23 @@ def test_a_listing_an_entry_names_is_read_and_marked_used_only_where_pinfix_keep
     assert ours.stat().st_mtime > 1  # used now: the last pruned
 
 
+def test_an_edit_undone_or_followed_by_another_keeps_the_verdicts_that_read_the_module(tmp_path: Path) -> None:
+    """A dependent's verdict is brought up to date after an edit that changes nothing it
+    says; the module is then compared with the text the verdict was made from: undoing the
+    edit, or making another instead, keeps it too (compared with the first edit's text only,
+    both looked like changes: a constant removed, a constant turned into a function)."""
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": _PASSER})
+    assert check(root, "pkg").returncode == 0
+    _mark_entry_of(root, "pkg/b.py")
+    for text in (PINNED_MAKER + "\n\nLIMIT = 4\n", PINNED_MAKER, PINNED_MAKER + _NEW_COPY):
+        (root / "pkg/a.py").write_text(text)
+        check(root, "pkg/a.py")  # b.py asked as a dependent
+        kept = json.loads(check(root, "pkg/b.py").stdout)["findings"]
+        assert [f["message"] for f in kept] == ["from the cache"], text
+    fresh = json.loads(check(root, "--no-cache", "pkg/b.py").stdout)["findings"]
+    assert fresh == []
+
+
 def test_an_entry_made_just_after_a_checkout_is_brought_up_to_date_once(tmp_path: Path) -> None:
     """Just after a checkout every file is racy: the first deep run keeps each module read
     without its stamp and every file of the listing as changed. Each later run then hashed
