@@ -249,6 +249,11 @@ def changed_bodies(old: bytes, new: bytes) -> Optional[List[Tuple[str, Tuple[int
     return out or None
 
 
+def _within(line: int, spans: List[Tuple[int, int]]) -> bool:
+    """Whether ``line`` lies in one of ``spans`` (first, last; 1-based)."""
+    return any(first <= line <= last for first, last in spans)
+
+
 def _blanked(text: bytes, spans: List[Tuple[int, int]]) -> bytes:
     """``text`` with the lines ``spans`` (first, last; 1-based) left empty."""
     lines = text.splitlines(True)
@@ -767,11 +772,11 @@ class DeepVerdicts:
                         base != digest and self._same_meaning(name, digest, searches, findings, read, many, bodies)
                     ):
                         return False
-                self.refreshed[name] = [self._kept_stamp(name), current, *([base] if base != current else [])]
+                self.refreshed[name] = _kept_as(self._kept_stamp(name), current, base)
                 self._keep_text(name)
             elif self._kept_stamp(name) is not None:
                 # The same bytes, racy then and settled now: kept by its stamp from now on.
-                self.refreshed[name] = [self._kept_stamp(name), digest, *([base] if base != digest else [])]
+                self.refreshed[name] = _kept_as(self._kept_stamp(name), digest, base)
         return True
 
     def _same_meaning(
@@ -835,7 +840,7 @@ class DeepVerdicts:
         for search in searches:
             for text, spans in ((old, then), (new, [span for _, _, span in changed])):
                 found = self.matched(search, text, lines=True)
-                if found is None or any(first <= line + 1 <= last for line, _ in found for first, last in spans):
+                if found is None or any(_within(line + 1, spans) for line, _ in found):
                     return True
         return False
 
@@ -968,10 +973,10 @@ class DeepVerdicts:
         old_lines, new_lines = old.splitlines(True), data.splitlines(True)
 
         def outside(lines: List[bytes], spans: List[Tuple[int, int]]) -> List[bytes]:
-            return [line for n, line in enumerate(lines, 1) if not any(a <= n <= b for a, b in spans)]
+            return [line for n, line in enumerate(lines, 1) if not _within(n, spans)]
 
         def inside(lines: List[bytes], spans: List[Tuple[int, int]]) -> List[bytes]:
-            return [line for n, line in enumerate(lines, 1) if any(a <= n <= b for a, b in spans)]
+            return [line for n, line in enumerate(lines, 1) if _within(n, spans)]
 
         then, now = [s for _, s, _ in changed], [s for _, _, s in changed]
         if old_lines[:2] != new_lines[:2] or outside(old_lines, then) != outside(new_lines, now):
@@ -988,11 +993,9 @@ class DeepVerdicts:
                 return None
             for finding in findings:
                 lines = _lines_named([finding], path)
-                if all(
-                    any(a <= n <= b for a, b in then) for n in range(int(finding["line"]), int(finding["end_line"]) + 1)
-                ):
+                if all(_within(n, then) for n in range(int(finding["line"]), int(finding["end_line"]) + 1)):
                     continue  # inside a changed function: found again
-                if any(any(a <= n <= b for a, b in then) for n in lines):
+                if any(_within(n, then) for n in lines):
                     return None  # names a line inside one
                 kept_findings.append(finding)
             if moved and _named_below(kept_findings, path, first):
@@ -1288,11 +1291,7 @@ class DeepVerdicts:
     def index(self) -> Dict[str, List[str]]:
         """Each file's reads (of its verdict, when written), as :meth:`record` found them."""
         files, reads, of = self._numbered()
-        count = len(reads)
-        return {
-            name: [reads[i] for i in numbers if type(i) is int and 0 <= i < count and type(reads[i]) is str]
-            for name, numbers in zip(files, of)
-        }
+        return {name: _reads_at(reads, numbers) for name, numbers in zip(files, of)}
 
     def dependents(self, paths: Iterable[str]) -> List[Tuple[str, str]]:
         """Files checked with ``--deep`` before (not among ``paths``) whose verdict
@@ -1337,7 +1336,7 @@ class DeepVerdicts:
             if apart or not os.path.isfile(other):
                 continue
             origin = next(hits[n] for n in numbers if type(n) is int and n in hits)
-            modules = sum(1 for n in numbers if type(n) is int and n in range(len(reads)) and _names_a_file(reads[n]))
+            modules = sum(1 for what in _reads_at(reads, numbers) if what.startswith("f:"))
             out.append((modules, other, origin))
         return [(other, origin) for _, other, origin in sorted(out)]
 
@@ -1348,15 +1347,13 @@ class DeepVerdicts:
             return
         files, reads, of = self._numbered()
         where = {name: place for place, name in enumerate(files)}
-        count = len(reads)
 
-        def said(path: str) -> Optional[List[Any]]:
+        def says(path: str, now: List[str]) -> bool:
             place = where.get(path)
-            return (
-                None if place is None else [reads[i] if type(i) is int and 0 <= i < count else None for i in of[place]]
-            )
+            # (Each number a read: one that is none makes the file's reads differ.)
+            return place is not None and len(of[place]) == len(now) and _reads_at(reads, of[place]) == now
 
-        if all(said(path) == now for path, now in self._index_updates.items()):
+        if all(says(path, now) for path, now in self._index_updates.items()):
             # Nothing new (a verdict kept, or found again reading what it read): the file
             # on disk says it already, and writing it is most of a one-file run's save.
             self._index_updates.clear()
@@ -1411,8 +1408,17 @@ class WordKeeper:
             atomic_write(self.directory, name, data)
 
 
-def _names_a_file(read: Any) -> bool:
-    return type(read) is str and read.startswith("f:")
+def _reads_at(reads: List[Any], numbers: List[Any]) -> List[str]:
+    """The reads an index's ``numbers`` (one file's) name: a number that is no place in
+    ``reads``, or names no string, names none (the index may not be of pinfix's writing)."""
+    count = len(reads)
+    return [reads[i] for i in numbers if type(i) is int and 0 <= i < count and type(reads[i]) is str]
+
+
+def _kept_as(stamp: Any, digest: str, base: str) -> List[Any]:
+    """How an entry keeps a module read: its stamp and hash, and the hash of the text the
+    verdict was made from where that differs."""
+    return [stamp, digest, *([base] if base != digest else [])]
 
 
 def _real_path(path: str, folders: Dict[str, str]) -> str:

@@ -273,7 +273,7 @@ def test_a_comment_in_one_of_many_callers_rechecks_no_verdict_that_counted_them(
 
 
 def test_dependents_are_found_through_linked_folders(tmp_path: Path) -> None:
-    from pinfix.deepcache import INDEX_NAME, DeepVerdicts
+    from pinfix.deepcache import DeepVerdicts
 
     real = tmp_path / "real" / "pkg"
     real.mkdir(parents=True)
@@ -282,9 +282,8 @@ def test_dependents_are_found_through_linked_folders(tmp_path: Path) -> None:
     (tmp_path / "linked").symlink_to(tmp_path / "real")  # a folder reached through a link
     (tmp_path / "real" / "pkg" / "c.py").symlink_to(real / "a.py")  # a linked file
     cache = tmp_path / "cache"
-    cache.mkdir()
     b = os.path.realpath(real / "b.py")
-    (cache / INDEX_NAME).write_text(json.dumps({b: ["f:" + os.path.realpath(real / "a.py")]}))
+    _write_index(cache, {b: ["f:" + os.path.realpath(real / "a.py")]})
     for given in (tmp_path / "linked" / "pkg" / "a.py", tmp_path / "linked" / "pkg" / "c.py", real / "a.py"):
         assert DeepVerdicts(cache).dependents([str(given)]) == [(b, str(given))]
     assert DeepVerdicts(cache).dependents([str(tmp_path / "linked" / "pkg" / "b.py")]) == []  # itself
@@ -389,18 +388,15 @@ def test_dependents_whose_verdicts_hold_are_not_counted_against_max_dependents(t
 
 
 def test_no_file_is_a_dependent_when_every_verdict_is_among_the_checked_paths(tmp_path: Path, monkeypatch) -> None:
-    from pinfix.deepcache import INDEX_NAME, DeepVerdicts
+    from pinfix.deepcache import DeepVerdicts
 
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     for name in ("a.py", "b.py", "c.py"):
         (pkg / name).write_text("x = 1\n")
     cache = tmp_path / "cache"
-    cache.mkdir()
     real = {name: os.path.realpath(pkg / name) for name in ("a.py", "b.py", "c.py")}
-    (cache / INDEX_NAME).write_text(
-        json.dumps({real["b.py"]: ["f:" + real["a.py"]], real["c.py"]: ["f:" + real["b.py"]]})
-    )
+    _write_index(cache, {real["b.py"]: ["f:" + real["a.py"]], real["c.py"]: ["f:" + real["b.py"]]})
     monkeypatch.chdir(tmp_path)
     verdicts = DeepVerdicts(cache)
     assert verdicts.dependents(["pkg/a.py", "pkg/b.py", "pkg/c.py"]) == []  # the whole tree
