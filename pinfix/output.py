@@ -556,8 +556,8 @@ def _gitlab(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Styl
 
 
 #: What XML 1.0 cannot hold, even escaped: control characters other than tab and
-#: the line ends, lone surrogates, U+FFFE and U+FFFF.
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+#: the line ends, lone surrogates, U+FFFE and U+FFFF (a pattern's text).
+_NOT_XML_PATTERN = "[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 
 
 def xml_safe(text: str) -> str:
@@ -565,7 +565,8 @@ def xml_safe(text: str) -> str:
     as ``\\xNN`` (as text output shows it), other characters XML cannot hold as
     ``\\xNN`` / ``\\uNNNN`` escapes."""
     text = unicode_only(text)
-    return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    # Compiled when first needed (re keeps it): 4 ms, at every start, for one output format.
+    return re.sub(_NOT_XML_PATTERN, lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _junit(reports: Sequence[FileReport], out: TextIO, err: TextIO, style: Style) -> None:

@@ -220,3 +220,34 @@ def test_a_helper_that_copies_non_blocking_unasked_passes_the_byte_stage() -> No
     source = b"import torch\nfrom lightning.fabric.utilities import move_data_to_device\n\n\ndef f(ids):\n    return move_data_to_device(torch.tensor(ids), 'cuda')\n"
     assert may_contain_finding(source)
     assert not may_contain_finding(source.replace(b"move_data_to_device", b"move_it"))
+
+
+def test_the_table_entries_are_frozen_records_of_their_fields() -> None:
+    """Each kind is a record of the fields its class annotates (the base's first), as
+    ``@dataclass(frozen=True)`` would make it: the table's entries are compared, hashed
+    and used as keys, and must not change after the table is built."""
+    import pytest
+
+    made = effects.Makes(helper_fix=True, factory=True)
+    assert effects.Makes.fields[:2] == ("code", "helper_fix") and "shares_argument" in effects.Makes.fields
+    assert made == effects.Makes(helper_fix=True, factory=True) and hash(made) == hash(
+        effects.Makes("PIN002", True, True)
+    )
+    assert made != effects.Makes(helper_fix=True) and made != effects.Pins() and effects.Pins() != effects.Effect()
+    assert len({made, effects.Makes(helper_fix=True, factory=True), effects.View(dense="maybe")}) == 2
+    assert (made.code, made.like, made.varargs_size) == ("PIN002", False, True)  # the defaults
+    assert repr(effects.View(dense="maybe")) == "View(code='PIN002', dense='maybe')"
+    with pytest.raises(AttributeError):
+        made.factory = False  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del made.code
+    with pytest.raises(TypeError):
+        effects.View(dense="maybe", density=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        effects.View("PIN001", "maybe", "extra")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        effects.View("PIN001", code="PIN002")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+
+        class Bare(effects.Effect):  # a field without a default
+            size: int
