@@ -79,6 +79,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import marshal
 import os
 import re
 import stat
@@ -88,6 +89,9 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from .config import NOQA_CODE
 from .regular import Stamp, stamp_of
+
+#: Not taken yet (a stamp that is ``None`` is one taken: no regular file there).
+_UNSEEN: Any = object()
 
 #: A listing: path -> stamp (a racy file's: :data:`RACY_STAMP` and its hash).
 Listing = Dict[str, Tuple[Any, ...]]
@@ -148,7 +152,11 @@ def make_directory(directory: Path, parents: bool = False) -> None:
 
 
 def _listing_digest(listing: Listing) -> str:
-    return hashlib.sha256(json.dumps(sorted(listing.items())).encode()).hexdigest()[:32]
+    """A listing's name: the hash of its paths and stamps, in order, as :mod:`marshal`'s
+    first version writes them (its later ones write shared or interned objects by
+    reference, so equal listings could hash apart; this one writes values only): a third
+    of the time of their JSON over a large tree."""
+    return hashlib.sha256(marshal.dumps(sorted(listing.items()), 0)).hexdigest()[:32]
 
 
 def file_hash(data: bytes) -> str:
@@ -175,16 +183,39 @@ def _bare_tree(data: bytes) -> Optional[ast.Module]:
     return tree
 
 
+#: :func:`_statements` of the last few texts (by their hash): a one-file run asks the
+#: meaning, the names added and the bodies changed of the same two texts.
+_STATEMENTS: Dict[str, Optional[Tuple[ast.Module, List[str]]]] = {}
+_KEEP_STATEMENTS = 8
+
+
+def _statements(data: bytes) -> Optional[Tuple[ast.Module, List[str]]]:
+    """A module's tree without its docstrings, and each top-level statement of it as
+    :func:`ast.dump` writes it without positions (``None``: it does not parse). The tree is
+    shared: not to be changed."""
+    key = file_hash(data)
+    if key not in _STATEMENTS:
+        found = None
+        tree = _bare_tree(data)
+        if tree is not None:
+            try:
+                found = (tree, [ast.dump(stmt) for stmt in tree.body])
+            except (RecursionError, MemoryError):
+                found = None
+        while len(_STATEMENTS) >= _KEEP_STATEMENTS:
+            del _STATEMENTS[next(iter(_STATEMENTS))]
+        _STATEMENTS[key] = found
+    return _STATEMENTS[key]
+
+
 def meaning(data: bytes) -> Optional[str]:
     """A hash of what a module's text says to the analysis: its tree without positions
-    and docstrings (``None``: it does not parse)."""
-    tree = _bare_tree(data)
-    if tree is None:
+    and docstrings (``None``: it does not parse). Its statements' dumps, one a line (no
+    dump holds a line end: a string's is escaped)."""
+    found = _statements(data)
+    if found is None:
         return None
-    try:
-        return hashlib.sha256(ast.dump(tree, include_attributes=False).encode("utf-8", "surrogatepass")).hexdigest()
-    except (RecursionError, MemoryError):
-        return None
+    return hashlib.sha256("\n".join(found[1]).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def added_names(old: bytes, new: bytes) -> Optional[List[str]]:
@@ -194,15 +225,15 @@ def added_names(old: bytes, new: bytes) -> Optional[List[str]]:
     once positions and docstrings are left out; each added one is an assignment to plain
     names of a value that calls nothing, or a function without decorators whose
     defaults and annotations call nothing. ``None``: anything else."""
-    before, after = _bare_tree(old), _bare_tree(new)
-    if before is None or after is None:
+    then, now = _statements(old), _statements(new)
+    if then is None or now is None:
         return None
+    kept = then[1]
     try:
-        kept = [ast.dump(stmt) for stmt in before.body]
         names: List[str] = []
         i = 0
-        for stmt in after.body:
-            if i < len(kept) and ast.dump(stmt) == kept[i]:
+        for stmt, said in zip(now[0].body, now[1]):
+            if i < len(kept) and said == kept[i]:
                 i += 1
                 continue
             bound = _inert_binding(stmt)
@@ -223,13 +254,13 @@ def changed_bodies(old: bytes, new: bytes) -> Optional[List[Tuple[str, Tuple[int
     count. ``None``: anything else."""
     import copy
 
-    before, after = _bare_tree(old), _bare_tree(new)
-    if before is None or after is None or len(before.body) != len(after.body):
+    then, later = _statements(old), _statements(new)
+    if then is None or later is None or len(then[1]) != len(later[1]):
         return None
     out = []
     try:
-        for was, now in zip(before.body, after.body):
-            if ast.dump(was) == ast.dump(now):
+        for was, now, said_then, said_now in zip(then[0].body, later[0].body, then[1], later[1]):
+            if said_then == said_now:
                 continue
             if not isinstance(was, (ast.FunctionDef, ast.AsyncFunctionDef)) or type(now) is not type(was):
                 return None
@@ -421,7 +452,8 @@ class DeepVerdicts:
         self.prepare = prepare or (lambda: directory.mkdir(parents=True, exist_ok=True))
         #: root -> (the digest entries keep, the listing now, the digest of the listing now).
         self._listings: Dict[str, Tuple[str, Listing, str]] = {}
-        self._stored: Dict[str, Optional[Listing]] = {}
+        #: Listings read back (as JSON gives them: each stamp a list).
+        self._stored: Dict[str, Optional[Dict[str, Any]]] = {}
         self._stats: Dict[str, Optional[Stamp]] = {}
         #: Stamps this run took already (the walk's and this one's, by absolute path): not taken again.
         self._taken = stamps if stamps is not None else {}
@@ -442,6 +474,9 @@ class DeepVerdicts:
         self._index_updates: Dict[str, List[str]] = {}
         self._meanings: Dict[str, Optional[str]] = {}
         self._kept_texts: Dict[str, bool] = {}
+        #: Each listed root's kept word list (see :meth:`word_list`).
+        self._word_lists: Dict[str, Any] = {}
+        self._unsaid_by: Dict[Tuple[Any, ...], Dict[str, str]] = {}
         #: Whether a module says any of some names (see :meth:`_said`).
         self._says: Dict[Tuple[str, Tuple[str, ...]], bool] = {}
         #: What :func:`changed_bodies` found (by the hashes of the two texts).
@@ -472,15 +507,30 @@ class DeepVerdicts:
         known = self._listings.get(root)
         if known is None:
             found: Listing = {}
-            kept: Listing = {}
             links: List[str] = []
+            racy: List[str] = []
+            stats, taken, settled = self._stats, self._taken, self._settled_before
             for file in project_file_names(root, links):
-                stamp = self._stat(file)
+                # What :meth:`_stat` does, written out: this runs once a file of the tree.
+                stamp = stats.get(file, _UNSEEN)
+                if stamp is _UNSEEN:
+                    stamp = taken.get(file)
+                    if stamp is None:
+                        stamp = stamp_of(file)
+                        if stamp is not None:
+                            taken[file] = stamp
+                    stats[file] = stamp
                 if stamp is not None:
                     found[file] = stamp
-                    # A racy file may still change unseen: kept by its bytes' hash, so a later
-                    # run compares that (and its text with the searches if it changed).
-                    kept[file] = (*RACY_STAMP, self._bytes_hash(file)) if self._racy(stamp) else stamp
+                    if stamp[3] >= settled or stamp[4] >= settled:
+                        racy.append(file)
+            kept: Listing = found
+            if racy:
+                # A racy file may still change unseen: kept by its bytes' hash, so a later
+                # run compares that (and its text with the searches if it changed).
+                kept = dict(found)
+                for file in racy:
+                    kept[file] = (*RACY_STAMP, self._bytes_hash(file))
             for link in links:
                 # Not walked through, but a module looked for and absent may appear behind it.
                 try:
@@ -488,7 +538,7 @@ class DeepVerdicts:
                 except (OSError, ValueError):
                     pass
             digest = _listing_digest(kept)
-            known = self._listings[root] = (digest, found, _listing_digest(found) if kept != found else digest)
+            known = self._listings[root] = (digest, found, _listing_digest(found) if racy else digest)
             self._store_listing(digest, kept)
         return root, known[0], known[1]
 
@@ -515,7 +565,7 @@ class DeepVerdicts:
         except OSError:
             pass  # a cache is only ever a shortcut
 
-    def _stored_listing(self, digest: str) -> Optional[Listing]:
+    def _stored_listing(self, digest: str) -> Optional[Dict[str, Any]]:
         """The listing ``digest`` (an entry's), marked as used: listings are pruned by their
         last use, so the one a tree run's verdicts keep stays while they are asked (pruned by
         when it was made, it went after 8 one-file runs, and every verdict of that run that
@@ -529,9 +579,11 @@ class DeepVerdicts:
             path = self.directory / LISTINGS_DIR / digest
             try:
                 raw = json.loads(read_regular(path, follow_symlinks=False, limit=1 << 26))
-                self._stored[digest] = {
-                    k: tuple(int(x) for x in v[:5]) + tuple(str(x) for x in v[5:6]) for k, v in raw.items()
-                }
+                if not isinstance(raw, dict):
+                    raise ValueError("not a listing")
+                # As JSON gives it: each stamp a list, compared with the lists of now (see
+                # :meth:`changed_since`); one of another shape is a file changed.
+                self._stored[digest] = raw
                 if real_directory(path.parent) is True:  # pinfix's own folder, not one a link leads to
                     os.utime(path, follow_symlinks=False)
             except (OSError, ValueError, TypeError, IndexError, AttributeError, RecursionError):
@@ -606,16 +658,18 @@ class DeepVerdicts:
                 if then is None:
                     self._changed[key] = None
                 else:
+                    # A stored listing's stamps are JSON lists: those of now are compared as lists.
+                    listed = {p: list(stamp) for p, stamp in now.items()}
                     self._changed[key] = sorted(
                         p
-                        for p in set(then) | set(now)
-                        if then.get(p) != now.get(p) and not self._same_bytes(p, then.get(p))
+                        for p in set(then) | set(listed)
+                        if then.get(p) != listed.get(p) and not self._same_bytes(p, then.get(p))
                     )
         return self._changed[key]
 
-    def _same_bytes(self, path: str, then: Optional[Tuple[Any, ...]]) -> bool:
+    def _same_bytes(self, path: str, then: Any) -> bool:
         """Whether ``path`` kept racy in a listing (``then``, with its hash) has those bytes still."""
-        return then is not None and len(then) > 5 and self._bytes_hash(path) == then[5]
+        return isinstance(then, (list, tuple)) and len(then) > 5 and self._bytes_hash(path) == then[5]
 
     # --- entries -----------------------------------------------------------------------------
 
@@ -862,9 +916,13 @@ class DeepVerdicts:
         if says(old):
             return True
         key = tuple(names)
+        unsaid = self._unsaid(said)
         for path in read:
             if path == module:
                 continue
+            stamp = self._stat(path)
+            if stamp is None or (path in unsaid and self.word_list(unsaid[path]).speaks_for(path, stamp)):
+                continue  # no file there now (a module looked for), or one the word list says is silent
             # Once a run for each module (the verdicts depending on an edited file share most).
             known = self._says.get((path, key))
             if known is None:
@@ -872,6 +930,34 @@ class DeepVerdicts:
             if known:
                 return True
         return False
+
+    def word_list(self, root: str) -> Any:
+        """The :class:`~pinfix.semantic.deep.words.WordList` deep mode keeps beside ``root``'s
+        word index in this directory (``None``: none kept)."""
+        if root not in self._word_lists:
+            from .semantic.deep.words import WordList
+
+            self._word_lists[root] = WordList.kept(Path(root), WordKeeper(self.directory))
+        return self._word_lists[root]
+
+    def _unsaid(self, said: List[bytes]) -> Dict[str, str]:
+        """The files the kept word lists of the roots listed this run speak for, each with
+        its root, where none of those files says any of ``said``: those need not be read
+        (a file they no longer speak for, changed since, is; so is every file when one says
+        any of them)."""
+        key = (*said, "", *self._listings)  # the roots listed so far: one more may be listed later
+        out = self._unsaid_by.get(key)
+        if out is None:
+            out = self._unsaid_by[key] = {}
+            for root in self._listings:
+                words = self.word_list(root)
+                if words is None:
+                    continue
+                if any(words.may_say(n) for n in said):
+                    out.clear()
+                    break
+                out.update(dict.fromkeys(words.stamps, root))
+        return out
 
     def unmoved(self, path: str, digest: str, data: bytes, kept: Dict[str, Any], findings: Any) -> bool:
         """Whether the checked file ``path`` (resolved), whose text was ``digest`` when its

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List
 
 import pytest
 
@@ -741,7 +741,7 @@ def test_a_listing_an_entry_names_is_read_and_marked_used_only_where_pinfix_keep
     verdicts = DeepVerdicts(cache)
     assert verdicts._stored_listing("../../outside.json") is None  # an entry may say anything
     assert outside.stat().st_mtime == 1
-    assert verdicts._stored_listing("a" * 32) == {"/m/x.py": (1, 2, 3, 4, 5)}
+    assert verdicts._stored_listing("a" * 32) == {"/m/x.py": [1, 2, 3, 4, 5]}  # as JSON gives it
     assert ours.stat().st_mtime > 1  # used now: the last pruned
 
 
@@ -877,6 +877,25 @@ def test_the_added_names_of_a_module() -> None:
     assert added_names(old, old + b"import os\n") is None  # an import runs code
     assert added_names(old, old + b"class C:\n    pass\n") is None  # a class body runs code
     assert added_names(old, b"def (") is None
+
+
+def test_the_meaning_the_added_names_and_the_changed_bodies_of_two_texts_parse_each_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A one-file run asks all three of the same two texts: each text is parsed and dumped once."""
+    import pinfix.deepcache as deepcache
+
+    parsed: List[bytes] = []
+    bare = deepcache._bare_tree
+    monkeypatch.setattr(deepcache, "_bare_tree", lambda data: parsed.append(data) or bare(data))
+    monkeypatch.setattr(deepcache, "_STATEMENTS", {})
+    old = b"import torch\n\n\ndef make():\n    return torch.zeros(4)\n# unique 1\n"
+    new = old + b"\n\ndef other():\n    return 1\n"
+    assert deepcache.meaning(old) != deepcache.meaning(new)
+    assert deepcache.meaning(old) == deepcache.meaning(old.replace(b"\n\n\ndef", b"\n\ndef"))  # positions
+    assert deepcache.added_names(old, new) == ["other"]
+    assert deepcache.changed_bodies(old, new) is None
+    assert parsed == [old, new, old.replace(b"\n\n\ndef", b"\n\ndef")]
 
 
 def test_the_listing_holds_files_in_order_skips_what_it_should_and_any_depth(tmp_path: Path) -> None:

@@ -30,14 +30,19 @@ def settled(monkeypatch: pytest.MonkeyPatch) -> None:
 class MemoryKeeper(Keeper):
     def __init__(self) -> None:
         self.kept: Dict[str, bytes] = {}
+        #: Writes of an index (its word list, written with it, is counted apart).
         self.writes = 0
+        self.list_writes = 0
 
     def load(self, name: str) -> Optional[bytes]:
         return self.kept.get(name)
 
     def keep(self, name: str, data: bytes) -> None:
         self.kept[name] = data
-        self.writes += 1
+        if name.endswith(".list"):
+            self.list_writes += 1
+        else:
+            self.writes += 1
 
 
 def write(root: Path, files: Dict[str, str], when: float = OLD) -> None:
@@ -238,3 +243,99 @@ def test_the_shell_keeper_answers_the_engine_interface() -> None:
     for name in methods:
         assert name in vars(WordKeeper)
         assert inspect.signature(getattr(WordKeeper, name)) == inspect.signature(getattr(Keeper, name)), name
+
+
+# --- the word list kept beside an index --------------------------------------------------------
+
+
+def test_the_word_list_kept_with_an_index_says_which_words_any_file_says(tmp_path: Path) -> None:
+    from pinfix.regular import stamp_of
+    from pinfix.semantic.deep.words import WordList
+
+    write(tmp_path, FILES)
+    keeper = MemoryKeeper()
+    WordIndex(tmp_path, keeper)
+    assert keeper.list_writes == 1
+    listed = WordList.kept(tmp_path, keeper)
+    assert listed is not None
+    said = set().union(*(words_of(Path(n).read_bytes()) for n in WordIndex(tmp_path).names))
+    assert said and all(listed.may_say(w) for w in said)
+    assert not listed.may_say(b"absent_word") and not listed.may_say(b"stag") and not listed.may_say(b"Runners")
+    assert listed.may_say(b"not a word") and listed.may_say(b"")  # anything else: perhaps
+    path = str(tmp_path / "pkg" / "a.py")
+    assert listed.speaks_for(path, stamp_of(path))
+    write(tmp_path, {"pkg/a.py": "absent_word = 1\n"}, when=OLD + 10)
+    assert not listed.speaks_for(path, stamp_of(path))  # changed since: its own text is read
+    assert not listed.speaks_for(str(tmp_path / "pkg" / "new.py"), None)
+
+
+def test_an_index_kept_without_its_word_list_gets_one_when_read_back(tmp_path: Path) -> None:
+    from pinfix.semantic.deep.words import WordList, list_name
+
+    write(tmp_path, FILES)
+    keeper = MemoryKeeper()
+    WordIndex(tmp_path, keeper)
+    del keeper.kept[list_name(tmp_path)]  # as an earlier pinfix kept it
+    again = WordIndex(tmp_path, keeper)
+    assert again.reused and keeper.writes == 1 and keeper.list_writes == 2
+    listed = WordList.kept(tmp_path, keeper)
+    assert listed is not None and listed.may_say(b"stage") and not listed.may_say(b"absent_word")
+    WordIndex(tmp_path, keeper)
+    assert keeper.list_writes == 2  # kept now: not written again
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        b"",
+        b"not marshal at all",
+        __import__("marshal").dumps((words.INDEX_FORMAT + 1, "ROOT", {}, b"\nx\n")),
+        __import__("marshal").dumps((words.INDEX_FORMAT, "/another/root", {}, b"\nx\n")),
+        __import__("marshal").dumps((words.INDEX_FORMAT, "ROOT", [], b"\nx\n")),
+        __import__("marshal").dumps((words.INDEX_FORMAT, "ROOT", {}, "x")),
+        __import__("marshal").dumps((words.INDEX_FORMAT, "ROOT", {}, b"x\n")),
+    ],
+)
+def test_a_kept_word_list_that_is_not_one_is_not_used(tmp_path: Path, kept: bytes) -> None:
+    from pinfix.semantic.deep.words import WordList, list_name
+
+    keeper = MemoryKeeper()
+    keeper.kept[list_name(tmp_path)] = kept.replace(b"ROOT", str(tmp_path).encode())
+    assert WordList.kept(tmp_path, keeper) is None
+
+
+def test_the_deep_cache_reads_only_the_modules_the_word_list_cannot_speak_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether any module a verdict read says a name added to another (a pre-commit call
+    after a function is added): answered from the word list for the files it speaks for,
+    by reading the others (changed since, outside its root); as before wherever the list
+    has the name."""
+    from pinfix.deepcache import DeepVerdicts
+
+    root = tmp_path / "tree"
+    write(root, {**FILES, "pkg/d.py": "import os\n"})
+    outside = tmp_path / "elsewhere" / "e.py"
+    write(tmp_path, {"elsewhere/e.py": "helper = 1\n"})
+    directory = tmp_path / "cache"
+    directory.mkdir()
+    WordIndex(root.resolve(), WordKeeper(directory))
+    write(root, {"pkg/d.py": "import os\nfresh_name = 1\n"}, when=OLD + 10)  # changed since the list
+    read: Dict[str, object] = {
+        str(root.resolve() / n): None for n in ("pkg/a.py", "pkg/b.py", "pkg/sub/c.py", "pkg/d.py", "pkg/gone.py")
+    }
+    read[str(outside.resolve())] = None
+
+    def said(names: List[str]) -> tuple:
+        verdicts = DeepVerdicts(directory)
+        verdicts.listing(str(root / "pkg" / "a.py"))
+        opened: List[str] = []
+        text = verdicts._text
+        monkeypatch.setattr(verdicts, "_text", lambda path: opened.append(path) or text(path))
+        return verdicts._said(names, b"", "", read), sorted(Path(p).name for p in opened)
+
+    assert said(["unknown_name"]) == (False, ["d.py", "e.py"])
+    assert said(["fresh_name"]) == (True, ["d.py"])  # said by the file changed since
+    assert said(["helper"]) == (True, ["d.py", "e.py"])  # said outside the list's root
+    assert said(["stage"]) == (True, ["a.py"])  # the list has it: each module read, as before
+    assert said(["Runner"]) == (True, ["a.py", "b.py", "c.py"])

@@ -70,11 +70,14 @@ def project_file_names(root: str, links: Optional[List[str]] = None) -> Iterator
                     files.append(entry.name)
             except OSError:
                 continue
+        # Each path is the folder's with one separator, plus a name (no join a file: a
+        # one-file deep run lists the whole tree).
+        prefix = os.path.join(folder, "")
         for name in sorted(files):
-            yield os.path.join(folder, name)
+            yield prefix + name
         below = []
         for entry in sorted(folders, key=lambda e: e.name):
-            path = os.path.join(folder, entry.name)
+            path = prefix + entry.name
             try:
                 linked = entry.is_symlink()
             except OSError:

@@ -28,7 +28,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ...regular import Stamp, read_regular, stamp_of
 from ..roots import project_file_names
@@ -114,7 +114,7 @@ class WordIndex:
         stamps = [stamp_of(n) for n in self.names]
         name = kept_name(root)
         #: Whether this index was read back (not built by this process).
-        self.reused = self._reuse(keeper.load(name), stamps)
+        self.reused = self._reuse(keeper.load(name), stamps, keeper)
         if not self.reused:
             self._build(stamps, keeper, name)
 
@@ -148,10 +148,11 @@ class WordIndex:
             keeper.keep(
                 name, marshal.dumps((INDEX_FORMAT, str(self.root), self.names, kept_stamps, self.code, self.postings))
             )
+            _keep_list(keeper, self.root, self.names, kept_stamps, found)
         except (OSError, ValueError):
             pass  # a kept index is only ever a shortcut
 
-    def _reuse(self, raw: Optional[bytes], stamps: Sequence[Optional[Stamp]]) -> bool:
+    def _reuse(self, raw: Optional[bytes], stamps: Sequence[Optional[Stamp]], keeper: Keeper = NO_KEEPER) -> bool:
         if raw is None or len(raw) > MAX_KEPT_INDEX:
             return False
         try:
@@ -180,6 +181,11 @@ class WordIndex:
         if len(direct) > MAX_CHANGED:
             return False
         self.code, self.postings, self.kept, self.direct = code, postings, kept, direct
+        if keeper.load(list_name(self.root)) is None:  # kept by an earlier pinfix, without one
+            try:
+                _keep_list(keeper, self.root, names, kept_stamps, postings)
+            except (OSError, ValueError):
+                pass
         return True
 
     # --- what it answers --------------------------------------------------------------------
@@ -218,6 +224,65 @@ class WordIndex:
         return out
 
 
+def _keep_list(
+    keeper: Keeper, root: Path, names: List[str], stamps: List[Optional[Stamp]], words: Iterable[bytes]
+) -> None:
+    """Keep the :class:`WordList` of an index (its files, their stamps, its words): the one
+    question the deep cache asks of a whole tree, whether any file says a name, is then
+    answered without reading the postings (or every file)."""
+    said = b"\n".join(w for w in words if isinstance(w, bytes))
+    spoken = {n: s for n, s in zip(names, stamps) if s is not None}
+    keeper.keep(list_name(root), marshal.dumps((INDEX_FORMAT, str(root), spoken, b"\n" + said + b"\n")))
+
+
+def list_name(root: Path) -> str:
+    """The file a root's :class:`WordList` is kept in (beside its index: :func:`kept_name`)."""
+    return kept_name(root)[: -len(".marshal")] + ".list"
+
+
+class WordList:
+    """The identifiers the ``.py`` files under a root said when its :class:`WordIndex` was
+    last built, without which file says each: what tells a pre-commit call, after a
+    function is added, that no module of the project says its name, at the cost of one
+    read (vLLM 0.34.0: 184,000 words, 3.3 MB) and not the read of every module a verdict
+    read (2,000 files). It speaks for a file only while the file's stamp is the one kept."""
+
+    def __init__(self, stamps: Dict[str, Stamp], words: bytes):
+        #: Each file it speaks for, with the stamp it had (a racy one is not here).
+        self.stamps = stamps
+        self._words = words
+
+    @classmethod
+    def kept(cls, root: Path, keeper: Keeper) -> Optional["WordList"]:
+        """The list kept for ``root`` (``None``: none, or not one of this format)."""
+        raw = keeper.load(list_name(root))
+        if raw is None or len(raw) > MAX_KEPT_INDEX:
+            return None
+        try:
+            fmt, kept_root, stamps, words = marshal.loads(raw)
+        except (ValueError, EOFError, TypeError):
+            return None
+        if (
+            fmt != INDEX_FORMAT
+            or kept_root != str(root)
+            or not isinstance(stamps, dict)
+            or not isinstance(words, bytes)
+            or not words.startswith(b"\n")
+            or not words.endswith(b"\n")
+        ):
+            return None
+        # (A stamp of another shape is equal to none taken: its file is read.)
+        return cls(stamps, words)
+
+    def may_say(self, word: bytes) -> bool:
+        """Whether some file it speaks for may say ``word`` (anything not an identifier: yes)."""
+        return not _IDENTIFIER.match(word) or b"\n" + word + b"\n" in self._words
+
+    def speaks_for(self, name: str, stamp: Optional[Stamp]) -> bool:
+        """Whether the list speaks for the file ``name`` whose stamp is now ``stamp``."""
+        return stamp is not None and type(stamp) is tuple and self.stamps.get(name) == stamp
+
+
 class Searcher:
     """The searches of the project's text over one or more import roots (a file under
     two of them is searched once, as part of the first)."""
@@ -252,8 +317,10 @@ __all__ = [
     "UNSETTLED_SECONDS",
     "Searcher",
     "WordIndex",
+    "WordList",
     "current_keeper",
     "kept_name",
+    "list_name",
     "read_as_searched",
     "use_keeper",
     "words_of",
