@@ -908,6 +908,35 @@ def test_the_names_functions_declare_global_whatever_the_spelling(text: str, nam
     assert module.says_global is bool(names)
 
 
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\r"])
+def test_only_the_functions_holding_a_global_statement_are_scanned_for_it(end: str) -> None:
+    """A module that says `global` once had every function of it scanned to find which
+    declare names global; now only those whose lines hold the statement (lines as CPython
+    counts them, whatever the line ends)."""
+    from pinfix.semantic import SourceText
+    from pinfix.semantic.scope import ModuleInfo
+
+    text = end.join(
+        [
+            "def a():",
+            "    return 1",
+            "",
+            "def b():",
+            "    def inner():",
+            "        global x",
+            "    return 2",
+            "",
+            "def c():",
+        ]
+        + ["    return 3", "", "class K:", "    def m(self):", "        global y; y = 1", ""]
+    )
+    src = SourceText.from_bytes(text.encode(), "m.py")
+    module = ModuleInfo(src, src.parse(), None)
+    assert module.rebound_globals == {"x", "y"}
+    scanned = {f.qualname for f in module.functions.values() if f._locals is not None}
+    assert scanned == {"b", "b.<locals>.inner", "K.m"}, scanned
+
+
 @pytest.mark.parametrize(
     "call",
     ["pickle.load(f)", "pickle.loads(blob)", "cloudpickle.loads(blob)", "torch.load(f)"],

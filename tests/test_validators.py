@@ -130,6 +130,40 @@ def test_postconditions_read_once_each_function() -> None:
     assert [(call.func.id, passed) for call, passed in checks.calls] == [("w", (("0", "u"), ("key", "t")))]
 
 
+PINNED_T = Guarantee("t", "is_pinned", True)
+CUDA_U = Guarantee("u", "is_cuda", True)
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ("    assert t.is_pinned()\n    t = other()\n    assert t.is_cuda\n    return t\n", [PINNED_T]),
+        ("    (t := make())\n    assert t.is_pinned()\n", []),
+        ("    for t in items:\n        pass\n    assert t.is_pinned()\n", []),
+        ("    import t\n    assert t.is_pinned()\n", []),
+        ("    try:\n        pass\n    except E as t:\n        pass\n    assert t.is_pinned()\n", []),
+        ("    def t():\n        return 1\n    assert u.is_cuda\n", [CUDA_U]),
+        ("    class t:\n        x = 1\n    assert t.is_pinned()\n", []),
+        ("    x = [t for t in items]\n    assert t.is_pinned()\n", []),  # (a comprehension's t counts too)
+        ("    match x:\n        case [*t]:\n            pass\n    assert t.is_pinned()\n", []),
+        ("    assert t.is_pinned()\n    yield t\n", []),  # a generator: its body runs later
+        ("    assert t.is_pinned()\n    if t:\n        return\n    assert u.is_cuda\n", [PINNED_T]),
+        ("    check(t, k=u)\n    del u\n    assert u.is_cuda\n", []),
+    ],
+)
+def test_postconditions_are_the_same_told_whether_the_function_yields(body: str, expected: list) -> None:
+    """The caller (the module's analysis) knows whether a function yields from its one scan:
+    told so, :func:`postconditions` finds what it finds walking the body for it; a parameter
+    rebound before a check (as a name, a walrus target, a loop variable, an import, a
+    handler, a def or class, deleted) is no longer the caller's argument."""
+    src = SourceText.from_bytes(f"def v(t, u):\n{body}".encode(), "m.py")
+    module = ModuleInfo(src, src.parse(), Path("m.py"))
+    func = module.top["v"]
+    walked = postconditions(func.node, {"t", "u"})
+    assert list(walked.own) == expected
+    assert postconditions(func.node, {"t", "u"}, func.is_generator) == walked
+
+
 def test_the_solver_reaches_a_fixpoint_through_a_cycle_in_linear_work() -> None:
     # A chain of n functions, each passing its argument to the next, the last one (and the
     # first, through a cycle back to it) checking it: every one of them guarantees it.

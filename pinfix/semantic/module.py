@@ -222,7 +222,7 @@ def _checks(func: FunctionInfo) -> narrowing.Checks:
     found = func.exit_checks
     if found is None:
         named = {p.name for p in func.params if p.kind in ("posonly", "positional", "kwonly")}
-        found = func.exit_checks = narrowing.postconditions(func.node, named)
+        found = func.exit_checks = narrowing.postconditions(func.node, named, func.is_generator)
     return found
 
 

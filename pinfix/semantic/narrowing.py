@@ -714,22 +714,27 @@ class Checks(NamedTuple):
 NO_CHECKS = Checks((), ())
 
 
-def postconditions(node: ast.AST, params: Set[str]) -> Checks:
+def postconditions(node: ast.AST, params: Set[str], generator: Optional[bool] = None) -> Checks:
     """What a function (its ``def`` node) checks of its parameters on every way to a
     normal return: the top-level ``assert`` statements and ``if <test>: raise ...``
     guards (no ``else``) before any statement that can return, on parameters nothing
     before them rebinds. A generator's or a coroutine's body does not run when it is
-    called, and a lambda checks nothing: none of them guarantees anything."""
-    if not isinstance(node, ast.FunctionDef) or any(
-        isinstance(n, (ast.Yield, ast.YieldFrom)) for stmt in node.body for n in iter_nodes(stmt)
-    ):
+    called, and a lambda checks nothing: none of them guarantees anything
+    (``generator``: whether it yields, where the caller knows; else its body is walked)."""
+    if not isinstance(node, ast.FunctionDef):
+        return NO_CHECKS
+    if generator is None:
+        generator = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for stmt in node.body for n in iter_nodes(stmt))
+    if generator:
         return NO_CHECKS
     own: List[Guarantee] = []
     calls: List[Tuple[ast.Call, Tuple[Tuple[str, str], ...]]] = []
     rebound: Set[str] = set()
     for stmt in node.body:
-        if _may_leave(stmt):
-            break
+        # One walk of the statement: whether it can leave, and the parameters it rebinds.
+        nodes = list(iter_nodes(stmt))
+        if not isinstance(stmt, (*FUNCTION_NODES, ast.ClassDef)) and any(isinstance(n, _LEAVING) for n in nodes):
+            break  # (as :func:`_may_leave` says)
         usable = params - rebound
         if isinstance(stmt, ast.Assert):
             own.extend(_guaranteed(_parts(stmt.test, True), usable))
@@ -740,8 +745,17 @@ def postconditions(node: ast.AST, params: Set[str]) -> Checks:
             passed = _passed_on(call, usable) if call is not None else ()
             if call is not None and passed:
                 calls.append((call, passed))
-        rebound |= {p for n in iter_nodes(stmt) for p in params if binds(n, p)}
+        for n in nodes:
+            if isinstance(n, ast.Name):  # (what :func:`binds` says of a name, without a call a parameter)
+                if n.id in params and not isinstance(n.ctx, ast.Load):
+                    rebound.add(n.id)
+            elif not isinstance(n, ast.expr):
+                rebound.update(p for p in params if binds(n, p))
     return Checks(tuple(dict.fromkeys(own)), tuple(calls))
+
+
+#: What ends a function's call (or hands a value out) where it stands.
+_LEAVING = (ast.Return, ast.Yield, ast.YieldFrom)
 
 
 def _parts(test: ast.AST, truth: bool) -> List[Tuple[ast.AST, bool]]:
@@ -921,7 +935,7 @@ def _may_leave(stmt: ast.stmt) -> bool:
     """Whether a statement can end its function's call normally (or hand a value out) before the next one runs."""
     if isinstance(stmt, (*FUNCTION_NODES, ast.ClassDef)):
         return False  # a definition runs nothing of its body
-    return any(isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) for node in iter_nodes(stmt))
+    return any(isinstance(node, _LEAVING) for node in iter_nodes(stmt))
 
 
 _DUMPS: Dict[str, str] = {}

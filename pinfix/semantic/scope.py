@@ -13,6 +13,7 @@ Nothing here evaluates anything; :mod:`pinfix.semantic.flow` does.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
@@ -126,9 +127,10 @@ def parameters(args: ast.arguments) -> List[Param]:
     return out
 
 
-#: Where a ``global`` statement may start: a line's first word, or after ``;`` or ``:``
-#: (``def f(): global x``). ``global`` is a keyword, spelt in ASCII as written.
-GLOBAL_STATEMENT = re.compile(r"(?m)(?:^|[;:])[ \t\f]*global\b")
+#: Where a ``global`` statement may start: a line's first word (after a line end, "\r"
+#: alone included, which ``(?m)^`` does not know), or after ``;`` or ``:`` (``def f():
+#: global x``). ``global`` is a keyword, spelt in ASCII as written.
+GLOBAL_STATEMENT = re.compile(r"(?m)(?:^|(?<=\r)|[;:])[ \t\f]*global\b")
 
 
 def last_name(node: ast.AST) -> str:
@@ -529,7 +531,17 @@ class ModuleInfo:
     def rebound_globals(self) -> Set[str]:
         """Names declared ``global`` in some function: their module value is not known."""
         if self._rebound is None:
-            found = self.functions.values() if self.says_global else ()
+            found: List[FunctionInfo] = []
+            if self.says_global:
+                # Only the functions whose lines hold a `global` statement's text are scanned
+                # (a module saying it once scanned every function of it).
+                starts = self.src.line_starts  # (lines as CPython counts them: "\r" ends one too)
+                lines = [bisect.bisect_right(starts, m.start()) for m in GLOBAL_STATEMENT.finditer(self.src.text)]
+                found = [
+                    f
+                    for f in self.functions.values()
+                    if any(f.node.lineno <= line <= getattr(f.node, "end_lineno", f.node.lineno) for line in lines)
+                ]
             self._rebound = {n for f in found for n in f.declared_global}
         return self._rebound
 
