@@ -55,6 +55,7 @@ SEMANTIC_ORDER = (
     "pinfix.semantic.source",
     "pinfix.semantic.roots",
     "pinfix.semantic.scope",
+    "pinfix.semantic.fixtures",
     "pinfix.semantic.slices",
     "pinfix.semantic.state",
     "pinfix.semantic.aliasing",

@@ -76,7 +76,11 @@ class PageableCpuSource(Rule):
       ``np.memmap``. ``torch.load`` without ``map_location`` puts each tensor back on the device
       it was saved from, so pinfix does not know where it is;
     - ``t.share_memory_()`` of a CPU tensor, pinned or not: its data moves into shared (pageable)
-      memory, in place (the name it is called on holds that memory afterwards).
+      memory, in place (the name it is called on holds that memory afterwards);
+    - in a test's parameter, what the pytest fixture of its name returns or yields (the test
+      class's own fixture, else the module's), where pytest's choice is plain: a function named
+      ``test...`` or a fixture, a parameter with no default that no ``parametrize`` names, no
+      ``mock.patch`` decorator, no ``pytest_generate_tests`` hook in the module.
 
     Besides the tensor methods, library copies are sinks: ``accelerate.utils.send_to_device(
     batch, device, non_blocking=True)`` (``non_blocking`` by keyword), which copies every tensor
@@ -234,6 +238,12 @@ class PageableCpuSource(Rule):
     name = "PageableCpuSource"
 
     VALID = [
+        # A parametrized argument is not the fixture of that name.
+        Case(
+            "import pytest\nimport torch\n\n\n@pytest.fixture\ndef host():\n    return torch.arange(4)\n\n\n"
+            "@pytest.mark.parametrize('host', [torch.arange(4).pin_memory()])\n"
+            "def test_copy(host, dev):\n    assert host.to(dev, non_blocking=True).sum() == 6\n"
+        ),
         # Factories given no device allocate on the default device, which these set.
         Case(
             _H
@@ -573,6 +583,11 @@ class PageableCpuSource(Rule):
     ]
 
     INVALID = [
+        # A pytest fixture fills the test's parameter of its name.
+        Case(
+            "import pytest\nimport torch\n\n\n@pytest.fixture\ndef host():\n    return torch.arange(4)\n\n\n"
+            "def test_copy(host, dev):\n    assert host.to(dev, non_blocking=True).sum() == 6\n"
+        ),
         # DataLoader batches without pin_memory=True: fresh pageable memory, in every spelling of iteration.
         Case(
             _L

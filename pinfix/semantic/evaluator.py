@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Dict, Optional
 
 from . import narrowing
 from .facts import FunctionFacts
+from .fixtures import filled_by
 from .flow import BUDGET_PER_STATEMENT, Flow
 from .scope import FunctionInfo, Param, last_name
 from .state import State
-from .values import ANY_DEVICE, Array, Class, Device, DType, Flag, Host, Instance, Seq, Value, unknown
+from .values import ANY_DEVICE, Array, Class, Device, DType, Flag, Host, Instance, Seq, Step, Value, mark, unknown
 
 if TYPE_CHECKING:
     from .module import ModuleContext
@@ -84,7 +85,13 @@ class Evaluator(Flow):
                 narrowing.narrow(self, stmt.test, True, state)
 
     def parameter_value(self, p: Param) -> Value:
-        """What a parameter holds as far as its annotation says (deep mode adds the callers)."""
+        """What a parameter holds: the pytest fixture that fills it, else as far as its
+        annotation says (deep mode adds the callers)."""
+        if p.kind in ("posonly", "positional", "kwonly"):
+            fixture = filled_by(self.func, p.name)
+            given = self.fixture_value(fixture, p) if fixture is not None else None
+            if given is not None:
+                return given
         if p.kind == "vararg":
             return Value((Seq("tuple", None, unknown(f"`{p.name}` is a parameter", p.node)),))
         if p.kind == "kwarg":
@@ -97,6 +104,18 @@ class Evaluator(Flow):
         if known is not None:
             return known
         return unknown(f"`{p.name}` is a parameter", p.node)
+
+    def fixture_value(self, fixture: FunctionInfo, p: Param) -> Optional[Value]:
+        """What the pytest fixture ``fixture`` gives the parameter ``p``: what it returns, or
+        yields (``None``: not known, or it is being evaluated)."""
+        facts = self.ctx.evaluate(fixture)
+        if facts is None:
+            return None
+        given = facts.yields if fixture.is_generator else facts.returns
+        if given is None:
+            return None
+        step = Step("argument", fixture.node, f"the pytest fixture `{p.name}`", fixture.module.src)
+        return mark(given, step, via=True)
 
 
 _LISTS = {"list", "List", "tuple", "Tuple", "Sequence", "MutableSequence"}

@@ -740,6 +740,12 @@ class Expressions:
                 self.eval(part, state)
         return Value((SliceAtom(),))
 
+    def eval_yield(self, node: ast.Yield, state: State) -> Value:
+        """``yield v``: ``v`` is handed out (a generator fixture's value, for one); what is
+        sent back in is not known."""
+        self.facts.add_yield(self.eval(node.value, state) if node.value is not None else Value((NoneValue(),)))
+        return unknown(node=node)
+
     def eval_opaque(self, node: ast.AST, state: State) -> Value:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
@@ -848,7 +854,7 @@ _HANDLERS: "dict[type, Callable[..., Value]]" = {
     ast.Starred: Expressions.eval_starred,
     ast.Slice: Expressions.eval_slice,
     ast.Await: Expressions.eval_opaque,
-    ast.Yield: Expressions.eval_opaque,
+    ast.Yield: Expressions.eval_yield,
     ast.YieldFrom: Expressions.eval_opaque,
     ast.FormattedValue: Expressions.eval_opaque,
 }

@@ -128,6 +128,8 @@ class FunctionFacts:
         self.copies: Dict[int, Copy] = {}
         self.reads: Dict[Tuple[int, int], HostRead] = {}
         self.returns: Optional[Value] = None
+        #: What a generator hands out (``yield v``; ``None``: nothing).
+        self.yields: Optional[Value] = None
         #: Every value each local name held (free names of nested functions read these).
         self.all_values: Dict[str, Value] = {}
         #: ``receiver.attr = value`` stores: (receiver's value, attribute, value, statement).
@@ -157,6 +159,9 @@ class FunctionFacts:
 
     def add_return(self, value: Value) -> None:
         self.returns = join(self.returns, value)
+
+    def add_yield(self, value: Value) -> None:
+        self.yields = join(self.yields, value)
 
 
 class ModuleFacts:
