@@ -2,13 +2,17 @@
 the fixture of that name returns or yields, where pytest's choice is plain; elsewhere it
 stays unknown. Each case is a whole test module, checked in plain and deep mode."""
 
+import io
+import json
+import os
 import textwrap
 from pathlib import Path
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 import pytest
 
 from pinfix.api import check_text
+from pinfix.cli import main
 from pinfix.config import Config
 
 HEAD = "import numpy as np\nimport pytest\nimport torch\nfrom pytest import fixture\n\n\n"
@@ -171,3 +175,82 @@ def test_a_generator_hands_out_what_it_yields() -> None:
     made = [a for a in facts.yields if isinstance(a, Tensor)]
     assert len(made) == 1 and made[0].origin is not None and made[0].origin.line == 9
     assert len(list(facts.yields)) == 2  # the parameter's unknown, and the fresh tensor
+
+
+# --- conftest.py fixtures (deep mode) ------------------------------------------------------------
+
+CONFTEST = f"import numpy as np\nimport pytest\nimport torch\n\n\n@pytest.fixture\ndef host():\n    return {PAGEABLE}\n"
+PINNED_CONFTEST = (
+    "import pytest\nimport torch\n\n\n@pytest.fixture\ndef host():\n    return torch.ones(4).pin_memory()\n"
+)
+USES = "def test_copy(host):\n    return host.cuda(non_blocking=True)\n"
+
+
+def write(root: Path, files: Dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def run(root: Path, *extra: str) -> List[Tuple[str, int]]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(
+        ["check", "--no-progress", "--no-cache", "--output-format", "json", *extra, str(root)], out=out, err=err
+    )
+    assert code in (0, 1), err.getvalue()
+    found = json.loads(out.getvalue())["findings"]
+    return sorted((Path(f["path"]).resolve().relative_to(root.resolve()).as_posix(), f["line"]) for f in found)
+
+
+def test_deep_mode_takes_the_fixture_of_the_nearest_conftest(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "pyproject.toml": "[tool.pinfix]\n",
+            "tests/conftest.py": CONFTEST,
+            "tests/unit/test_a.py": USES,
+            "tests/other/conftest.py": PINNED_CONFTEST,  # nearer, and pinned
+            "tests/other/test_b.py": USES,
+            "tests/mine/test_c.py": PINNED_CONFTEST.replace("def host", "def host") + "\n\n" + USES,  # its own
+        },
+    )
+    assert run(root, "--deep") == [("tests/unit/test_a.py", 2)]
+    assert run(root) == []  # plain mode reads no other file
+    (finding,) = json.loads(_json(root, "--deep"))["findings"]
+    assert "through the pytest fixture `host`" in finding["message"] and "conftest.py" in finding["message"]
+
+
+def test_no_conftest_above_the_project_is_looked_for(tmp_path: Path) -> None:
+    root = write(tmp_path, {"conftest.py": CONFTEST, "proj/pyproject.toml": "", "proj/tests/test_a.py": USES})
+    assert run(root / "proj", "--deep") == []
+    (root / "proj/pyproject.toml").unlink()
+    assert run(root / "proj", "--deep") == [("tests/test_a.py", 2)]
+
+
+def test_a_conftest_made_later_changes_the_cached_verdict(tmp_path: Path) -> None:
+    root = write(tmp_path, {"pyproject.toml": "[tool.pinfix]\ndeep = true\n", "tests/test_a.py": USES})
+
+    def cached() -> List[int]:
+        out, err = io.StringIO(), io.StringIO()
+        cwd = os.getcwd()
+        os.chdir(root)
+        try:
+            main(["check", "--no-progress", "--output-format", "json", "tests/test_a.py"], out=out, err=err)
+        finally:
+            os.chdir(cwd)
+        return [f["line"] for f in json.loads(out.getvalue())["findings"]]
+
+    assert cached() == []
+    (root / "tests/conftest.py").write_text(CONFTEST)
+    assert cached() == [2]
+
+
+def _json(root: Path, *extra: str) -> str:
+    out = io.StringIO()
+    main(
+        ["check", "--no-progress", "--no-cache", "--output-format", "json", *extra, str(root)],
+        out=out,
+        err=io.StringIO(),
+    )
+    return out.getvalue()

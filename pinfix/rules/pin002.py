@@ -78,7 +78,8 @@ class PageableCpuSource(Rule):
     - ``t.share_memory_()`` of a CPU tensor, pinned or not: its data moves into shared (pageable)
       memory, in place (the name it is called on holds that memory afterwards);
     - in a test's parameter, what the pytest fixture of its name returns or yields (the test
-      class's own fixture, else the module's), where pytest's choice is plain: a function named
+      class's own fixture, else the module's; in deep mode, else the nearest ``conftest.py``'s),
+      where pytest's choice is plain: a function named
       ``test...`` or a fixture, a parameter with no default that no ``parametrize`` names, no
       ``mock.patch`` decorator, no ``pytest_generate_tests`` hook in the module.
 

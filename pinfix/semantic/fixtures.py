@@ -15,8 +15,9 @@ parametrized argument comes first; one whose names are not literal makes every n
 uncertain), in a module that defines no ``pytest_generate_tests`` hook (which may
 parametrize any name). The fixture is the
 class's own fixture method of that name, else the module's top-level one (the last
-defined wins, as pytest takes the module's attribute). Fixtures from ``conftest.py`` files
-and plugins are not looked for: such a parameter stays unknown.
+defined wins, as pytest takes the module's attribute); in deep mode, else the nearest
+``conftest.py``'s above the module (:meth:`pinfix.semantic.deep.project.DeepProject.conftest_fixture`).
+Fixtures of plugins are not looked for: such a parameter stays unknown.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def _parametrized(decorators: list) -> Optional[Set[str]]:
     return names
 
 
-def _fixtures_of(module: ModuleInfo) -> Dict[str, FunctionInfo]:
+def module_fixtures(module: ModuleInfo) -> Dict[str, FunctionInfo]:
     """The module's top-level fixtures by name (none where it defines ``pytest_generate_tests``)."""
     found = _FIXTURES.get(module)
     if found is None:
@@ -95,37 +96,40 @@ def _fixtures_of(module: ModuleInfo) -> Dict[str, FunctionInfo]:
     return found
 
 
-def filled_by(func: FunctionInfo, name: str) -> Optional[FunctionInfo]:
-    """The fixture pytest fills ``func``'s parameter ``name`` with (``None``: not one
-    pinfix can tell; see the module's docstring)."""
+def asks_fixture(func: FunctionInfo, name: str) -> bool:
+    """Whether pytest fills ``func``'s parameter ``name`` with the fixture of that name,
+    plainly (see the module's docstring)."""
     if name == _REQUEST or isinstance(func.node, ast.Lambda):
-        return None
+        return False
     if not (func.name.startswith("test") or fixture_name(func) is not None):
-        return None
+        return False
     if func.self_name == name or (func.kind == "classmethod" and func.params and func.params[0].name == name):
-        return None
+        return False
     # pytest asks fixtures for the parameters without a default, by keyword (not the
     # positional-only ones); `mock.patch` decorators fill the first ones themselves.
     param = next((p for p in func.params if p.name == name), None)
     if param is None or param.kind not in ("positional", "kwonly") or param.default is not None:
-        return None
+        return False
     if any(last_name(d.func if isinstance(d, ast.Call) else d).startswith("patch") for d in func.node.decorator_list):
-        return None
+        return False
     decorators = list(func.node.decorator_list)
     if func.cls is not None:
         decorators += list(func.cls.node.decorator_list)
     parametrized = _parametrized(decorators)
-    if parametrized is None or name in parametrized:
-        return None
-    module = func.module
-    if "pytest_generate_tests" in module.top:
+    return parametrized is not None and name not in parametrized and "pytest_generate_tests" not in func.module.top
+
+
+def filled_by(func: FunctionInfo, name: str) -> Optional[FunctionInfo]:
+    """The fixture of ``func``'s own module that pytest fills its parameter ``name`` with:
+    its class's, else the module's (``None``: none there, or not one pinfix can tell)."""
+    if not asks_fixture(func, name):
         return None
     if func.cls is not None:
         for method in func.cls.methods.values():
             if method is not func and fixture_name(method) == name:
                 return method
-    found = _fixtures_of(module).get(name)
+    found = module_fixtures(func.module).get(name)
     return found if found is not func else None
 
 
-__all__ = ["filled_by", "fixture_name"]
+__all__ = ["asks_fixture", "filled_by", "fixture_name", "module_fixtures"]

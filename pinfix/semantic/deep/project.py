@@ -30,6 +30,7 @@ from ...settings import Settings
 from ..calls import Arguments
 from ..evaluator import Evaluator
 from ..facts import Copy, FunctionFacts
+from ..fixtures import asks_fixture, filled_by, module_fixtures
 from ..flow import RETURNED, TRANSPARENT_DECORATORS
 from ..module import ModuleContext, Questions, functions_at
 from ..roots import ModuleIndex, is_test_file, module_name
@@ -62,6 +63,10 @@ from .words import Searcher, WordIndex, current_keeper
 
 #: What a helper's evaluation is for: its returns; an ``__init__``'s: what it stores on ``self``.
 RETURNS: Purpose = ("returns",)
+#: Folders looked in for a ``conftest.py`` above a test module, its own first.
+MAX_CONFTEST_LEVELS = 8
+#: What marks the top of a project (pytest's rootdir holds one): no ``conftest.py`` above it is looked for.
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", ".git")
 SELF_STORES: Purpose = ("stores", None)
 #: How many calls, attributes and stores away from the copy deep mode follows.
 DEPTH = 4
@@ -142,6 +147,8 @@ class DeepProject(Questions):
         self._linked: Dict[Path, bool] = {}
         #: Each path asked about, resolved (once a run: the tree does not move under it).
         self._real: Dict[Path, Path] = {}
+        #: The folders a test module's ``conftest.py`` files are looked for in, by its folder.
+        self._conftest_folders: Dict[Path, List[Path]] = {}
         #: Each checked tree's statements, counted once (the tree kept with its count).
         self._statements: Dict[int, Tuple[ast.Module, int]] = {}
 
@@ -239,6 +246,30 @@ class DeepProject(Questions):
             ):
                 found.append((func, returned))
         return found
+
+    def conftest_fixture(self, module: ModuleInfo, name: str) -> Optional[FunctionInfo]:
+        """The fixture ``name`` of the nearest ``conftest.py`` that has one, from ``module``'s
+        folder up (:data:`MAX_CONFTEST_LEVELS` folders at most, the last one holding a
+        project's settings or ``.git``): pytest's choice for a test there. Each file looked
+        for is read, so a ``conftest.py`` made later is a change to the verdict."""
+        if module.path is None:
+            return None
+        start = self.real(module.path).parent
+        folders = self._conftest_folders.get(start)
+        if folders is None:
+            folders = self._conftest_folders[start] = []
+            folder = start
+            while len(folders) < MAX_CONFTEST_LEVELS:
+                folders.append(folder)
+                if folder.parent == folder or any((folder / marker).exists() for marker in _PROJECT_MARKERS):
+                    break
+                folder = folder.parent
+        for folder in folders:
+            conftest = self.load(folder / "conftest.py")  # (read each time: the verdict depends on it)
+            found = module_fixtures(conftest).get(name) if conftest is not None else None
+            if found is not None:
+                return found
+        return None
 
     def real(self, path: Path) -> Path:
         """``path`` resolved (memoised: asked for every module read by every answer)."""
@@ -1112,8 +1143,14 @@ class DeepEvaluator(Evaluator):
         return Value((Instance(atom.info, tuple((name, mark(v, step)) for name, v in fields)),))
 
     def parameter_value(self, p: Any) -> Value:
-        """A parameter annotated with a project class holds an object of it."""
+        """A parameter a ``conftest.py``'s pytest fixture fills holds what it gives; one
+        annotated with a project class holds an object of it."""
         found = super().parameter_value(p)
+        if found.unknown is not None and asks_fixture(self.func, p.name) and filled_by(self.func, p.name) is None:
+            fixture = self.project.conftest_fixture(self.module, p.name)
+            given = self.fixture_value(fixture, p) if fixture is not None else None
+            if given is not None:
+                return given
         if found.unknown is None or p.annotation is None:
             return found
         if self.relevant is not None and not self.relevant.reads_name(p.name):
@@ -1123,6 +1160,18 @@ class DeepEvaluator(Evaluator):
             annotation = annotation.slice
         cls = self.project.class_expression(self.module, annotation)
         return Value((Instance(cls),)) if cls is not None else found
+
+    def fixture_value(self, fixture: FunctionInfo, p: Any) -> Optional[Value]:
+        """What the pytest fixture gives, evaluated for what it returns (asking the project
+        where that is reached); where it is too far from the copy, as plain mode has it."""
+        facts = self.project.facts(fixture, RETURNS)
+        if facts is None:
+            return super().fixture_value(fixture, p) if fixture.module is self.module else None
+        given = facts.yields if fixture.is_generator else facts.returns
+        if given is None:
+            return None
+        step = Step("argument", fixture.node, f"the pytest fixture `{p.name}`", fixture.module.src)
+        return mark(given, step, via=True)
 
     def object_method(self, atom: Any, method: str, node: ast.Call, args: Arguments, state: State) -> Value:
         assert isinstance(node.func, ast.Attribute)
