@@ -1221,3 +1221,48 @@ def test_a_none_test_of_a_field_known_only_by_its_default_leaves_the_path(tmp_pa
     )
     assert proc.returncode == 1, proc.stderr
     assert [(f["line"], f["code"]) for f in json.loads(proc.stdout)["findings"]] == [(9, "PIN002")]
+
+
+GENERATORS = """\
+import numpy as np
+import torch
+
+
+def batches(n):
+    for _ in range(n):
+        yield torch.from_numpy(np.ones(4))
+
+
+def pinned_batches(n):
+    for _ in range(n):
+        yield torch.ones(4).pin_memory()
+
+
+def passed_on(items):
+    yield from items
+"""
+
+USES_GENERATORS = """\
+from .gen import batches, passed_on, pinned_batches
+
+
+def run(dev, items):
+    for b in batches(3):
+        b.to(dev, non_blocking=True)
+    for p in pinned_batches(3):
+        p.to(dev, non_blocking=True)
+    for x in passed_on(items):
+        x.to(dev, non_blocking=True)
+    return next(batches(1)).to(dev, non_blocking=True)
+"""
+
+
+def test_a_project_generator_hands_out_what_it_yields(tmp_path):
+    """Iterating a project generator gives what it yields (its own parameters unknown):
+    pageable where it yields fresh pageable memory, pinned where pinned, unknown where it
+    hands on its argument (``yield from``)."""
+    pkg = project(tmp_path, {"gen.py": GENERATORS, "use.py": USES_GENERATORS})
+    found = deep([pkg / "use.py"])
+    assert lines(found) == [(6, "PIN001"), (11, "PIN001")]
+    assert any("yielded by `batches()`" in e["message"] for e in found[0]["evidence"])
+    assert lines(check([pkg / "use.py"])[1]) == []  # plain mode follows no call

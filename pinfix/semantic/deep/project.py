@@ -488,7 +488,12 @@ class DeepProject(Questions):
         is evaluated with the arguments the call gives it; further away with its own
         parameters (unknown)."""
         if func.is_generator:
-            return Value((Seq("gen", None, unknown(f"`{func.name}` is a generator")),))
+            # What it yields, evaluated with its own parameters (each item is the yielded value).
+            facts = self.facts(func, RETURNS)
+            if facts is None or facts.yields is None:
+                return Value((Seq("gen", None, unknown(f"`{func.name}` is a generator")),))
+            step = Step("returned", node, f"yielded by `{func.name}()`", self.context(func.module).module.src)
+            return Value((Seq("gen", None, mark(facts.yields, step)),))
         if self.left <= 0:
             return None
         if DEPTH - self.left >= CONTEXT_DEPTH:
