@@ -1224,6 +1224,8 @@ def test_a_none_test_of_a_field_known_only_by_its_default_leaves_the_path(tmp_pa
 
 
 GENERATORS = """\
+\"\"\"Batches made here.\"\"\"
+
 import numpy as np
 import torch
 
@@ -1264,5 +1266,6 @@ def test_a_project_generator_hands_out_what_it_yields(tmp_path):
     pkg = project(tmp_path, {"gen.py": GENERATORS, "use.py": USES_GENERATORS})
     found = deep([pkg / "use.py"])
     assert lines(found) == [(6, "PIN001"), (11, "PIN001")]
-    assert any("yielded by `batches()`" in e["message"] for e in found[0]["evidence"])
+    (yielded,) = [e for e in found[0]["evidence"] if "yielded by `batches()`" in e["message"]]
+    assert (Path(yielded["path"]).name, yielded["line"]) == ("gen.py", 7)  # where the generator is
     assert lines(check([pkg / "use.py"])[1]) == []  # plain mode follows no call

@@ -63,11 +63,11 @@ from .words import Searcher, WordIndex, current_keeper
 
 #: What a helper's evaluation is for: its returns; an ``__init__``'s: what it stores on ``self``.
 RETURNS: Purpose = ("returns",)
+SELF_STORES: Purpose = ("stores", None)
 #: Folders looked in for a ``conftest.py`` above a test module, its own first.
 MAX_CONFTEST_LEVELS = 8
 #: What marks the top of a project (pytest's rootdir holds one): no ``conftest.py`` above it is looked for.
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", ".git")
-SELF_STORES: Purpose = ("stores", None)
 #: How many calls, attributes and stores away from the copy deep mode follows.
 DEPTH = 4
 #: The first this many of them evaluate a call with the arguments it gets (further
@@ -492,7 +492,7 @@ class DeepProject(Questions):
             facts = self.facts(func, RETURNS)
             if facts is None or facts.yields is None:
                 return Value((Seq("gen", None, unknown(f"`{func.name}` is a generator")),))
-            step = Step("returned", node, f"yielded by `{func.name}()`", self.context(func.module).module.src)
+            step = Step("returned", func.node, f"yielded by `{func.name}()`", func.module.src)
             return Value((Seq("gen", None, mark(facts.yields, step)),))
         if self.left <= 0:
             return None
