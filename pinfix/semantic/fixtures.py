@@ -13,11 +13,11 @@ decorator (which fills the first parameters), whose parameter has no default, is
 positional-only, and is named by no ``@pytest.mark.parametrize`` on it or its class (a
 parametrized argument comes first; one whose names are not literal makes every name
 uncertain), in a module that defines no ``pytest_generate_tests`` hook (which may
-parametrize any name). The fixture is the
-class's own fixture method of that name, else the module's top-level one (the last
-defined wins, as pytest takes the module's attribute); in deep mode, else the nearest
-``conftest.py``'s above the module (:meth:`pinfix.semantic.deep.project.DeepProject.conftest_fixture`).
-Fixtures of plugins are not looked for: such a parameter stays unknown.
+parametrize any name). The fixture is the class's own fixture method of that name, else
+the module's top-level one (the last defined wins, as pytest takes the module's
+attribute); in deep mode, else the nearest ``conftest.py``'s above the module
+(:meth:`pinfix.semantic.deep.project.DeepProject.conftest_fixture`). Fixtures of plugins
+are not looked for: such a parameter stays unknown.
 """
 
 from __future__ import annotations
