@@ -20,6 +20,7 @@ left to the effects table or stays unknown.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
@@ -261,7 +262,8 @@ class DeepProject(Questions):
             folder = start
             while len(folders) < MAX_CONFTEST_LEVELS:
                 folders.append(folder)
-                if folder.parent == folder or any((folder / marker).exists() for marker in _PROJECT_MARKERS):
+                # (os.path: a folder pinfix may not look into is no marker, and raises nothing)
+                if folder.parent == folder or any(os.path.exists(folder / marker) for marker in _PROJECT_MARKERS):
                     break
                 folder = folder.parent
         for folder in folders:

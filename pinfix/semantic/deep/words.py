@@ -260,7 +260,7 @@ class WordList:
             return None
         try:
             fmt, kept_root, stamps, words = marshal.loads(raw)
-        except (ValueError, EOFError, TypeError):
+        except (ValueError, EOFError, TypeError, MemoryError):
             return None
         if (
             fmt != INDEX_FORMAT
