@@ -14,7 +14,8 @@ The edits:
 - ``comment``: a comment appended;
 - ``copy``: a function with a new pageable copy appended (issue 27's pre-commit case);
 - ``constant``: a module constant appended;
-- ``inserted``: the function inserted before the module's last top-level statement.
+- ``inserted``: the function inserted before the module's last top-level statement;
+- ``removed``: the module's last top-level function without decorators removed.
 
 The file is restored after each edit, even on failure. The report is a markdown table (one
 row per file and edit: same or different, findings, seconds with and without the cache) and
@@ -51,11 +52,24 @@ def _inserted(text: bytes) -> bytes:
     return b"".join(lines[: first - 1]) + COPY.lstrip("\n").encode() + b"\n\n" + b"".join(lines[first - 1 :])
 
 
+def _removed(text: bytes) -> bytes:
+    """The module's last top-level function without decorators removed (the text as it is
+    where it has none)."""
+    tree = ast.parse(text)
+    defs = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and not s.decorator_list]
+    if not defs:
+        return text
+    last = defs[-1]
+    lines = text.splitlines(True)
+    return b"".join(lines[: last.lineno - 1]) + b"".join(lines[last.end_lineno or last.lineno :])
+
+
 EDITS: Dict[str, Callable[[bytes], bytes]] = {
     "comment": lambda t: t + b"# pinfix parity edit\n",
     "copy": lambda t: t + COPY.encode(),
     "constant": lambda t: t + b"\n\n_PINFIX_PARITY_LIMIT = 4\n",
     "inserted": _inserted,
+    "removed": _removed,
 }
 
 

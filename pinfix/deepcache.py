@@ -481,8 +481,9 @@ class DeepVerdicts:
         self._says: Dict[Tuple[str, Tuple[str, ...]], bool] = {}
         #: What :func:`changed_bodies` found (by the hashes of the two texts).
         self._changed_bodies: Dict[Tuple[str, str], Any] = {}
-        #: What :func:`added_names` found (by the hashes of the two texts).
+        #: What :func:`added_names` found (by the hashes of the two texts), and the other way round.
         self._added: Dict[Tuple[str, str], Optional[List[str]]] = {}
+        self._removed: Dict[Tuple[str, str], Optional[List[str]]] = {}
         #: The texts this run kept (by hash).
         self._texts_written: List[str] = []
         #: Modules :meth:`still_valid` last found changed in bytes only: path -> [stat, hash].
@@ -867,6 +868,11 @@ class DeepVerdicts:
         added = None if moved else self._added_names(digest, old, new)
         if added is not None:
             return not self._said(added, old, name, read)
+        # Names removed (their statements bound them and did nothing else) that nothing the
+        # verdict read says now, the module's text of now included: no answer it got used them.
+        removed = None if moved else self._removed_names(digest, old, new)
+        if removed is not None:
+            return not self._said(removed, new, name, read)
         # Bodies of functions changed that nothing the verdict read says but themselves, in
         # which no search it made finds anything: it never looked inside them.
         changed = self._changed_bodies_of(digest, old, new) if bodies else None
@@ -1110,6 +1116,14 @@ class DeepVerdicts:
         if key not in self._added:
             self._added[key] = added_names(old, new)
         return self._added[key]
+
+    def _removed_names(self, digest: str, old: bytes, new: bytes) -> Optional[List[str]]:
+        """The names a module's text ``digest`` bound in statements its text now no longer
+        has, where that is all that changed: :func:`added_names` the other way round."""
+        key = (file_hash(new), digest)
+        if key not in self._removed:
+            self._removed[key] = added_names(new, old)
+        return self._removed[key]
 
     def _finds_the_same_around(
         self, searches: List[str], old: bytes, new: bytes, blocks: List[Tuple[int, int]]

@@ -32,8 +32,9 @@ def test_every_edit_is_checked_both_ways_and_the_file_restored(tmp_path: Path) -
         ["copy", "same", "2"],  # the new copy is reported
         ["constant", "same", "1"],
         ["inserted", "same", "2"],
+        ["removed", "same", "0"],  # `send` removed: the copy with it
     ]
-    assert "4 of 4 the same." in proc.stdout
+    assert "5 of 5 the same." in proc.stdout
     assert (root / "pkg/b.py").read_text() == COPIER
 
 

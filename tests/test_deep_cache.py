@@ -762,6 +762,42 @@ def test_an_edit_undone_or_followed_by_another_keeps_the_verdicts_that_read_the_
     assert fresh == []
 
 
+SPARE = "\n\ndef spare(x):\n    return x\n"
+
+
+@pytest.mark.parametrize(
+    "before, after, kept",
+    [
+        (PINNED_MAKER + SPARE, PINNED_MAKER, True),  # a function nothing says, removed
+        (PINNED_MAKER + "\n\nLIMIT = 4\n", PINNED_MAKER, True),  # a constant
+        # Still said by the module itself (a call of it): what `make` returns may change.
+        (
+            PINNED_MAKER.replace("return torch.zeros", "return spare(torch.zeros") + ")\n" + SPARE,
+            PINNED_MAKER.replace("return torch.zeros", "return spare(torch.zeros") + ")\n",
+            False,
+        ),
+        (PINNED_MAKER + SPARE, PINNED_MAKER.replace("4", "5"), False),  # and something else changed
+    ],
+)
+def test_a_dependent_keeps_its_verdict_when_a_name_nothing_says_is_removed(
+    tmp_path: Path, before: str, after: str, kept: bool
+) -> None:
+    """A function or constant removed from a module another file's verdict read: the
+    verdict holds where nothing it read says the name, the module's text of now included
+    (before, any removal rechecked every dependent)."""
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": before, "pkg/b.py": COPIER})
+    check(root, "pkg")
+    _mark_entry_of(root, "pkg/b.py")
+    (root / "pkg/a.py").write_text(after)
+    check(root, "pkg/a.py")  # b.py asked as a dependent
+    messages = [f["message"] for f in json.loads(check(root, "pkg/b.py").stdout)["findings"]]
+    assert ("from the cache" in messages) is kept, messages
+    fresh = json.loads(check(root, "--no-cache", "pkg/b.py").stdout)["findings"]
+    assert [
+        f for f in json.loads(check(root, "pkg/b.py").stdout)["findings"] if f["message"] != "from the cache"
+    ] == fresh
+
+
 def test_an_entry_made_just_after_a_checkout_is_brought_up_to_date_once(tmp_path: Path) -> None:
     """Just after a checkout every file is racy: the first deep run keeps each module read
     without its stamp and every file of the listing as changed. Each later run then hashed
