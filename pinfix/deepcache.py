@@ -90,9 +90,6 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 from .config import NOQA_CODE
 from .regular import Stamp, stamp_of
 
-#: Not taken yet (a stamp that is ``None`` is one taken: no regular file there).
-_UNSEEN: Any = object()
-
 #: A listing: path -> stamp (a racy file's: :data:`RACY_STAMP` and its hash).
 Listing = Dict[str, Tuple[Any, ...]]
 #: A file changed less than this long before its stamp was taken may change again
@@ -476,14 +473,13 @@ class DeepVerdicts:
         self._kept_texts: Dict[str, bool] = {}
         #: Each listed root's kept word list (see :meth:`word_list`).
         self._word_lists: Dict[str, Any] = {}
-        self._unsaid_by: Dict[Tuple[Any, ...], Dict[str, str]] = {}
+        self._unsaid_by: Dict[Tuple[Any, ...], Dict[str, Any]] = {}
         #: Whether a module says any of some names (see :meth:`_said`).
         self._says: Dict[Tuple[str, Tuple[str, ...]], bool] = {}
         #: What :func:`changed_bodies` found (by the hashes of the two texts).
         self._changed_bodies: Dict[Tuple[str, str], Any] = {}
-        #: What :func:`added_names` found (by the hashes of the two texts), and the other way round.
+        #: What :func:`added_names` found (by the hashes of the two texts, in the order asked).
         self._added: Dict[Tuple[str, str], Optional[List[str]]] = {}
-        self._removed: Dict[Tuple[str, str], Optional[List[str]]] = {}
         #: The texts this run kept (by hash).
         self._texts_written: List[str] = []
         #: Modules :meth:`still_valid` last found changed in bytes only: path -> [stat, hash].
@@ -510,20 +506,11 @@ class DeepVerdicts:
             found: Listing = {}
             links: List[str] = []
             racy: List[str] = []
-            stats, taken, settled = self._stats, self._taken, self._settled_before
             for file in project_file_names(root, links):
-                # What :meth:`_stat` does, written out: this runs once a file of the tree.
-                stamp = stats.get(file, _UNSEEN)
-                if stamp is _UNSEEN:
-                    stamp = taken.get(file)
-                    if stamp is None:
-                        stamp = stamp_of(file)
-                        if stamp is not None:
-                            taken[file] = stamp
-                    stats[file] = stamp
+                stamp = self._stat(file)
                 if stamp is not None:
                     found[file] = stamp
-                    if stamp[3] >= settled or stamp[4] >= settled:
+                    if self._racy(stamp):
                         racy.append(file)
             kept: Listing = found
             if racy:
@@ -927,7 +914,7 @@ class DeepVerdicts:
             if path == module:
                 continue
             stamp = self._stat(path)
-            if stamp is None or (path in unsaid and self.word_list(unsaid[path]).speaks_for(path, stamp)):
+            if stamp is None or (path in unsaid and unsaid[path].speaks_for(path, stamp)):
                 continue  # no file there now (a module looked for), or one the word list says is silent
             # Once a run for each module (the verdicts depending on an edited file share most).
             known = self._says.get((path, key))
@@ -946,11 +933,11 @@ class DeepVerdicts:
             self._word_lists[root] = WordList.kept(Path(root), WordKeeper(self.directory))
         return self._word_lists[root]
 
-    def _unsaid(self, said: List[bytes]) -> Dict[str, str]:
+    def _unsaid(self, said: List[bytes]) -> Dict[str, Any]:
         """The files the kept word lists of the roots listed this run speak for, each with
-        its root, where none of those files says any of ``said``: those need not be read
-        (a file they no longer speak for, changed since, is; so is every file when one says
-        any of them)."""
+        its list, where none of those files says any of ``said``: those need not be read
+        (a file its list no longer speaks for, changed since, is; so is every file when one
+        says any of them)."""
         key = (*said, "", *self._listings)  # the roots listed so far: one more may be listed later
         out = self._unsaid_by.get(key)
         if out is None:
@@ -962,7 +949,7 @@ class DeepVerdicts:
                 if any(words.may_say(n) for n in said):
                     out.clear()
                     break
-                out.update(dict.fromkeys(words.stamps, root))
+                out.update(dict.fromkeys(words.stamps, words))
         return out
 
     def unmoved(self, path: str, digest: str, data: bytes, kept: Dict[str, Any], findings: Any) -> bool:
@@ -1112,18 +1099,19 @@ class DeepVerdicts:
     def _added_names(self, digest: str, old: bytes, new: bytes) -> Optional[List[str]]:
         """:func:`added_names` of a module's text ``digest`` and its text now (once a run:
         the checked file's own verdict and those of the files depending on it ask the same)."""
-        key = (digest, file_hash(new))
-        if key not in self._added:
-            self._added[key] = added_names(old, new)
-        return self._added[key]
+        return self._added_between((digest, old), (file_hash(new), new))
 
     def _removed_names(self, digest: str, old: bytes, new: bytes) -> Optional[List[str]]:
         """The names a module's text ``digest`` bound in statements its text now no longer
         has, where that is all that changed: :func:`added_names` the other way round."""
-        key = (file_hash(new), digest)
-        if key not in self._removed:
-            self._removed[key] = added_names(new, old)
-        return self._removed[key]
+        return self._added_between((file_hash(new), new), (digest, old))
+
+    def _added_between(self, then: Tuple[str, bytes], now: Tuple[str, bytes]) -> Optional[List[str]]:
+        """:func:`added_names` from the text ``then`` to ``now`` (each with its hash), once a run."""
+        key = (then[0], now[0])
+        if key not in self._added:
+            self._added[key] = added_names(then[1], now[1])
+        return self._added[key]
 
     def _finds_the_same_around(
         self, searches: List[str], old: bytes, new: bytes, blocks: List[Tuple[int, int]]
@@ -1366,14 +1354,7 @@ class DeepVerdicts:
             reads: List[Any] = []
             of: List[Any] = []
             if self._index_first is not None:
-                numbers: Dict[str, int] = {}
-                for name in files:
-                    said = self._index_first[name]
-                    if isinstance(said, list):
-                        of.append([numbers.setdefault(r, len(numbers)) for r in said if type(r) is str])
-                    else:
-                        of.append([])
-                reads = list(numbers)
+                reads, of = _numbered_reads(self._index_first, files)
             else:
                 try:
                     rest = json.loads(self._index_rest)
@@ -1463,17 +1444,11 @@ class DeepVerdicts:
         merged: Dict[str, Any] = self.index()
         merged.update(self._index_updates)
         names = sorted(merged)
-        numbers: Dict[str, int] = {}
-        numbered = [
-            [numbers.setdefault(r, len(numbers)) for r in merged[f] if type(r) is str]
-            if isinstance(merged[f], list)
-            else []
-            for f in names
-        ]
+        distinct, numbered = _numbered_reads(merged, names)
         head = json.dumps({"format": DEEP_INDEX_FORMAT, "files": names})
         try:
             self.prepare()
-            text = head + "\n" + json.dumps({"reads": list(numbers), "of": numbered})
+            text = head + "\n" + json.dumps({"reads": distinct, "of": numbered})
             atomic_write(self.directory, INDEX_NAME, text.encode())
         except OSError:
             pass  # a cache is only ever a shortcut
@@ -1506,6 +1481,21 @@ class WordKeeper:
 
         if real_directory(self.directory) is True:
             atomic_write(self.directory, name, data)
+
+
+def _numbered_reads(by_file: Dict[str, Any], names: List[str]) -> Tuple[List[str], List[List[int]]]:
+    """Each distinct read of the files ``names`` (``by_file``: each one's reads) once, and each
+    file's reads by number: the index's second line. What is not a read (the index of the
+    first format may not be of pinfix's writing) is left out; a file whose reads are no list
+    reads nothing."""
+    numbers: Dict[str, int] = {}
+    of = [
+        [numbers.setdefault(r, len(numbers)) for r in by_file[name] if type(r) is str]
+        if isinstance(by_file[name], list)
+        else []
+        for name in names
+    ]
+    return list(numbers), of
 
 
 def _reads_at(reads: List[Any], numbers: List[Any]) -> List[str]:

@@ -275,7 +275,7 @@ def test_an_index_kept_without_its_word_list_gets_one_when_read_back(tmp_path: P
     write(tmp_path, FILES)
     keeper = MemoryKeeper()
     WordIndex(tmp_path, keeper)
-    del keeper.kept[list_name(tmp_path)]  # as an earlier pinfix kept it
+    del keeper.kept[list_name(tmp_path)]  # removed, or its writing failed
     again = WordIndex(tmp_path, keeper)
     assert again.reused and keeper.writes == 1 and keeper.list_writes == 2
     listed = WordList.kept(tmp_path, keeper)

@@ -108,14 +108,19 @@ class Evaluator(Flow):
     def fixture_value(self, fixture: FunctionInfo, p: Param) -> Optional[Value]:
         """What the pytest fixture ``fixture`` gives the parameter ``p``: what it returns, or
         yields (``None``: not known, or it is being evaluated)."""
-        facts = self.ctx.evaluate(fixture)
-        if facts is None:
-            return None
-        given = facts.yields if fixture.is_generator else facts.returns
-        if given is None:
-            return None
-        step = Step("argument", fixture.node, f"the pytest fixture `{p.name}`", fixture.module.src)
-        return mark(given, step, via=True)
+        return fixture_given(fixture, self.ctx.evaluate(fixture), p.name)
+
+
+def fixture_given(fixture: FunctionInfo, facts: Optional[FunctionFacts], name: str) -> Optional[Value]:
+    """What the pytest fixture ``fixture``, evaluated as ``facts``, gives a parameter ``name``:
+    what it returns, or yields, marked as reaching the test through it (``None``: not known)."""
+    if facts is None:
+        return None
+    given = facts.yields if fixture.is_generator else facts.returns
+    if given is None:
+        return None
+    step = Step("argument", fixture.node, f"the pytest fixture `{name}`", fixture.module.src)
+    return mark(given, step, via=True)
 
 
 _LISTS = {"list", "List", "tuple", "Tuple", "Sequence", "MutableSequence"}

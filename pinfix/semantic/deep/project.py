@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Set
 from ...regular import read_regular
 from ...settings import Settings
 from ..calls import Arguments
-from ..evaluator import Evaluator
+from ..evaluator import Evaluator, fixture_given
 from ..facts import Copy, FunctionFacts
 from ..fixtures import asks_fixture, filled_by, module_fixtures
 from ..flow import RETURNED, TRANSPARENT_DECORATORS
@@ -1174,11 +1174,7 @@ class DeepEvaluator(Evaluator):
         facts = self.project.facts(fixture, RETURNS)
         if facts is None:
             return super().fixture_value(fixture, p) if fixture.module is self.module else None
-        given = facts.yields if fixture.is_generator else facts.returns
-        if given is None:
-            return None
-        step = Step("argument", fixture.node, f"the pytest fixture `{p.name}`", fixture.module.src)
-        return mark(given, step, via=True)
+        return fixture_given(fixture, facts, p.name)
 
     def object_method(self, atom: Any, method: str, node: ast.Call, args: Arguments, state: State) -> Value:
         assert isinstance(node.func, ast.Attribute)

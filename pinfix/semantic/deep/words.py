@@ -181,7 +181,9 @@ class WordIndex:
         if len(direct) > MAX_CHANGED:
             return False
         self.code, self.postings, self.kept, self.direct = code, postings, kept, direct
-        if keeper.load(list_name(self.root)) is None:  # kept by an earlier pinfix, without one
+        # Its list gone (removed, or its writing failed: an index of an earlier pinfix is never
+        # here, the cache's folder is named by pinfix's code): written again from the index.
+        if keeper.load(list_name(self.root)) is None:
             try:
                 _keep_list(keeper, self.root, names, kept_stamps, postings)
             except (OSError, ValueError):
