@@ -54,6 +54,7 @@ SEMANTIC_ORDER = (
     "pinfix.semantic.values",
     "pinfix.semantic.source",
     "pinfix.semantic.roots",
+    "pinfix.semantic.bodies",
     "pinfix.semantic.scope",
     "pinfix.semantic.fixtures",
     "pinfix.semantic.slices",

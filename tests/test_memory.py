@@ -3,6 +3,7 @@ before it is needed. Each test measures the bytes allocated (``tracemalloc`` cou
 them exactly, whatever the machine's load) or the objects kept."""
 
 import io
+import json
 import textwrap
 import tracemalloc
 from pathlib import Path
@@ -77,6 +78,9 @@ def test_deep_answers_that_read_the_same_modules_share_one_set_of_reads(tmp_path
     sets = list(project._reads.values())
     assert len(sets) > len(set(sets))  # answers that read the same modules
     assert len({id(s) for s in sets}) == len(set(sets))  # ... share one set
+    # ... kept as a tuple (a frozenset's table is mostly empty slots), one per distinct set
+    assert all(type(s) is tuple for s in sets)
+    assert len({frozenset(s) for s in sets}) == len({id(s) for s in sets})
     reads = [what for s in sets for what in s if what.startswith("f:")]
     assert len({id(what) for what in reads}) == len(set(reads))  # each module's read made once
 
@@ -96,3 +100,37 @@ def test_a_functions_graph_keeps_no_empty_set_a_statement() -> None:
     assert size < 2001 * 700, size
     assert [u.first for u in graph.seeds(("returns",))] == [2002]
     assert len(graph.slice(("returns",)).statements) == 2  # the return, and what binds x0
+
+
+def test_deep_keeps_only_the_values_asked_of_a_modules_names(tmp_path: Path) -> None:
+    """A module-level name's binding keeps its value, not what every other name of the
+    module body held (20 KB a question on vLLM), and the evaluations made for project
+    questions keep no local names at all (nothing reads them)."""
+    from pinfix.semantic.deep import project as deep_project
+    from pinfix.semantic.facts import FunctionFacts
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    names = "".join(f"N{i} = torch.zeros({i})\n" for i in range(50))
+    (pkg / "a.py").write_text(
+        "import torch\n\n"
+        + names
+        + "BUF = torch.zeros(4)\n\n\nclass Holder:\n    def __init__(self):\n        n = 4\n"
+        + "        self.buf = torch.zeros(n)\n"
+    )
+    (pkg / "b.py").write_text(
+        "from pkg import a\nfrom pkg.a import Holder\n\n\ndef one(dev):\n    return Holder().buf.to(dev, non_blocking=True)\n\n\n"
+        "def two(dev):\n    return a.BUF.to(dev, non_blocking=True)\n"
+    )
+    out = io.StringIO()
+    code = main(
+        ["check", "--no-progress", "--no-cache", "--deep", "-j", "1", "--output-format", "json", str(pkg)], out=out
+    )
+    assert code == 1
+    assert sorted(f["line"] for f in json.loads(out.getvalue())["findings"]) == [6, 10]
+    (project,) = deep_project._PROJECTS.values()
+    kept = [v for ctx in project.contexts.values() for v in ctx.bindings.values()]
+    assert kept and all(isinstance(v, Value) for v in kept if v is not None)
+    evaluated = [f for f in (*project.own.values(), *project.refined.values()) if isinstance(f, FunctionFacts)]
+    assert evaluated and all(not f.all_values for f in evaluated)

@@ -92,7 +92,7 @@ class ModuleContext:
         #: What may be asked beyond the module: deep mode's project, or :data:`NO_PROJECT`.
         self.project: Questions = project if project is not None else NO_PROJECT
         self.results: Dict[int, FunctionFacts] = {}
-        self.bindings: Dict[Tuple[int, str], FunctionFacts] = {}
+        self.bindings: Dict[Tuple[int, str], Optional[Value]] = {}
         self._active: set = set()
         #: Plain mode: what each ``collate_fn`` of this module returns for a list of dataset
         #: items (by its node; ``None`` while it is evaluated).
@@ -146,9 +146,11 @@ class ModuleContext:
         self.results[id(func.node)] = facts
         return facts
 
-    def binding(self, scope: FunctionInfo, name: str) -> Optional[FunctionFacts]:
-        """Deep mode: the module body (or a class body) evaluated for what it binds
-        ``name`` to, asking the project only where that can matter (memoised)."""
+    def binding(self, scope: FunctionInfo, name: str) -> Optional[Value]:
+        """Deep mode: every value the module body (or a class body) gives ``name``,
+        evaluated asking the project only where that can matter; ``None`` where it
+        binds none, or while it is being evaluated (memoised: only the value is kept,
+        as what the evaluation saw of its other names was 20 KB a question on vLLM)."""
         key = (id(scope.node), name)
         if key in self.bindings:
             self.project.reused(("binding",) + key)
@@ -161,8 +163,8 @@ class ModuleContext:
                 facts = self.project.evaluator(self, scope, None, ("binds", name)).run()
         finally:
             self._active.discard(key)
-        self.bindings[key] = facts
-        return facts
+        found = self.bindings[key] = facts.all_values.get(name)
+        return found
 
     def guarantees(self, func: FunctionInfo) -> Tuple[narrowing.Guarantee, ...]:
         """What a call of the project function ``func`` that returns says of the
@@ -210,10 +212,11 @@ class ModuleContext:
             return None
         if name in module.rebound_globals:
             return unknown("is a module-level name some function rebinds")
-        facts = self.evaluate(module.body) if not self.project.deep or self.whole else self.binding(module.body, name)
-        if facts is None:
-            return unknown("is a module-level name")
-        found = facts.all_values.get(name)
+        if not self.project.deep or self.whole:
+            facts = self.evaluate(module.body)
+            found = facts.all_values.get(name) if facts is not None else None
+        else:
+            found = self.binding(module.body, name)
         return found if found is not None else unknown("is a module-level name")
 
 
@@ -257,9 +260,7 @@ def functions_at(module: ModuleInfo, lines: Iterable[int]) -> List[FunctionInfo]
     for f in scopes:
         node = f.node
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-        body = getattr(node, "body", None)
-        body_start = body[0].lineno if isinstance(body, list) and body else getattr(body, "lineno", node.lineno)
-        spans.append((first, body_start, getattr(node, "end_lineno", node.lineno), f))
+        spans.append((first, f.body_line, getattr(node, "end_lineno", node.lineno), f))
     spans.sort(key=lambda s: (s[0], -s[2]))
     lines = list(lines)
 

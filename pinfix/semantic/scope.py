@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from ..effects import CPU_DEVICE_TYPES, DEFAULT_DEVICE_SETTERS, HOST_REGISTER_CALLS
+from .bodies import UnreadBody
 from .source import SourceText
 
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -169,10 +170,17 @@ class FunctionInfo:
         args = getattr(node, "args", None)
         self.params: List[Param] = parameters(args) if isinstance(args, ast.arguments) else []
         self.decorators: Tuple[str, ...] = tuple(decorator_name(d) for d in getattr(node, "decorator_list", ()))
+        body = getattr(node, "body", None)
+        #: The line its body starts on (a def's header, decorators and defaults, lies above).
+        self.body_line: int = (
+            body[0].lineno if isinstance(body, list) and body else getattr(body, "lineno", getattr(node, "lineno", 1))
+        )
         self._locals: Optional[FrozenSet[str]] = None
         self._declared: Optional[Tuple[FrozenSet[str], FrozenSet[str]]] = None
         self._statements = 0
         self._generator = False
+        #: Whether its text says ``yield`` (``None``: not looked at; ``False``: no generator).
+        self.says_yield: Optional[bool] = None
         self._stores: Optional[FrozenSet[str]] = None
         #: The body's asserts that hold from its start (:func:`.flow.preconditions`), once the evaluator found them.
         self.entry_asserts: Optional[List[ast.stmt]] = None
@@ -217,6 +225,8 @@ class FunctionInfo:
     @property
     def is_generator(self) -> bool:
         if self._locals is None:
+            if self.says_yield is False:
+                return False
             self._scan()
         return self._generator
 
@@ -301,29 +311,23 @@ class FunctionInfo:
     @property
     def attribute_stores(self) -> FrozenSet[str]:
         """Attributes this function may store on an object (``x.attr = ...``,
-        ``self.register_buffer("attr", ...)``), read from its statements."""
+        ``self.register_buffer("attr", ...)``), read from its statements (a body not
+        read yet, :mod:`.bodies`, is parsed for the look and stays unread)."""
         if self._stores is None:
-            found: Set[str] = set()
-            stack: List[ast.AST] = list(self.body)
-            while stack:
-                node = stack.pop()
-                if isinstance(node, SCOPE_NODES):
-                    continue
-                if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-                    found.add(node.attr)
-                elif (
-                    isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "register_buffer"
-                ):
-                    if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-                        found.add(node.args[0].value)
-                if isinstance(node, (ast.stmt, ast.excepthandler, ast.withitem)) or (
-                    isinstance(node, ast.expr) and _may_store(node)
-                ):
-                    stack.extend(ast.iter_child_nodes(node))
-            self._stores = frozenset(found)
+            body = getattr(self.node, "body", None)
+            unread = isinstance(body, UnreadBody) and not body.read
+            self._stores = _attribute_stores(body.peek() if unread else self.body)
         return self._stores
+
+    def stores_attribute(self, attr: str) -> bool:
+        """Whether ``attr`` is one of :attr:`attribute_stores`, answered from the text
+        where the body is unread and its lines never say ``attr``."""
+        if self._stores is None:
+            body = getattr(self.node, "body", None)
+            if isinstance(body, UnreadBody) and not body.read:
+                if self.module.names_as_spelt and not self.module.lines_say(self.node, attr):
+                    return False
+        return attr in self.attribute_stores
 
     @property
     def statements(self) -> int:
@@ -345,6 +349,27 @@ class FunctionInfo:
             self._scan()
         assert self._declared is not None
         return self._declared[0]
+
+
+def _attribute_stores(body: Sequence[ast.AST]) -> FrozenSet[str]:
+    found: Set[str] = set()
+    stack: List[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, SCOPE_NODES):
+            continue
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            found.add(node.attr)
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_buffer"
+        ):
+            if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                found.add(node.args[0].value)
+        if isinstance(node, (ast.stmt, ast.excepthandler, ast.withitem)) or (
+            isinstance(node, ast.expr) and _may_store(node)
+        ):
+            stack.extend(ast.iter_child_nodes(node))
+    return frozenset(found)
 
 
 class ClassInfo:
@@ -426,6 +451,10 @@ class ModuleInfo:
         self.top: Dict[str, Definition] = {}
         self._rebound: Optional[Set[str]] = None
         self._says_global: Optional[bool] = None
+        self._global_lines: Optional[List[int]] = None
+        #: Whether its defs' bodies were dropped, to be read when first used (:mod:`.bodies`).
+        self.bodies_deferred = False
+        self._ascii: Optional[bool] = None
         self._call_exports: Optional[FrozenSet[str]] = None
         self._top_bindings: Optional[Dict[str, int]] = None
         self._from_imports: Optional[Dict[str, str]] = None
@@ -531,19 +560,67 @@ class ModuleInfo:
     def rebound_globals(self) -> Set[str]:
         """Names declared ``global`` in some function: their module value is not known."""
         if self._rebound is None:
-            found: List[FunctionInfo] = []
-            if self.says_global:
-                # Only the functions whose lines hold a `global` statement's text are scanned
-                # (a module saying it once scanned every function of it).
-                starts = self.src.line_starts  # (lines as CPython counts them: "\r" ends one too)
-                lines = [bisect.bisect_right(starts, m.start()) for m in GLOBAL_STATEMENT.finditer(self.src.text)]
-                found = [
-                    f
-                    for f in self.functions.values()
-                    if any(f.node.lineno <= line <= getattr(f.node, "end_lineno", f.node.lineno) for line in lines)
-                ]
+            found = [f for f in self.functions.values() if self.may_say_global(f)]
             self._rebound = {n for f in found for n in f.declared_global}
         return self._rebound
+
+    def may_say_global(self, func: FunctionInfo) -> bool:
+        """Whether a line of ``func`` holds a ``global`` statement's text (only those
+        scopes are scanned for one: a module saying it once scanned every scope)."""
+        if self._global_lines is None:
+            starts = self.src.line_starts  # (lines as CPython counts them: "\r" ends one too)
+            text = self.src.text
+            self._global_lines = (
+                [bisect.bisect_right(starts, m.start()) for m in GLOBAL_STATEMENT.finditer(text)]
+                if self.says_global
+                else []
+            )
+        node = func.node
+        first = getattr(node, "lineno", 1)
+        last = getattr(node, "end_lineno", first)
+        return any(first <= line <= last for line in self._global_lines)
+
+    @property
+    def names_as_spelt(self) -> bool:
+        """Whether every identifier is spelt as its name (all ASCII text: elsewhere
+        ``ﬁle`` is the name ``file``, as Python reads identifiers in NFKC form)."""
+        if self._ascii is None:
+            self._ascii = self.src.text.isascii()
+        return self._ascii
+
+    def lines_say(self, node: ast.AST, word: str) -> bool:
+        """Whether the lines ``node`` spans say ``word`` as written (also in comments
+        and strings: a superset of what its code says)."""
+        text = self.src.text
+        starts = self.src.line_starts
+        first = getattr(node, "lineno", 1)
+        last = getattr(node, "end_lineno", first)
+        end = starts[last] if last < len(starts) else len(text)
+        return text.find(word, starts[first - 1], end) >= 0
+
+    def defer_bodies(self) -> int:
+        """Drop the bodies of the defs that hold no def or class, each replaced by an
+        :class:`~.bodies.UnreadBody` that parses it again when first looked into (a
+        nested def is indexed by its node, which a new parse would not give back; a
+        ``lambda`` is indexed only when evaluated, so one may be inside); how many were
+        dropped. Once a module: a body read since may be what an answer's node is (a
+        node dropped then could leave its identity to another)."""
+        if self.bodies_deferred:
+            return 0
+        self.bodies_deferred = True
+        owners = {id(f.parent.node) for f in self.functions.values() if f.parent is not None}
+        owners.update(id(c.parent.node) for c in self.classes.values() if c.parent is not None)
+        deferred = 0
+        for func in list(self.functions.values()):
+            node = func.node
+            if not isinstance(node, FUNCTION_NODES) or id(node) in owners or not node.body:
+                continue
+            # Asked of every function a call reaches, answered without reading the body
+            # (a keyword is spelt in ASCII).
+            func.says_yield = self.lines_say(node, "yield")
+            node.body = UnreadBody(node, self.src, node.body[0].col_offset)
+            deferred += 1
+        return deferred
 
     def global_import(self, name: str) -> Optional[str]:
         """What the module-level ``name`` is when every binding of it, at the top
@@ -555,7 +632,7 @@ class ModuleInfo:
         scopes = [self.body] + [
             f
             for f in (*self.functions.values(), *(c.body_function for c in self.classes.values()))
-            if self.says_global and name in f.declared_global
+            if self.may_say_global(f) and name in f.declared_global
         ]
         found: Set[str] = set()
         other = False

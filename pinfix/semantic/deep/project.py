@@ -24,7 +24,7 @@ import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, cast
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, cast
 
 from ...regular import read_regular
 from ...settings import Settings
@@ -104,6 +104,14 @@ WORK_PER_STATEMENT = 400
 WORK_BASE = 20000
 
 
+def _without_locals(facts: FunctionFacts) -> FunctionFacts:
+    """``facts`` without what each local name held: only a module's own evaluations
+    (:meth:`.module.ModuleContext.evaluate`: closures, module names) are asked that, and
+    kept for every answer it was 85 MB on vLLM 0.34.0."""
+    facts.all_values = {}
+    return facts
+
+
 class DeepProject(Questions):
     """The modules of the project and the answers computed about them."""
 
@@ -137,10 +145,12 @@ class DeepProject(Questions):
         #: What each answer read (``f:<path>`` of a module, ``g:<word>\0<pattern>`` of a search
         #: of the project's text, ``t:`` one that found too many files to read), so that a
         #: cached verdict knows what to recheck.
-        self._reads: Dict[Tuple[Any, ...], FrozenSet[str]] = {}
-        #: Each distinct set of reads, once (many answers read the same modules: on vLLM
-        #: 0.34.0 the sets held 3 million reads of 20,000 names, 150 MB as copies).
-        self._read_sets: Dict[FrozenSet[str], FrozenSet[str]] = {}
+        self._reads: Dict[Tuple[Any, ...], Tuple[str, ...]] = {}
+        #: Each distinct set of reads, once, as a tuple (many answers read the same modules:
+        #: on vLLM 0.34.0 the sets held 3 million reads of 20,000 names, 150 MB as copies;
+        #: the 14,000 distinct ones 95 MB as frozensets, whose tables are mostly empty
+        #: slots), found by the hash of the set.
+        self._read_sets: Dict[int, List[Tuple[str, ...]]] = {}
         #: The read of each module file (``f:<path>``), made once.
         self._file_reads: Dict[Path, str] = {}
         self._readers: List[Set[str]] = []
@@ -166,10 +176,19 @@ class DeepProject(Questions):
         finally:
             self._readers.pop()
             if key is not None:
-                kept = frozenset(found)
-                self._reads[key] = self._read_sets.setdefault(kept, kept)
+                self._reads[key] = self._read_set(found)
             if self._readers:
                 self._readers[-1].update(found)
+
+    def _read_set(self, found: Set[str]) -> Tuple[str, ...]:
+        """``found`` as the one tuple kept for that set of reads."""
+        same = self._read_sets.setdefault(hash(frozenset(found)), [])
+        for kept in same:
+            if len(kept) == len(found) and found.issuperset(kept):
+                return kept
+        kept = tuple(found)
+        same.append(kept)
+        return kept
 
     def reused(self, key: Tuple[Any, ...]) -> None:
         """An answer given again: what it read is read again."""
@@ -294,6 +313,10 @@ class DeepProject(Questions):
             return None  # unreadable or unparsable: what it would say stays unknown
         root = self.index.add_root_of(resolved)
         info = ModuleInfo(src, tree, resolved, module_name(resolved, root), resolved.name == "__init__.py")
+        # Most of a module a question leads to is never evaluated: its defs' bodies are
+        # parsed again where one is (seven in ten of its nodes are never looked into on
+        # vLLM: see .bodies).
+        info.defer_bodies()
         self.modules[resolved] = info
         return info
 
@@ -512,7 +535,7 @@ class DeepProject(Questions):
         func: FunctionInfo,
         params: Optional[Dict[str, Value]],
         purpose: Optional[Purpose],
-        keep: Callable[[FunctionFacts], Any] = lambda facts: facts,
+        keep: Callable[[FunctionFacts], Any] = _without_locals,
     ) -> Any:
         """``func`` evaluated one step further from the copy for ``purpose``, and what
         of it ``table`` keeps (memoised under ``key``, whose last item is the depth
@@ -914,11 +937,11 @@ class DeepProject(Questions):
         and methods, its subclasses' methods, and ``obj.attr = ...`` in any function
         where pinfix knows ``obj`` is one of them."""
         values: List[Value] = []
-        body = self.context(cls.module).binding(cls.body_function, attr) if self.left > 0 else None
-        if body is not None and attr in body.all_values:
+        bound = self.context(cls.module).binding(cls.body_function, attr) if self.left > 0 else None
+        if bound is not None:
             node = next((s for s in cls.node.body if _assigns_name(s, attr)), cls.node)
             step = Step("attribute", node, f"the class attribute `{cls.name}.{attr}`", cls.module.src)
-            values.append(mark(body.all_values[attr], step, via=True))
+            values.append(mark(bound, step, via=True))
         if (
             cls.is_record
             and self.wide(RECORD_DEPTH)
@@ -929,7 +952,7 @@ class DeepProject(Questions):
         seen: Set[int] = set()
         for klass in family:
             for method in klass.methods.values():
-                if attr in method.attribute_stores:
+                if method.stores_attribute(attr):
                     seen.add(id(method.node))
                     values.extend(self.stored_by(method, attr, family))
         if self.wide() and not any(t.blocks for v in values for t in v.tensors):
