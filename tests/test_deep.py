@@ -1269,3 +1269,68 @@ def test_a_project_generator_hands_out_what_it_yields(tmp_path):
     (yielded,) = [e for e in found[0]["evidence"] if "yielded by `batches()`" in e["message"]]
     assert (Path(yielded["path"]).name, yielded["line"]) == ("gen.py", 7)  # where the generator is
     assert lines(check([pkg / "use.py"])[1]) == []  # plain mode follows no call
+
+
+BUFFERS = """\
+import torch
+
+PAGEABLE = torch.zeros(4)
+PINNED = torch.zeros(4, pin_memory=True)
+
+
+def make():
+    return PAGEABLE
+"""
+
+
+def test_a_module_level_tensor_imported_by_name_is_what_its_module_binds(tmp_path):
+    # `from .buffers import PAGEABLE` reads the module's binding as `buffers.PAGEABLE` does,
+    # wherever a copy reads the name (its source or, for `copy_`, its argument); a
+    # pinned one and an imported function or library name stay what they were.
+    pkg = project(
+        tmp_path,
+        {
+            "buffers.py": BUFFERS,
+            "use.py": """\
+import torch
+from torch import float16
+from . import buffers
+from .buffers import PAGEABLE, PINNED, make
+from .buffers import PAGEABLE as renamed
+
+
+def by_name(dev):
+    return PAGEABLE.to(dev, non_blocking=True)
+
+
+def by_module(dev):
+    return buffers.PAGEABLE.to(dev, non_blocking=True)
+
+
+def renamed_and_copied_into(out):
+    out.copy_(renamed, non_blocking=True)
+
+
+def pinned(dev):
+    return PINNED.to(dev, non_blocking=True)
+
+
+def through_a_local(dev):
+    x = PAGEABLE
+    return x.to(dev, non_blocking=True)
+
+
+def returned(dev):
+    return make().to(dev, non_blocking=True)
+
+
+def a_dtype(x, dev):
+    return x.to(dev, float16, non_blocking=True)
+""",
+        },
+    )
+    found = deep([pkg / "use.py"])
+    assert lines(found) == [(9, "PIN002"), (13, "PIN002"), (17, "PIN002"), (26, "PIN002"), (30, "PIN002")]
+    assert all((Path(f["evidence"][0]["path"]).name, f["evidence"][0]["line"]) == ("buffers.py", 3) for f in found)
+    # Plain mode looks at one function at a time: an imported name is not followed.
+    assert lines(check([pkg / "use.py"])[1]) == []
