@@ -132,7 +132,8 @@ def available_cpus() -> int:
 
 
 #: What one ``--deep`` worker may come to hold: the project's text, its word index and
-#: the parsed modules its questions reach (vLLM 0.34.0: 1.7 GB at the peak).
+#: the parsed modules its questions reach (vLLM 0.34.0: 1.1 GB at the peak alone, 0.9 GB
+#: each of two; kept at 2 GiB for projects larger than any measured).
 DEEP_WORKER_MEMORY = 2 << 30
 
 
