@@ -240,3 +240,23 @@ def test_an_attribute_spelt_otherwise_is_still_found_in_an_unread_body() -> None
     assert by_name["set"].stores_attribute("file")
     assert not by_name["other"].stores_attribute("file")
     assert not by_name["set"].node.body.read and not by_name["other"].node.body.read
+
+
+def test_many_attributes_asked_of_one_unread_body_read_its_text_a_bounded_number_of_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each look for an attribute in an unread body's text scans its lines: past a few,
+    # its stores are read from one parse, so asking for n attributes stays linear.
+    from pinfix.semantic import scope
+
+    text = "class C:\n    def set(self, x):\n" + "".join(f"        self.a{i} = x\n" for i in range(300))
+    module = ModuleInfo(SourceText(text, "<test>"), ast.parse(text))
+    module.defer_bodies()
+    (method,) = [f for f in module.functions.values() if f.name == "set"]
+    scans = []
+    real = ModuleInfo.lines_say
+    monkeypatch.setattr(ModuleInfo, "lines_say", lambda self, node, word: scans.append(word) or real(self, node, word))
+    asked = [f"b{i}" for i in range(200)] + [f"a{i}" for i in range(300)]
+    assert [method.stores_attribute(a) for a in asked] == [a.startswith("a") for a in asked]
+    assert len(scans) == scope.MAX_TEXT_LOOKUPS
+    assert not method.node.body.read  # answered from a parse not kept

@@ -263,3 +263,24 @@ def test_statement_index_is_the_plain_reading(text: str) -> None:
         else:
             assert got[1] == stmt.end_lineno
     assert checked > 50
+
+
+@pytest.mark.parametrize("n", [200, 400])
+def test_the_scopes_saying_global_are_found_by_bisection_as_by_a_scan(n: int) -> None:
+    import re
+
+    parts = []
+    for i in range(n):
+        said = "    global G%d\n    G%d = 1\n" % (i, i) if i % 3 == 0 else "    x = 'global'\n" if i % 3 == 1 else ""
+        nested = "    def inner():\n        global H\n        H = 2\n\n    return inner\n" if i % 5 == 0 else ""
+        parts.append(f"def f{i}():\n{said}{nested}    return None\n\n\n")
+    text = "G = 0\n\n\n" + "".join(parts)
+    module = ModuleInfo(SourceText(text, "<string>"), ast.parse(text))
+    lines = [text.count("\n", 0, m.start()) + 1 for m in re.finditer(r"(?m)^[ \t]*global\b", text)]
+    for func in module.functions.values():
+        node = func.node
+        scanned = any(node.lineno <= line <= node.end_lineno for line in lines)
+        assert module.may_say_global(func) == scanned, func.name
+        said_at_all = func.name.startswith("f") and int(func.name[1:]) % 15 in (0, 3, 5, 6, 9, 10, 12)
+        assert scanned == (said_at_all or func.name == "inner"), func.name
+    assert module.rebound_globals == {f"G{i}" for i in range(0, n, 3)} | {"H"}

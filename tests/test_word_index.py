@@ -339,3 +339,20 @@ def test_the_deep_cache_reads_only_the_modules_the_word_list_cannot_speak_for(
     assert said(["helper"]) == (True, ["d.py", "e.py"])  # said outside the list's root
     assert said(["stage"]) == (True, ["a.py"])  # the list has it: each module read, as before
     assert said(["Runner"]) == (True, ["a.py", "b.py", "c.py"])
+
+
+@pytest.mark.parametrize("name", ["make", "f", "ｍake_ü", "x1"])
+def test_a_search_for_calls_finds_what_a_look_behind_first_found(name: str) -> None:
+    # The word is searched for first (a literal: fast), the byte before it tested after.
+    import re
+
+    from pinfix.semantic.deep.searches import NOT_AFTER_NAME, calls_of
+
+    word = name.encode()
+    before = re.compile(NOT_AFTER_NAME + re.escape(word) + rb"\s*\(")
+    pieces = [b"", b" ", b".", b"a", b"_", b"\xc3\xa9", b"(", b"\n", b"1", b"\t"]
+    text = b"".join(p + word + q for p in pieces for q in (b"(", b" (", b"\n(", b"x(", b"", b" = 1"))
+    text = word + b"(" + text + b"\xc3" + word + b"("
+    assert [m.span() for m in calls_of(name).finditer(text)] == [m.span() for m in before.finditer(text)]
+    found = calls_of(name).findall(text)
+    assert 10 < len(found) < text.count(word) - 20  # calls after a space, a dot, a bracket; no `amake(`

@@ -182,6 +182,8 @@ class FunctionInfo:
         #: Whether its text says ``yield`` (``None``: not looked at; ``False``: no generator).
         self.says_yield: Optional[bool] = None
         self._stores: Optional[FrozenSet[str]] = None
+        #: How many attributes were looked for in its text (:meth:`stores_attribute`).
+        self._text_lookups = 0
         #: The body's asserts that hold from its start (:func:`.flow.preconditions`), once the evaluator found them.
         self.entry_asserts: Optional[List[ast.stmt]] = None
         #: What it checks of its parameters on every way to a normal return (``narrowing.Checks``).
@@ -322,10 +324,11 @@ class FunctionInfo:
     def stores_attribute(self, attr: str) -> bool:
         """Whether ``attr`` is one of :attr:`attribute_stores`, answered from the text
         where the body is unread and its lines never say ``attr``."""
-        if self._stores is None:
+        if self._stores is None and self._text_lookups < MAX_TEXT_LOOKUPS:
             body = getattr(self.node, "body", None)
-            if isinstance(body, UnreadBody) and not body.read:
-                if self.module.names_as_spelt and not self.module.lines_say(self.node, attr):
+            if isinstance(body, UnreadBody) and not body.read and self.module.names_as_spelt:
+                self._text_lookups += 1
+                if not self.module.lines_say(self.node, attr):
                     return False
         return attr in self.attribute_stores
 
@@ -349,6 +352,11 @@ class FunctionInfo:
             self._scan()
         assert self._declared is not None
         return self._declared[0]
+
+
+#: Attributes looked for in an unread body's text before its stores are read from one
+#: parse (each look scans its lines: many attributes asked of one method stay linear).
+MAX_TEXT_LOOKUPS = 8
 
 
 def _attribute_stores(body: Sequence[ast.AST]) -> FrozenSet[str]:
@@ -578,7 +586,8 @@ class ModuleInfo:
         node = func.node
         first = getattr(node, "lineno", 1)
         last = getattr(node, "end_lineno", first)
-        return any(first <= line <= last for line in self._global_lines)
+        at = bisect.bisect_left(self._global_lines, first)  # (in order: found in the text's order)
+        return at < len(self._global_lines) and self._global_lines[at] <= last
 
     @property
     def names_as_spelt(self) -> bool:
