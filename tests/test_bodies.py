@@ -76,9 +76,17 @@ def _defs(tree: ast.AST) -> List[ast.AST]:
     return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
+@pytest.mark.parametrize("lead", ["", "# a line above\n" * 400])
 @pytest.mark.parametrize("line_end", ["\n", "\r\n", "\r"])
-def test_a_body_parsed_again_is_the_first_parse_node_for_node(line_end: str) -> None:
-    text = SOURCE.replace("\n", line_end)
+def test_a_body_parsed_again_is_the_first_parse_node_for_node(
+    line_end: str, lead: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Near the top, a def's lines are parsed below as many empty lines; far down (more
+    # lines above it than it has characters), parsed alone and shifted: the same nodes,
+    # from its own lines, never from the whole text.
+    from pinfix.semantic import bodies
+
+    text = (lead + SOURCE).replace("\n", line_end)
     text = text.replace(
         "if TYPE_CHECKING:" + line_end + "    def typed", "if TYPE_CHECKING:" + line_end + "\tdef typed"
     )
@@ -86,11 +94,15 @@ def test_a_body_parsed_again_is_the_first_parse_node_for_node(line_end: str) -> 
     tree = src.parse()
     defs = _defs(tree)
     assert len(defs) == 9
+    parsed: List[int] = []
+    real_parse = ast.parse
+    monkeypatch.setattr(bodies.ast, "parse", lambda source, *a, **k: parsed.append(len(source)) or real_parse(source))
     for node in defs:
         again = reparsed_body(node, src, node.body[0].col_offset)
         assert [ast.dump(s, include_attributes=True) for s in again] == [
             ast.dump(s, include_attributes=True) for s in node.body
         ], node.name
+    assert len(parsed) == len(defs) and max(parsed) < len(text) - len(lead) // 2
 
 
 def test_a_body_whose_lines_do_not_parse_alone_is_found_in_the_whole_text() -> None:
