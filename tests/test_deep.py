@@ -1334,3 +1334,28 @@ def a_dtype(x, dev):
     assert all((Path(f["evidence"][0]["path"]).name, f["evidence"][0]["line"]) == ("buffers.py", 3) for f in found)
     # Plain mode looks at one function at a time: an imported name is not followed.
     assert lines(check([pkg / "use.py"])[1]) == []
+
+
+def test_a_class_body_is_not_evaluated_for_each_of_its_methods_asked_about(tmp_path, monkeypatch):
+    # A method's def line says `m3(` but calls nothing: the class body around it is no
+    # caller of it; and a class body that binds no `a3` is not evaluated for `Big.a3`.
+    # Either, for each attribute asked, ran every def of the class body again.
+    from pinfix.semantic import evaluator
+
+    methods = "".join(f"\n    def m{i}(self, x):\n        self.a{i} = x\n        return x\n" for i in range(30))
+    uses = "".join(f"def u{i}(dev):\n    return Big().a{i}.to(dev, non_blocking=True)\n\n\n" for i in range(30))
+    pkg = project(
+        tmp_path,
+        {
+            "big.py": "import torch\n\n\nclass Big:\n    def __init__(self):\n        self.buf = torch.zeros(4)\n"
+            + methods,
+            "use.py": "from .big import Big\n\n\n"
+            + uses
+            + "def last(dev):\n    return Big().buf.to(dev, non_blocking=True)\n",
+        },
+    )
+    ran = []
+    real = evaluator.Evaluator.run
+    monkeypatch.setattr(evaluator.Evaluator, "run", lambda self: ran.append(self.func.name) or real(self))
+    assert lines(deep([pkg / "use.py"])) == [(125, "PIN002")]
+    assert "Big" not in ran and ran.count("m3") <= 2

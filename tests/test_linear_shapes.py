@@ -184,14 +184,17 @@ def _deepest_function(module: ModuleInfo, lines: List[int]) -> List[FunctionInfo
         key=lambda s: (s[0], -s[2]),
     )
     out: Dict[int, FunctionInfo] = {}
+    text_lines = module.src.text.splitlines()
     for line in lines:
         best: Optional[FunctionInfo] = None
         header: Optional[FunctionInfo] = None
         for first, body_start, end, f in spans:
+            # The header ends above the body where the line above it ends the header (`:`).
+            own_line = body_start > first and text_lines[body_start - 2].rstrip().endswith(":")
             if first <= line <= end:
                 if line >= body_start:
                     best = f
-                if line <= body_start:
+                if line <= body_start - own_line:
                     header = f
         chosen = best if best is not None else module.body
         out[id(chosen.node)] = chosen
@@ -212,6 +215,20 @@ def test_functions_at_is_the_plain_reading(text: str) -> None:
     count = text.count("\n") + 2
     for lines in [[line] for line in range(count)] + [list(range(count)), list(range(count, 0, -3)), [7, 3, 7, 1]]:
         assert functions_at(module, iter(lines)) == _deepest_function(module, lines)
+
+
+def test_the_first_line_of_a_body_on_its_own_line_is_no_line_of_the_header() -> None:
+    module = _module(NESTED)
+    lines = NESTED.split("\n")
+    names = lambda line: [f.name for f in functions_at(module, [line])]  # noqa: E731
+    # `try:`, the first line of `m`'s body: `m` only, not also the class body around it.
+    assert names(lines.index("            try:") + 1) == ["m"]
+    # A default or a decorator is evaluated where the def stands: the scope around too.
+    assert names(lines.index("def outer(x, y=lambda: 3):") + 1) == ["<module>"]
+    assert names(lines.index("    def inner(") + 2) == ["outer"]  # `z,` in its parameters
+    # A body on the header's line (`def f(): return 1`) is on a line of both.
+    one = _module("class C:\n    def f(self): return 1\n")
+    assert [f.name for f in functions_at(one, [2])] == ["C", "f"]
 
 
 def _innermost_statement(tree: ast.Module, node: ast.AST) -> Optional[ast.stmt]:

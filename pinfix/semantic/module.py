@@ -257,10 +257,18 @@ def functions_at(module: ModuleInfo, lines: Iterable[int]) -> List[FunctionInfo]
 
     scopes = [f for f in module.functions.values()] + [c.body_function for c in module.classes.values()]
     spans = []
+    src = module.src
     for f in scopes:
         node = f.node
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-        spans.append((first, f.body_line, getattr(node, "end_lineno", node.lineno), f))
+        header = f.body_line
+        if header > first and src.line_text(header - 1).rstrip().endswith(":"):
+            # The body starts on a line of its own (below `def f(...):`): that line is no
+            # line of the header. Were it taken for one, the scope around would be evaluated
+            # too, for each line a question leads to (a class body with a thousand methods,
+            # once for each of their first lines).
+            header -= 1
+        spans.append((first, f.body_line, getattr(node, "end_lineno", node.lineno), f, header))
     spans.sort(key=lambda s: (s[0], -s[2]))
     lines = list(lines)
 
@@ -281,8 +289,8 @@ def functions_at(module: ModuleInfo, lines: Iterable[int]) -> List[FunctionInfo]
             found[line] = -heap[0] if heap else None
         return found
 
-    best = last_holding([(body_start, end) for _, body_start, end, _ in spans])
-    header = last_holding([(first, min(end, body_start)) for first, body_start, end, _ in spans])
+    best = last_holding([(body_start, end) for _, body_start, end, _, _ in spans])
+    header = last_holding([(first, min(end, last)) for first, _, end, _, last in spans])
     out: Dict[int, FunctionInfo] = {}
     for line in lines:
         chosen = spans[best[line]][3] if best[line] is not None else module.body

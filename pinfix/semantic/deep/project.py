@@ -104,6 +104,18 @@ WORK_PER_STATEMENT = 400
 WORK_BASE = 20000
 
 
+#: A line that starts a def: its name.
+_DEF_LINE = re.compile(r"\s*(?:async\s+)?def\s+(\w+)\s*\(")
+
+
+def _only_defines(module: ModuleInfo, line: int, name: str) -> bool:
+    """Whether line ``line`` of ``module`` says ``name`` only as the name of the def it
+    starts (no call of it: a one-line def that calls itself says it twice)."""
+    text = module.src.line_text(line)
+    found = _DEF_LINE.match(text)
+    return found is not None and found.group(1) == name and text.count(name) == 1
+
+
 def _without_locals(facts: FunctionFacts) -> FunctionFacts:
     """``facts`` without what each local name held: only a module's own evaluations
     (:meth:`.module.ModuleContext.evaluate`: closures, module names) are asked that, and
@@ -676,6 +688,10 @@ class DeepProject(Questions):
             return None
         found: List[FunctionInfo] = []
         for module, lines in hits:
+            # A def's own line says `name(` and calls nothing: the scope around it is no
+            # caller (taken for one, a class body with a thousand methods was evaluated
+            # once for each of them).
+            lines = [line for line in lines if not _only_defines(module, line, name)]
             found.extend(f for f in functions_at(module, lines) if f not in found)
         return found
 
@@ -937,7 +953,10 @@ class DeepProject(Questions):
         and methods, its subclasses' methods, and ``obj.attr = ...`` in any function
         where pinfix knows ``obj`` is one of them."""
         values: List[Value] = []
-        bound = self.context(cls.module).binding(cls.body_function, attr) if self.left > 0 else None
+        # (Only a class body that binds the name is evaluated for it: one that does not would
+        # run each of its defs for nothing, once for every attribute asked of the class.)
+        binds = attr in cls.body_function.locals
+        bound = self.context(cls.module).binding(cls.body_function, attr) if binds and self.left > 0 else None
         if bound is not None:
             node = next((s for s in cls.node.body if _assigns_name(s, attr)), cls.node)
             step = Step("attribute", node, f"the class attribute `{cls.name}.{attr}`", cls.module.src)
