@@ -1357,5 +1357,13 @@ def test_a_class_body_is_not_evaluated_for_each_of_its_methods_asked_about(tmp_p
     ran = []
     real = evaluator.Evaluator.run
     monkeypatch.setattr(evaluator.Evaluator, "run", lambda self: ran.append(self.func.name) or real(self))
+    # And the lines of big.py, where each question's search lands, are swept for their
+    # scopes once (twice: bodies and headers), not once a question.
+    from pinfix.semantic import module as semantic_module
+
+    sweeps = []
+    sweep = semantic_module._last_holding
+    monkeypatch.setattr(semantic_module, "_last_holding", lambda *a: sweeps.append(1) or sweep(*a))
     assert lines(deep([pkg / "use.py"])) == [(125, "PIN002")]
     assert "Big" not in ran and ran.count("m3") <= 2
+    assert len(sweeps) <= 2 * 3  # big.py, use.py, the package's __init__.py at most

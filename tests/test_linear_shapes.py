@@ -301,3 +301,16 @@ def test_the_scopes_saying_global_are_found_by_bisection_as_by_a_scan(n: int) ->
         said_at_all = func.name.startswith("f") and int(func.name[1:]) % 15 in (0, 3, 5, 6, 9, 10, 12)
         assert scanned == (said_at_all or func.name == "inner"), func.name
     assert module.rebound_globals == {f"G{i}" for i in range(0, n, 3)} | {"H"}
+
+
+def test_the_lines_of_a_lambda_indexed_after_a_question_are_its_own_at_the_next() -> None:
+    # Every line's scope is found once a module; a lambda is indexed when first
+    # evaluated, and from then on a line of its body is its.
+    text = "def f(xs):\n    return sorted(xs, key=lambda x: (\n        x.size()))\n"
+    module = _module(text)
+    assert [f.name for f in functions_at(module, [3])] == ["f"]
+    node = next(n for n in ast.walk(module.tree) if isinstance(n, ast.Lambda))
+    (f,) = module.functions.values()
+    module.functions[id(node)] = FunctionInfo(node, module, f, None, "f.<lambda>")
+    assert [g.name for g in functions_at(module, [3])] == ["f", "<lambda>"]  # (its body starts on 3)
+    assert functions_at(module, [1, 2, 3]) == _deepest_function(module, [1, 2, 3])

@@ -10,6 +10,7 @@ it with ``global``.
 
 from __future__ import annotations
 
+import array
 import ast
 import bisect
 import re
@@ -252,53 +253,78 @@ def hot_lines(data: bytes, strict: bool = False) -> List[int]:
 def functions_at(module: ModuleInfo, lines: Iterable[int]) -> List[FunctionInfo]:
     """The innermost function (or class body, or the module body) whose body holds
     each line; for a line of a def's header (decorators, defaults: evaluated
-    where the def stands) also the scope around it."""
-    from heapq import heappop, heappush
+    where the def stands) also the scope around it. The answer for every line of
+    the module is found once (:func:`_scope_table`), so a module asked about for
+    each of its thousand methods is not swept a thousand times."""
+    spans, best, header = _scope_table(module)
+    out: Dict[int, FunctionInfo] = {}
+    size = len(best)
+    for line in lines:
+        found = best[line] if 0 <= line < size else -1
+        chosen = spans[found][3] if found >= 0 else module.body
+        out[id(chosen.node)] = chosen
+        around = header[line] if 0 <= line < size else -1
+        if around >= 0:
+            outer = _scope_of(spans[around][3], module)
+            out[id(outer.node)] = outer
+    return sorted(out.values(), key=lambda f: getattr(f.node, "lineno", 0))
 
+
+def _scope_table(
+    module: ModuleInfo,
+) -> Tuple[List[Tuple[int, int, int, FunctionInfo]], "array.array[int]", "array.array[int]"]:
+    """Each scope's span, and for each line of ``module`` the span of the innermost
+    body holding it and of the innermost header holding it (``-1``: none). Kept on
+    the module until it indexes another scope (a lambda, when first evaluated)."""
+    count = len(module.functions) + len(module.classes)
+    kept = module.scope_table
+    if kept is not None and kept[0] == count:
+        return kept[1]
     scopes = [f for f in module.functions.values()] + [c.body_function for c in module.classes.values()]
     spans = []
+    headers = []
     src = module.src
     for f in scopes:
         node = f.node
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-        header = f.body_line
-        if header > first and src.line_text(header - 1).rstrip().endswith(":"):
+        last = f.body_line
+        if last > first and src.line_text(last - 1).rstrip().endswith(":"):
             # The body starts on a line of its own (below `def f(...):`): that line is no
             # line of the header. Were it taken for one, the scope around would be evaluated
-            # too, for each line a question leads to (a class body with a thousand methods,
-            # once for each of their first lines).
-            header -= 1
-        spans.append((first, f.body_line, getattr(node, "end_lineno", node.lineno), f, header))
-    spans.sort(key=lambda s: (s[0], -s[2]))
-    lines = list(lines)
+            # too, for each line a question leads to.
+            last -= 1
+        spans.append((first, f.body_line, getattr(node, "end_lineno", node.lineno), f))
+        headers.append(last)
+    order = sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][2]))
+    spans = [spans[i] for i in order]
+    headers = [headers[i] for i in order]
+    size = max([len(src.line_starts) + 1, *(end + 1 for _, _, end, _ in spans)])
+    best = _last_holding([(body_start, end) for _, body_start, end, _ in spans], size)
+    header = _last_holding([(first, min(end, last)) for (first, _, end, _), last in zip(spans, headers)], size)
+    table = (spans, best, header)
+    module.scope_table = (count, table)
+    return table
 
-    def last_holding(intervals: List[Tuple[int, int]]) -> Dict[int, Optional[int]]:
-        """For each line, the last of ``intervals`` (inclusive) that holds it,
-        by index: the one nested deepest. One sweep over the lines in order,
-        with a heap of the intervals begun so far."""
-        begun = sorted(range(len(intervals)), key=lambda i: intervals[i][0])
-        heap: List[int] = []  # indices, negated: the last on top
-        found: Dict[int, Optional[int]] = {}
-        k = 0
-        for line in sorted(set(lines)):
-            while k < len(begun) and intervals[begun[k]][0] <= line:
-                heappush(heap, -begun[k])
-                k += 1
-            while heap and intervals[-heap[0]][1] < line:
-                heappop(heap)  # ended before this line, so before every later one
-            found[line] = -heap[0] if heap else None
-        return found
 
-    best = last_holding([(body_start, end) for _, body_start, end, _, _ in spans])
-    header = last_holding([(first, min(end, last)) for first, _, end, _, last in spans])
-    out: Dict[int, FunctionInfo] = {}
-    for line in lines:
-        chosen = spans[best[line]][3] if best[line] is not None else module.body
-        out[id(chosen.node)] = chosen
-        if header[line] is not None:
-            outer = _scope_of(spans[header[line]][3], module)  # type: ignore[index]
-            out[id(outer.node)] = outer
-    return sorted(out.values(), key=lambda f: getattr(f.node, "lineno", 0))
+def _last_holding(intervals: List[Tuple[int, int]], size: int) -> "array.array[int]":
+    """For each line below ``size``, the last of ``intervals`` (inclusive) that holds
+    it, by index: the one nested deepest (``-1``: none). One sweep over the lines in
+    order, with a heap of the intervals begun so far."""
+    from heapq import heappop, heappush
+
+    begun = sorted(range(len(intervals)), key=lambda i: intervals[i][0])
+    heap: List[int] = []  # indices, negated: the last on top
+    found = array.array("i", [-1]) * size
+    k = 0
+    for line in range(size):
+        while k < len(begun) and intervals[begun[k]][0] <= line:
+            heappush(heap, -begun[k])
+            k += 1
+        while heap and intervals[-heap[0]][1] < line:
+            heappop(heap)  # ended before this line, so before every later one
+        if heap:
+            found[line] = -heap[0]
+    return found
 
 
 def _scope_of(func: FunctionInfo, module: ModuleInfo) -> FunctionInfo:

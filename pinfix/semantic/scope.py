@@ -464,6 +464,8 @@ class ModuleInfo:
         self.bodies_deferred = False
         self._ascii: Optional[bool] = None
         self._call_exports: Optional[FrozenSet[str]] = None
+        #: What :func:`.module.functions_at` found of every line, with how many scopes it knew.
+        self.scope_table: Optional[Tuple[int, Any]] = None
         self._top_bindings: Optional[Dict[str, int]] = None
         self._from_imports: Optional[Dict[str, str]] = None
         self._registers: Optional[bool] = None
