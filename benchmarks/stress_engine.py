@@ -9,12 +9,17 @@ Each family grows one shape (issue 13) and must stay linear and keep its finding
 * ``straight``: a chain of views (``x = x.view(-1)``, ``x = x.reshape(...)``) of one factory;
 * ``branches``: ``if`` statements nested ever deeper, each computing a new CPU tensor;
 * ``function``: one long function of assignments with a branch every seventh line;
-* ``loops``: loops nested ever deeper around an accumulation.
+* ``loops``: loops nested ever deeper around an accumulation;
+* ``methods`` (deep mode, two modules): a class of ever more methods, each storing its own
+  attribute from a parameter, and a module asking about each attribute of an object of it
+  (a def's line was taken for a call of the method, and each question swept every scope of
+  the module: quadratic until d29f2dd).
 
 For each family and size it prints the lines, the median seconds of
 ``pinfix.semantic.analyze_module`` plus the rules over ``--rounds`` runs (in
-this process, after one warm-up), the seconds per 1,000 lines, and whether the
-finding is still reported. Times are CPU seconds of this process
+this process, after one warm-up; for a deep family, of ``pinfix check --deep
+--no-cache -j 1`` of the asking module, in this process), the seconds per 1,000
+lines, and whether the finding is still reported. Times are CPU seconds of this process
 (``time.process_time``), steadier than wall time on a shared machine.
 """
 
@@ -82,6 +87,21 @@ def loops(k: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def methods(k: int) -> Dict[str, str]:
+    n = 250 * k
+    big = ["import torch", "", "", "class Big:", "    def __init__(self):", "        self.buf = torch.zeros(4)"]
+    for i in range(n):
+        big += ["", f"    def m{i}(self, x):", f"        self.a{i} = x", "        return x"]
+    use = ["from .big import Big", "", ""]
+    for i in range(n):
+        use += [f"def u{i}(dev):", f"    return Big().a{i}.to(dev, non_blocking=True)", "", ""]
+    use += ["def last(dev):", "    return Big().buf.to(dev, non_blocking=True)"]
+    return {"__init__.py": "", "big.py": "\n".join(big) + "\n", "use.py": "\n".join(use) + "\n"}
+
+
+#: Families checked in deep mode: the files of a package ``pkg``, the last one checked.
+DEEP_FAMILIES: Dict[str, Callable[[int], Dict[str, str]]] = {"methods": methods}
+
 FAMILIES: Dict[str, Callable[[int], str]] = {
     "rebinding": rebinding,
     "straight": straight,
@@ -106,20 +126,53 @@ def measure(text: str, rounds: int) -> tuple:
     return statistics.median(times), found
 
 
+def measure_deep(files: Dict[str, str], rounds: int) -> tuple:
+    import io
+    import json
+    import tempfile
+
+    from pinfix.cli import main as pinfix_main
+
+    times: List[float] = []
+    found = 0
+    with tempfile.TemporaryDirectory() as folder:
+        pkg = Path(folder) / "pkg"
+        pkg.mkdir()
+        for name, text in files.items():
+            (pkg / name).write_text(text)
+        checked = pkg / list(files)[-1]
+        for i in range(rounds + 1):
+            out = io.StringIO()
+            start = time.process_time()
+            args = ["check", "--deep", "--no-cache", "--no-progress", "-j", "1", "--output-format", "json"]
+            pinfix_main([*args, str(checked)], out=out)
+            if i:
+                times.append(time.process_time() - start)
+            found = len(json.loads(out.getvalue())["findings"])
+    return statistics.median(times), found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,2,4,8,16", help="multiples of each family's base size")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--family", action="append", choices=sorted(FAMILIES), help="only these families")
+    parser.add_argument(
+        "--family", action="append", choices=sorted([*FAMILIES, *DEEP_FAMILIES]), help="only these families"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print("| family | size | lines | median CPU s | s per 1,000 lines | finding kept |")
     print("|---|---:|---:|---:|---:|---|")
-    for name in args.family or FAMILIES:
+    for name in args.family or [*FAMILIES, *DEEP_FAMILIES]:
         for k in sizes:
-            text = FAMILIES[name](k)
-            lines = text.count("\n")
-            seconds, found = measure(text, args.rounds)
+            if name in DEEP_FAMILIES:
+                files = DEEP_FAMILIES[name](k)
+                lines = sum(text.count("\n") for text in files.values())
+                seconds, found = measure_deep(files, args.rounds)
+            else:
+                text = FAMILIES[name](k)
+                lines = text.count("\n")
+                seconds, found = measure(text, args.rounds)
             print(
                 f"| {name} | {k}x | {lines:,} | {seconds:.3f} | {seconds / lines * 1000:.4f} | {'yes' if found == 1 else f'no ({found})'} |"
             )

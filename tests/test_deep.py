@@ -1367,3 +1367,13 @@ def test_a_class_body_is_not_evaluated_for_each_of_its_methods_asked_about(tmp_p
     assert lines(deep([pkg / "use.py"])) == [(125, "PIN002")]
     assert "Big" not in ran and ran.count("m3") <= 2
     assert len(sweeps) <= 2 * 3  # big.py, use.py, the package's __init__.py at most
+    # Past a few attributes asked, the class's methods are indexed by what they store,
+    # once: the index answers as asking each method did.
+    from pinfix.semantic.deep import project as deep_project
+
+    (asked,) = deep_project._PROJECTS.values()
+    (index,) = asked._storing_methods.values()
+    assert {attr: [m.name for m in methods] for attr, methods in index.items()} == {
+        "buf": ["__init__"],
+        **{f"a{i}": [f"m{i}"] for i in range(30)},
+    }

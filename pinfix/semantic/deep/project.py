@@ -104,6 +104,9 @@ WORK_PER_STATEMENT = 400
 WORK_BASE = 20000
 
 
+#: Attributes a class is asked about before its methods are indexed by what they store.
+ASKED_BEFORE_INDEX = 8
+
 #: A line that starts a def: its name.
 _DEF_LINE = re.compile(r"\s*(?:async\s+)?def\s+(\w+)\s*\(")
 
@@ -152,6 +155,10 @@ class DeepProject(Questions):
         self._word_indexes: Dict[Path, WordIndex] = {}
         self._greps: Dict[Tuple[bytes, str], Optional[List[Tuple[ModuleInfo, List[int]]]]] = {}
         self._subclasses: Dict[int, List[ClassInfo]] = {}
+        #: By class: its methods by each attribute they store, once it was asked about so
+        #: many attributes (:data:`ASKED_BEFORE_INDEX`), and how many it was asked about.
+        self._storing_methods: Dict[int, Dict[str, List[FunctionInfo]]] = {}
+        self._attributes_asked: Dict[int, int] = {}
         self._slices: Dict[Tuple[int, Purpose], Slice] = {}
         self._graphs: Dict[Tuple[int, bool], Graph] = {}
         #: What each answer read (``f:<path>`` of a module, ``g:<word>\0<pattern>`` of a search
@@ -970,10 +977,9 @@ class DeepProject(Questions):
         family = [cls, *(self.subclasses(cls) if self.wide() else ())]
         seen: Set[int] = set()
         for klass in family:
-            for method in klass.methods.values():
-                if method.stores_attribute(attr):
-                    seen.add(id(method.node))
-                    values.extend(self.stored_by(method, attr, family))
+            for method in self.methods_storing(klass, attr):
+                seen.add(id(method.node))
+                values.extend(self.stored_by(method, attr, family))
         if self.wide() and not any(t.blocks for v in values for t in v.tensors):
             # Stores from outside the class: only while they can still change the
             # verdict (a path that blocks is already known otherwise).
@@ -981,6 +987,23 @@ class DeepProject(Questions):
                 if id(func.node) not in seen and speaks_for(func.module, cls.module):
                     values.extend(self.stored_by(func, attr, family))
         return join(*values) if values else None
+
+    def methods_storing(self, cls: ClassInfo, attr: str) -> List[FunctionInfo]:
+        """The methods of ``cls`` that may store ``attr`` on an object, in order: each
+        asked (its text first, :meth:`.scope.FunctionInfo.stores_attribute`) for the
+        class's first few attributes, then from an index of the class made once (a class
+        of n methods asked about each of its n attributes cost n * n looks)."""
+        key = id(cls.node)
+        index = self._storing_methods.get(key)
+        if index is None:
+            asked = self._attributes_asked[key] = self._attributes_asked.get(key, 0) + 1
+            if asked <= ASKED_BEFORE_INDEX:
+                return [method for method in cls.methods.values() if method.stores_attribute(attr)]
+            index = self._storing_methods[key] = {}
+            for method in cls.methods.values():
+                for stored in method.attribute_stores:
+                    index.setdefault(stored, []).append(method)
+        return index.get(attr, [])
 
     def given_to_field(self, cls: ClassInfo, attr: str) -> List[Value]:
         """What the project's constructor calls of the record ``cls`` give its field
