@@ -270,5 +270,18 @@ def test_many_attributes_asked_of_one_unread_body_read_its_text_a_bounded_number
     monkeypatch.setattr(ModuleInfo, "lines_say", lambda self, node, word: scans.append(word) or real(self, node, word))
     asked = [f"b{i}" for i in range(200)] + [f"a{i}" for i in range(300)]
     assert [method.stores_attribute(a) for a in asked] == [a.startswith("a") for a in asked]
-    assert len(scans) == scope.MAX_TEXT_LOOKUPS
+    assert len(scans) == 2 * scope.MAX_TEXT_LOOKUPS  # the name, and `register_buffer`, each look
     assert not method.node.body.read  # answered from a parse not kept
+
+
+def test_a_buffer_name_spelt_otherwise_in_an_unread_body_is_still_found() -> None:
+    text = (
+        "class C:\n    def a(self, t):\n        self.register_buffer('x' 'y', t)\n\n"
+        "    def b(self, t):\n        self.register_buffer('\\x78y', t)\n\n    def c(self, t):\n        return t\n"
+    )
+    assert "xy" not in text
+    module = ModuleInfo(SourceText(text, "<test>"), ast.parse(text))
+    module.defer_bodies()
+    by_name = {f.name: f for f in module.functions.values()}
+    assert by_name["a"].stores_attribute("xy") and by_name["b"].stores_attribute("xy")
+    assert not by_name["c"].stores_attribute("xy")

@@ -328,7 +328,11 @@ class FunctionInfo:
             body = getattr(self.node, "body", None)
             if isinstance(body, UnreadBody) and not body.read and self.module.names_as_spelt:
                 self._text_lookups += 1
-                if not self.module.lines_say(self.node, attr):
+                # (A buffer's name is a string, which its text may spell otherwise:
+                # `"bu" "f"`, `"\x62uf"`; such a body is parsed for the look.)
+                if not self.module.lines_say(self.node, attr) and not self.module.lines_say(
+                    self.node, "register_buffer"
+                ):
                     return False
         return attr in self.attribute_stores
 
