@@ -279,20 +279,13 @@ class Calls(Expressions):
         found = self.project_reference(atom.name, node)
         return found if found is not None and not found.any(lambda a: isinstance(a, Ref)) else None
 
-    def imported_values(self, value: Value, node: ast.AST) -> Value:
+    def imported_values(self, value: Value, node: ast.Call) -> Value:
         """Deep mode: each name imported from a project module (``from pkg.a import BUF``)
-        as what that module binds it to (read where a copy reads it: a module's imports
-        are resolved when used, and not all are)."""
+        as what that module binds it to, resolved as a called name is (read where a copy
+        reads it: a module's imports are resolved when used, and not all are)."""
         if not value.any(lambda a: isinstance(a, Ref)):
             return value
-
-        def bound(atom: Any) -> Optional[Value]:
-            if not isinstance(atom, Ref) or atom.name in FUNCTIONS:
-                return None
-            found = self.project_reference(atom.name, node)
-            return found if found is not None and not found.any(lambda a: isinstance(a, Ref)) else None
-
-        return value.map(bound)
+        return value.map(lambda a: self.project_callee(a, node) if isinstance(a, Ref) else None)
 
     def call_atom(self, atom: Any, node: ast.Call, args: Arguments, state: State) -> Value:
         if isinstance(atom, Ref):

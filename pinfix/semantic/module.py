@@ -272,8 +272,9 @@ def functions_at(module: ModuleInfo, lines: Iterable[int]) -> List[FunctionInfo]
 
 def _scope_table(
     module: ModuleInfo,
-) -> Tuple[List[Tuple[int, int, int, FunctionInfo]], "array.array[int]", "array.array[int]"]:
-    """Each scope's span, and for each line of ``module`` the span of the innermost
+) -> Tuple[List[Tuple[int, int, int, FunctionInfo, int]], "array.array[int]", "array.array[int]"]:
+    """Each scope's span (first line, body's first line, last line, the scope, its
+    header's last line), and for each line of ``module`` the span of the innermost
     body holding it and of the innermost header holding it (``-1``: none). Kept on
     the module until it indexes another scope (a lambda, when first evaluated)."""
     count = len(module.functions) + len(module.classes)
@@ -282,7 +283,6 @@ def _scope_table(
         return kept[1]
     scopes = [f for f in module.functions.values()] + [c.body_function for c in module.classes.values()]
     spans = []
-    headers = []
     src = module.src
     for f in scopes:
         node = f.node
@@ -293,14 +293,11 @@ def _scope_table(
             # line of the header. Were it taken for one, the scope around would be evaluated
             # too, for each line a question leads to.
             last -= 1
-        spans.append((first, f.body_line, getattr(node, "end_lineno", node.lineno), f))
-        headers.append(last)
-    order = sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][2]))
-    spans = [spans[i] for i in order]
-    headers = [headers[i] for i in order]
-    size = max([len(src.line_starts) + 1, *(end + 1 for _, _, end, _ in spans)])
-    best = _last_holding([(body_start, end) for _, body_start, end, _ in spans], size)
-    header = _last_holding([(first, min(end, last)) for (first, _, end, _), last in zip(spans, headers)], size)
+        spans.append((first, f.body_line, getattr(node, "end_lineno", node.lineno), f, last))
+    spans.sort(key=lambda s: (s[0], -s[2]))
+    size = max([len(src.line_starts) + 1, *(end + 1 for _, _, end, _, _ in spans)])
+    best = _last_holding([(body_start, end) for _, body_start, end, _, _ in spans], size)
+    header = _last_holding([(first, min(end, last)) for first, _, end, _, last in spans], size)
     table = (spans, best, header)
     module.scope_table = (count, table)
     return table

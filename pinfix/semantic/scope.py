@@ -316,23 +316,29 @@ class FunctionInfo:
         ``self.register_buffer("attr", ...)``), read from its statements (a body not
         read yet, :mod:`.bodies`, is parsed for the look and stays unread)."""
         if self._stores is None:
-            body = getattr(self.node, "body", None)
-            unread = isinstance(body, UnreadBody) and not body.read
-            self._stores = _attribute_stores(body.peek() if unread else self.body)
+            unread = self.unread_body
+            self._stores = _attribute_stores(unread.peek() if unread is not None else self.body)
         return self._stores
+
+    @property
+    def unread_body(self) -> Optional[UnreadBody]:
+        """Its body, where it was dropped and not read since (:mod:`.bodies`)."""
+        body = getattr(self.node, "body", None)
+        return body if isinstance(body, UnreadBody) and not body.read else None
 
     def stores_attribute(self, attr: str) -> bool:
         """Whether ``attr`` is one of :attr:`attribute_stores`, answered from the text
         where the body is unread and its lines never say ``attr``."""
-        if self._stores is None and self._text_lookups < MAX_TEXT_LOOKUPS:
-            body = getattr(self.node, "body", None)
-            if isinstance(body, UnreadBody) and not body.read and self.module.names_as_spelt:
+        if self._stores is None and self._text_lookups < MAX_TEXT_LOOKUPS and self.unread_body is not None:
+            if not self._text_lookups and (
+                not self.module.names_as_spelt or self.module.lines_say(self.node, "register_buffer")
+            ):
+                # No answer from the text: a name spelt otherwise (NFKC), or a buffer's
+                # name, a string its text may spell otherwise (`"x" "y"`, `"\x78y"`).
+                self._text_lookups = MAX_TEXT_LOOKUPS
+            else:
                 self._text_lookups += 1
-                # (A buffer's name is a string, which its text may spell otherwise:
-                # `"bu" "f"`, `"\x62uf"`; such a body is parsed for the look.)
-                if not self.module.lines_say(self.node, attr) and not self.module.lines_say(
-                    self.node, "register_buffer"
-                ):
+                if not self.module.lines_say(self.node, attr):
                     return False
         return attr in self.attribute_stores
 
