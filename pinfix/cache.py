@@ -363,7 +363,9 @@ class ResultCache:
                 itself = os.path.realpath(path)
                 if verdicts is None:
                     return None
-                if not verdicts.unmoved(itself, raw["sha256"], data, kept, raw["diagnostics"]):
+                if not verdicts.unmoved(itself, raw["sha256"], data, kept, raw["diagnostics"]) and not (
+                    verdicts.recommented(itself, raw["sha256"], data, kept, raw["diagnostics"])
+                ):
                     bound = settings_of(config or self.config).fix_imports
                     spans = verdicts.added(itself, raw["sha256"], data, kept, raw["diagnostics"], bound)
                     if spans is None:
