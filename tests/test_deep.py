@@ -1377,3 +1377,42 @@ def test_a_class_body_is_not_evaluated_for_each_of_its_methods_asked_about(tmp_p
         "buf": ["__init__"],
         **{f"a{i}": [f"m{i}"] for i in range(30)},
     }
+
+
+def test_a_test_module_a_search_finds_is_not_parsed_for_a_question_of_library_code(tmp_path, monkeypatch):
+    """What a test passes says nothing of how the library runs: a module of tests that
+    calls a library function is not even parsed when the function's callers are asked
+    for (a third of the modules vLLM's searches found were tests); a test's own question
+    still reads the other tests."""
+    from pinfix.semantic.deep import project as deep_project
+
+    pkg = project(
+        tmp_path,
+        {
+            "sender.py": "def send(x, dev):\n    return x.to(dev, non_blocking=True)\n",
+            "user.py": "import torch\n\nfrom .sender import send\n\n\ndef run(dev):\n    return send(torch.zeros(4), dev)\n",
+        },
+    )
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_send.py").write_text(
+        "import torch\n\nfrom pkg.sender import send\n\n\n"
+        "def send_it(x, dev):\n    return x.to(dev, non_blocking=True)\n\n\n"
+        "def test_send():\n    send(torch.zeros(4), 'cuda')\n"
+    )
+    (tests / "test_other.py").write_text(
+        "import torch\n\nfrom .test_send import send_it\n\n\ndef test_it():\n    send_it(torch.zeros(2), 'cuda')\n"
+    )
+
+    def parsed() -> List[str]:
+        (proj,) = deep_project._PROJECTS.values()
+        return sorted(m.path.name for m in proj.modules.values() if m is not None)
+
+    monkeypatch.setattr(deep_project, "_PROJECTS", {})
+    library = deep([pkg / "sender.py"], "--no-cache")
+    assert [(f["path"], f["line"], f["code"]) for f in library] == [(str(pkg / "sender.py"), 2, "PIN002")]
+    assert "torch.zeros" in library[0]["message"] and "test_send" not in library[0]["message"]
+    assert "test_send.py" not in parsed() and "user.py" in parsed()
+    monkeypatch.setattr(deep_project, "_PROJECTS", {})
+    assert lines(deep([tests / "test_send.py"], "--no-cache")) == [(7, "PIN002")]
+    assert "test_other.py" in parsed()

@@ -153,7 +153,7 @@ class DeepProject(Questions):
         self._callers: Dict[int, Optional[List[FunctionInfo]]] = {}
         self._files: Optional[Tuple[Tuple[Path, ...], Searcher]] = None
         self._word_indexes: Dict[Path, WordIndex] = {}
-        self._greps: Dict[Tuple[bytes, str], Optional[List[Tuple[ModuleInfo, List[int]]]]] = {}
+        self._greps: Dict[Tuple[bytes, str], Optional[List[Tuple[Path, List[int]]]]] = {}
         self._subclasses: Dict[int, List[ClassInfo]] = {}
         #: By class: its methods by each attribute they store, once it was asked about so
         #: many attributes (:data:`ASKED_BEFORE_INDEX`), and how many it was asked about.
@@ -684,17 +684,17 @@ class DeepProject(Questions):
         return found
 
     def _find_callers(self, func: FunctionInfo) -> Optional[List[FunctionInfo]]:
-        found = self.functions_calling(_called_name(func))
+        found = self.functions_calling(_called_name(func), func.module)
         return None if found is None else [caller for caller in found if caller.node is not func.node]
 
-    def functions_calling(self, name: str) -> Optional[List[FunctionInfo]]:
+    def functions_calling(self, name: str, asker: ModuleInfo) -> Optional[List[FunctionInfo]]:
         """The project functions whose text says ``name(`` (``None``: too many files
-        say it for pinfix to read them all)."""
+        say it for pinfix to read them all), in the modules that speak for ``asker``."""
         hits = self.grep(calls_of(name), name)
         if hits is None:
             return None
         found: List[FunctionInfo] = []
-        for module, lines in hits:
+        for module, lines in self.speaking(hits, asker):
             # A def's own line says `name(` and calls nothing: the scope around it is no
             # caller (taken for one, a class body with a thousand methods was evaluated
             # once for each of them).
@@ -983,7 +983,7 @@ class DeepProject(Questions):
         if self.wide() and not any(t.blocks for v in values for t in v.tensors):
             # Stores from outside the class: only while they can still change the
             # verdict (a path that blocks is already known otherwise).
-            for func in self.storing(attr):
+            for func in self.storing(attr, cls.module):
                 if id(func.node) not in seen and speaks_for(func.module, cls.module):
                     values.extend(self.stored_by(func, attr, family))
         return join(*values) if values else None
@@ -1008,7 +1008,7 @@ class DeepProject(Questions):
     def given_to_field(self, cls: ClassInfo, attr: str) -> List[Value]:
         """What the project's constructor calls of the record ``cls`` give its field
         ``attr`` (a call that leaves it out gives the default, the class body's value)."""
-        makers = self.functions_calling(cls.name)
+        makers = self.functions_calling(cls.name, cls.module)
         if makers is None:
             return [unknown(self.unfollowed(f"`{cls.name}.{attr}`"))]
         out: List[Value] = []
@@ -1053,8 +1053,8 @@ class DeepProject(Questions):
 
     def grep(
         self, pattern: "re.Pattern[bytes]", word: str, limit: int = MAX_CALLER_FILES
-    ) -> Optional[List[Tuple[ModuleInfo, List[int]]]]:
-        """Project modules whose text matches ``pattern``, with the lines it matches on
+    ) -> Optional[List[Tuple[Path, List[int]]]]:
+        """Project files whose text matches ``pattern``, with the lines it matches on
         (``None``: more than ``limit`` files match, too many to read them all)."""
         key = (pattern.pattern, word, limit)
         if key in self._greps:
@@ -1072,20 +1072,28 @@ class DeepProject(Questions):
         self.read(("t:" if out is None else "g:") + record(pattern, word))
         return out
 
-    def _grep(
-        self, pattern: "re.Pattern[bytes]", word: str, limit: int
-    ) -> Optional[List[Tuple[ModuleInfo, List[int]]]]:
+    def _grep(self, pattern: "re.Pattern[bytes]", word: str, limit: int) -> Optional[List[Tuple[Path, List[int]]]]:
         hits = []
         for hit in self.corpus().matching(pattern, word.encode()):
             hits.append(hit)
             if len(hits) > limit:
                 return None
-        out = []
-        for path, data in hits:
+        return [(path, Searcher.lines_matching(pattern, data)) for path, data in hits]
+
+    def speaking(
+        self, hits: Optional[List[Tuple[Path, List[int]]]], asker: Optional[ModuleInfo]
+    ) -> Iterator[Tuple[ModuleInfo, List[int]]]:
+        """The modules of a search's ``hits`` that speak for ``asker`` (:func:`speaks_for`;
+        ``None``: a module of no test), with the lines found. A test module is not parsed
+        for a question of a module of no test, which it cannot answer (a third of the
+        modules vLLM's searches found were tests)."""
+        tests = asker is not None and is_test_file(asker.path)
+        for path, lines in hits or ():
+            if not tests and is_test_file(self.real(path)):
+                continue
             module = self.load(path)
             if module is not None:
-                out.append((module, Searcher.lines_matching(pattern, data)))
-        return out
+                yield module, lines
 
     def subclasses(self, cls: ClassInfo) -> List[ClassInfo]:
         """The project's classes derived from ``cls`` (through their bases, transitively)."""
@@ -1101,19 +1109,18 @@ class DeepProject(Questions):
 
     def _subclasses_of(self, cls: ClassInfo) -> List[ClassInfo]:
         found: List[ClassInfo] = []
-        for module, _ in self.grep(subclasses_of(cls.name), cls.name, MAX_STORE_FILES) or ():
-            if not speaks_for(module, cls.module):
-                continue
+        for module, _ in self.speaking(self.grep(subclasses_of(cls.name), cls.name, MAX_STORE_FILES), cls.module):
             for klass in module.classes.values():
                 if klass is not cls and any(base is cls for base in self.bases(klass)):
                     found.append(klass)
                     found.extend(k for k in self.subclasses(klass) if k not in found)
         return found
 
-    def storing(self, attr: str, limit: int = MAX_STORE_FILES) -> List[FunctionInfo]:
-        """Functions anywhere in the project whose text stores ``.attr`` (``None``-safe)."""
+    def storing(self, attr: str, asker: Optional[ModuleInfo], limit: int = MAX_STORE_FILES) -> List[FunctionInfo]:
+        """Functions anywhere in the project whose text stores ``.attr`` (``None``-safe),
+        in the modules that speak for ``asker`` (``None``: those of no test)."""
         out: List[FunctionInfo] = []
-        for module, lines in self.grep(stores_to(attr), attr, limit) or ():
+        for module, lines in self.speaking(self.grep(stores_to(attr), attr, limit), asker):
             out.extend(f for f in functions_at(module, lines) if f not in out)
         return out
 
@@ -1134,9 +1141,7 @@ class DeepProject(Questions):
 
     def _agreed(self, attr: str) -> Optional[Value]:
         values: List[Value] = []
-        for func in self.storing(attr, MAX_AGREED_FILES):
-            if is_test_file(func.module.path):
-                continue
+        for func in self.storing(attr, None, MAX_AGREED_FILES):
             facts = self.facts(func, ("stores", attr))
             for _, name, value, node in facts.stores if facts is not None else ():
                 if name == attr:
