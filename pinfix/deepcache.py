@@ -1021,13 +1021,13 @@ class DeepVerdicts:
         old = self._earlier_text(path, digest, kept, data)
         if old is None or _line_ends(old) != _line_ends(data) or _line_ends(data)[2]:
             return False  # (lone carriage returns: the searches count lines by line feeds)
+        then, now = self._meaning(digest, old), self._meaning(file_hash(data), data)
+        if then is None or then != now:
+            return False  # (code changed; a comment-like line inside a string changes the string)
         old_lines, new_lines = old.splitlines(True), data.splitlines(True)
         moved = _uncoded_changes(old_lines, new_lines)
         if not moved or _declared(old_lines) != _declared(new_lines):
             return False
-        then, now = self._meaning(digest, old), self._meaning(file_hash(data), data)
-        if then is None or then != now:
-            return False  # (a comment-like line inside a string changes the string)
         first = min(a for a, _, _, _ in moved) + 1
         try:
             if _named_below(findings, path, first):
