@@ -535,14 +535,22 @@ def test_the_checked_files_own_verdict_holds_for_an_edit_that_moves_nothing_it_s
         assert found(check(root, "pkg/b.py")) == []
 
 
+def _searched_verdict(tmp_path: Path, text: bytes):  # type: ignore[no-untyped-def]
+    """The real path of ``m.py`` holding ``text``, and a verdict that read it and searched
+    the project for callers of ``make``."""
+    from pinfix.deepcache import DeepVerdicts
+
+    module = tmp_path / "m.py"
+    module.write_bytes(text)
+    real = os.path.realpath(module)
+    return real, DeepVerdicts(tmp_path / "cache").record(str(module), [f"f:{real}", CALLS_OF_MAKE])
+
+
 def test_a_comment_in_the_checked_file_that_a_search_would_now_match_is_a_change(tmp_path: Path) -> None:
     from pinfix.deepcache import DeepVerdicts, file_hash
 
-    module = tmp_path / "m.py"
     before = b"def helper():\n    return 1\n\n\ndef other():\n    return make()\n"
-    module.write_bytes(before)
-    real = os.path.realpath(module)
-    kept = DeepVerdicts(tmp_path / "cache").record(str(module), [f"f:{real}", CALLS_OF_MAKE])
+    real, kept = _searched_verdict(tmp_path, before)
     for text, same in [
         (before + b"# the end\n", True),
         (before.replace(b"return 1", b"return 1  # nothing called"), True),
@@ -557,11 +565,8 @@ def test_a_comment_in_the_checked_file_that_a_search_would_now_match_is_a_change
 def test_the_checked_files_own_verdict_holds_where_only_lines_without_code_moved(tmp_path: Path) -> None:
     from pinfix.deepcache import DeepVerdicts, file_hash
 
-    module = tmp_path / "m.py"
     before = b'def helper():\n    return 1\n\n# about other\n\ndef other():\n    return make()\n\n\nS = """a\nb"""\n'
-    module.write_bytes(before)
-    real = os.path.realpath(module)
-    kept = DeepVerdicts(tmp_path / "cache").record(str(module), [f"f:{real}", CALLS_OF_MAKE])
+    real, kept = _searched_verdict(tmp_path, before)
     finding = [{"code": "PIN002", "line": 2, "column": 5, "end_line": 2, "end_column": 13, "message": "at m.py:2"}]
     for text, findings, same in [
         # Comment and blank lines added, removed or changed below every line the findings name.
@@ -588,8 +593,7 @@ def test_the_checked_files_own_verdict_holds_where_only_lines_without_code_moved
         assert verdicts.recommented(real, file_hash(before), text, kept, findings) is same, text
     # A verdict made while a comment said `make(`: the comment removed, the search finds one fewer.
     commented = before.replace(b"# about other", b"# make() is said")
-    module.write_bytes(commented)
-    kept = DeepVerdicts(tmp_path / "cache").record(str(module), [f"f:{real}", CALLS_OF_MAKE])
+    real, kept = _searched_verdict(tmp_path, commented)
     removed = commented.replace(b"# make() is said\n", b"")
     assert DeepVerdicts(tmp_path / "cache").recommented(real, file_hash(commented), removed, kept, []) is False
     assert DeepVerdicts(tmp_path / "cache").recommented(real, file_hash(commented), removed + b"#\n", kept, []) is False
