@@ -12,6 +12,7 @@ statements) is compared with ``check --deep --no-cache FILE``, every field of ev
 The edits:
 
 - ``comment``: a comment appended;
+- ``comment-above``: a comment line inserted above the first import (the code below moves);
 - ``copy``: a function with a new pageable copy appended (issue 27's pre-commit case);
 - ``constant``: a module constant appended;
 - ``inserted``: the function inserted before the module's last top-level statement;
@@ -64,8 +65,17 @@ def _removed(text: bytes) -> bytes:
     return b"".join(lines[: last.lineno - 1]) + b"".join(lines[last.end_lineno or last.lineno :])
 
 
+def _commented_above(text: bytes) -> bytes:
+    """A comment line inserted above the module's first import (or its first line): every
+    line of its code moves."""
+    lines = text.splitlines(True)
+    first = next((n for n, line in enumerate(lines) if line.startswith((b"import ", b"from "))), 0)
+    return b"".join(lines[:first]) + b"# pinfix parity note\n" + b"".join(lines[first:])
+
+
 EDITS: Dict[str, Callable[[bytes], bytes]] = {
     "comment": lambda t: t + b"# pinfix parity edit\n",
+    "comment-above": _commented_above,
     "copy": lambda t: t + COPY.encode(),
     "constant": lambda t: t + b"\n\n_PINFIX_PARITY_LIMIT = 4\n",
     "inserted": _inserted,
