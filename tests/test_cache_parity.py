@@ -29,12 +29,13 @@ def test_every_edit_is_checked_both_ways_and_the_file_restored(tmp_path: Path) -
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| `pkg/b.py`")]
     assert [row.split(" | ")[1:4] for row in rows] == [
         ["comment", "same", "1"],
+        ["comment-above", "same", "1"],  # the finding moved down a line
         ["copy", "same", "2"],  # the new copy is reported
         ["constant", "same", "1"],
         ["inserted", "same", "2"],
         ["removed", "same", "0"],  # `send` removed: the copy with it
     ]
-    assert "5 of 5 the same." in proc.stdout
+    assert "6 of 6 the same." in proc.stdout
     assert (root / "pkg/b.py").read_text() == COPIER
 
 
