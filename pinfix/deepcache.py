@@ -399,18 +399,23 @@ def _line_ends(text: bytes) -> Tuple[bool, bool, bool]:
     return text.startswith(b"\xef\xbb\xbf"), b"\r\n" in text, b"\r" in text.replace(b"\r\n", b"")
 
 
-def _inserted(old: List[bytes], new: List[bytes]) -> Optional[List[Tuple[int, int]]]:
-    """The blocks of lines (``new[first:last]``) that make ``new`` of ``old`` when only
-    lines were inserted (``None``: anything else changed)."""
+#: A block of lines changed between two texts: ``old[a:b]`` became ``new[c:d]``.
+Block = Tuple[int, int, int, int]
+
+
+def _changes(old: List[bytes], new: List[bytes]) -> List[Block]:
+    """Each block of lines changed between two texts, in order."""
     from difflib import SequenceMatcher
 
-    blocks = []
-    for tag, _, _, first, last in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        if tag == "insert":
-            blocks.append((first, last))
-        elif tag != "equal":
-            return None
-    return blocks
+    matcher = SequenceMatcher(None, old, new, autojunk=False)
+    return [(a, b, c, d) for tag, a, b, c, d in matcher.get_opcodes() if tag != "equal"]
+
+
+def _inserted(old: List[bytes], new: List[bytes]) -> Optional[List[Block]]:
+    """The blocks of lines (``new[c:d]``, inserted at ``old[a]``) that make ``new`` of
+    ``old`` when only lines were inserted (``None``: anything else changed)."""
+    blocks = _changes(old, new)
+    return None if any(a != b for a, b, _, _ in blocks) else blocks
 
 
 def _declared(lines: List[bytes]) -> List[Tuple[int, bytes]]:
@@ -418,21 +423,16 @@ def _declared(lines: List[bytes]) -> List[Tuple[int, bytes]]:
     return [(n, line) for n, line in enumerate(lines[:2]) if CODING_LINE.match(line)]
 
 
-def _uncoded_changes(old: List[bytes], new: List[bytes]) -> Optional[List[Tuple[int, int, int, int]]]:
-    """Each block of lines changed between two texts as ``(a, b, c, d)`` (``old[a:b]``
-    became ``new[c:d]``), when every line in them is blank or a comment on its own that
-    may not suppress or direct (:data:`DIRECTIVE_LINE`); ``None``: anything else changed."""
-    from difflib import SequenceMatcher
-
-    blocks = []
-    for tag, a, b, c, d in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
+def _uncoded_changes(old: List[bytes], new: List[bytes]) -> Optional[List[Block]]:
+    """Each block of lines changed between two texts, when every line in them is blank
+    or a comment on its own that may not suppress or direct (:data:`DIRECTIVE_LINE`);
+    ``None``: anything else changed."""
+    blocks = _changes(old, new)
+    for a, b, c, d in blocks:
         for line in (*old[a:b], *new[c:d]):
             bare = line.strip()
             if (bare and not bare.startswith(b"#")) or DIRECTIVE_LINE.search(line):
                 return None
-        blocks.append((a, b, c, d))
     return blocks
 
 
@@ -1038,12 +1038,11 @@ class DeepVerdicts:
         except (KeyError, TypeError, ValueError, AttributeError):
             return False
 
-    def _finds_the_same_moved(
-        self, searches: List[str], old: bytes, new: bytes, moved: List[Tuple[int, int, int, int]]
-    ) -> bool:
+    def _finds_the_same_moved(self, searches: List[str], old: bytes, new: bytes, moved: List[Block]) -> bool:
         """Whether every search finds in ``new`` what it finds in ``old`` on the lines both
         keep, each on the line it was (as moved by the changes ``moved``: old lines
-        ``[a, b)`` became new lines ``[c, d)``), and nothing in the lines changed."""
+        ``[a, b)`` became new lines ``[c, d)``), and nothing in the lines changed (or
+        inserted: :meth:`added`)."""
         for search in searches:
             found = []
             for text, side in ((old, 0), (new, 1)):
@@ -1091,12 +1090,12 @@ class DeepVerdicts:
         blocks = _inserted(old_lines, new_lines)
         if not blocks or new_lines[:2] != old_lines[:2]:
             return None  # nothing inserted, or an encoding declaration may move
-        if any(DIRECTIVE_LINE.search(new_lines[n]) for first, last in blocks for n in range(first, last)):
+        if any(DIRECTIVE_LINE.search(line) for _, _, c, d in blocks for line in new_lines[c:d]):
             return None
         added = self._added_names(digest, old, data)
         if added is None:
             return None
-        first = blocks[0][0] + 1
+        first = blocks[0][2] + 1
         try:
             # (Lines added at the end leave every number the findings say as it was.)
             if _named_below(findings, path, first, words=first <= len(old_lines)):
@@ -1104,7 +1103,7 @@ class DeepVerdicts:
             if any(f.get("code") == NOQA_CODE for f in findings):
                 return None
             read = self.modules_of(kept)
-            if not self._finds_the_same_around(kept["searches"], old, data, blocks):
+            if not self._finds_the_same_moved(kept["searches"], old, data, blocks):
                 return None
             if not self._still_found(kept.get("many", ()), old, data):
                 return None
@@ -1113,7 +1112,7 @@ class DeepVerdicts:
         said = _words_of(findings) | set(bound)
         if said.intersection(added) or self._said(added, old, path, read):
             return None
-        return tuple((first + 1, last) for first, last in blocks)
+        return tuple((c + 1, d) for _, _, c, d in blocks)
 
     def rewritten(
         self, path: str, digest: str, data: bytes, kept: Dict[str, Any], findings: Any
@@ -1198,28 +1197,6 @@ class DeepVerdicts:
         if key not in self._added:
             self._added[key] = added_names(then[1], now[1])
         return self._added[key]
-
-    def _finds_the_same_around(
-        self, searches: List[str], old: bytes, new: bytes, blocks: List[Tuple[int, int]]
-    ) -> bool:
-        """Whether every search finds in ``new`` (``old`` with the lines ``blocks`` inserted)
-        what it finds in ``old``, on the same old lines, and nothing in what was inserted."""
-        for search in searches:
-            then = self.matched(search, old, True)
-            now = self.matched(search, new, True)
-            if then is None or now is None or len(then) != len(now):
-                return False
-            for (line, found), (was, found_then) in zip(now, then):
-                shift = 0
-                for first, last in blocks:
-                    if line < first:
-                        break
-                    if line < last:
-                        return False  # in what was inserted
-                    shift += last - first
-                if (line - shift, found) != (was, found_then):
-                    return False
-        return True
 
     def _earlier_text(self, path: str, digest: str, kept: Dict[str, Any], data: bytes) -> Optional[bytes]:
         """The checked file's text when its verdict was made (``None``: not kept, or

@@ -722,8 +722,6 @@ class DeepProject(Questions):
         what it gives the parameters (defaults where it gives none)."""
         called = ("calls", _called_name(func))
         for caller in self.callers(func) or ():
-            if not speaks_for(caller.module, func.module):
-                continue
             with self.deeper():
                 facts = self.facts(caller, called)
             for callee, call, args, receiver in facts.sites if facts is not None else ():
@@ -984,7 +982,7 @@ class DeepProject(Questions):
             # Stores from outside the class: only while they can still change the
             # verdict (a path that blocks is already known otherwise).
             for func in self.storing(attr, cls.module):
-                if id(func.node) not in seen and speaks_for(func.module, cls.module):
+                if id(func.node) not in seen:
                     values.extend(self.stored_by(func, attr, family))
         return join(*values) if values else None
 
@@ -1013,8 +1011,6 @@ class DeepProject(Questions):
             return [unknown(self.unfollowed(f"`{cls.name}.{attr}`"))]
         out: List[Value] = []
         for func in makers:
-            if not speaks_for(func.module, cls.module):
-                continue
             # The read of the field is the step away from the copy, as for a store (stored_by).
             facts = self.facts(func, ("calls", cls.name))
             if facts is None:
@@ -1084,12 +1080,11 @@ class DeepProject(Questions):
         self, hits: Optional[List[Tuple[Path, List[int]]]], asker: Optional[ModuleInfo]
     ) -> Iterator[Tuple[ModuleInfo, List[int]]]:
         """The modules of a search's ``hits`` that speak for ``asker`` (:func:`speaks_for`;
-        ``None``: a module of no test), with the lines found. A test module is not parsed
-        for a question of a module of no test, which it cannot answer (a third of the
-        modules vLLM's searches found were tests)."""
-        tests = asker is not None and is_test_file(asker.path)
+        ``None``: a module of no test), with the lines found: the only ones a question of
+        ``asker`` reads. A test module is not even parsed for a question of a module of no
+        test (a third of the modules vLLM's searches found were tests)."""
         for path, lines in hits or ():
-            if not tests and is_test_file(self.real(path)):
+            if not speaks_for(self.real(path), asker.path if asker is not None else None):
                 continue
             module = self.load(path)
             if module is not None:
@@ -1373,11 +1368,11 @@ def _passed_parameter(caller: FunctionInfo, call: ast.Call, func: FunctionInfo, 
     return given.id
 
 
-def speaks_for(other: ModuleInfo, module: ModuleInfo) -> bool:
-    """Whether what ``other`` passes or stores counts for ``module``'s code: a test
-    calls library code with whatever it likes, which says nothing of how the
-    library runs (a test's arguments count for tests)."""
-    return not is_test_file(other.path) or is_test_file(module.path)
+def speaks_for(other: Optional[Path], module: Optional[Path]) -> bool:
+    """Whether what the module file ``other`` passes or stores counts for the code of
+    ``module``: a test calls library code with whatever it likes, which says nothing of
+    how the library runs (a test's arguments count for tests)."""
+    return not is_test_file(other) or is_test_file(module)
 
 
 def _returned(facts: FunctionFacts) -> Value:
