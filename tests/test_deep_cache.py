@@ -1421,3 +1421,107 @@ def test_a_body_rewritten_in_the_checked_file_is_checked_alone_where_nothing_els
         return check(root, "pkg/b.py")
 
     _kept_alone(tmp_path, edited, alone)
+
+
+def test_a_texts_meaning_is_kept_beside_it_and_worked_out_once_across_runs(tmp_path, monkeypatch) -> None:
+    """A comment in a module many verdicts read: each later run compared the meaning of the
+    text they read, of the edited file's text before and of its text now, each parsed
+    again. A meaning is kept beside its kept text, for this Python only."""
+    import pinfix.deepcache as deepcache
+    from pinfix.deepcache import DeepVerdicts
+
+    cache = tmp_path / "cache"
+    module = tmp_path / "m.py"
+    original = b"def helper():\n    return 1\n"
+    module.write_bytes(original)
+    kept = DeepVerdicts(cache).record(str(module), [f"f:{module}"])
+    worked: List[bytes] = []
+    real = deepcache.meaning
+    monkeypatch.setattr(deepcache, "meaning", lambda data: worked.append(data) or real(data))
+    one, two = original.replace(b"1\n", b"1  # one\n"), original.replace(b"1\n", b"1  # two\n")
+
+    def run(text: bytes, valid: bool = True) -> List[bytes]:
+        worked.clear()
+        monkeypatch.setattr(deepcache, "_STATEMENTS", {})  # a new process
+        module.write_bytes(text)
+        assert DeepVerdicts(cache).still_valid(str(module), kept, []) is valid
+        return list(worked)
+
+    assert run(one) == [original, one]  # the original's meaning kept, and `one`'s with its text
+    assert run(two) == [two]
+    assert run(one) == []
+    (kept_meaning,) = [p for p in cache.rglob("*.m") if p.name.startswith(hashlib.sha256(original).hexdigest())]
+    said = kept_meaning.read_text()
+    kept_meaning.write_text(said.replace(" py3.", " py2."))  # another Python's
+    assert run(one) == [original]
+    kept_meaning.write_text(said.replace(said[:64], hashlib.sha256(one).hexdigest()))  # another text's
+    assert run(one) == [original]
+    assert kept_meaning.read_text() == said  # worked out again, written again
+    assert run(original.replace(b"1", b"2"), valid=False) == [original.replace(b"1", b"2")]
+
+
+def test_a_kept_texts_meaning_is_pruned_with_it(tmp_path, monkeypatch) -> None:
+    import pinfix.deepcache as deepcache
+    from pinfix.deepcache import DeepVerdicts
+
+    cache = tmp_path / "cache"
+    modules = []
+    for n in range(3):
+        module = tmp_path / f"m{n}.py"
+        module.write_text(f"X = {n}\n")
+        modules.append(str(module))
+    verdicts = DeepVerdicts(cache)
+    verdicts.record(modules[0], [f"f:{m}" for m in modules])
+    for digest in list(verdicts._kept_texts):
+        verdicts._meaning(digest, verdicts._kept_text(digest) or b"")
+    texts = sorted(p.name for p in cache.rglob("*") if p.suffix in (".z", ".m"))
+    assert len(texts) == 6 and {p[:64] for p in texts} == set(verdicts._kept_texts)
+    newest = max(cache.rglob("*.z"), key=lambda p: p.stat().st_mtime_ns)
+    monkeypatch.setattr(deepcache, "KEEP_TEXTS", 1)
+    monkeypatch.setattr(deepcache, "PRUNE_AFTER", 1)
+    verdicts._prune_texts()
+    assert sorted(p.name for p in cache.rglob("*") if p.suffix in (".z", ".m")) == [
+        newest.name[:-2] + ".m",
+        newest.name,
+    ]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_text_asked_about_many_words_finds_what_searching_it_finds(tmp_path, seed: int) -> None:
+    """Past :data:`NAMES_AFTER` words a text is told apart by the whole names it says: every
+    search pinfix makes finds just what it found by its bytes; one it does not make still
+    counts as a change in a text holding its word inside a longer name."""
+    import random
+    import re
+
+    from pinfix.deepcache import NAMES_AFTER, DeepVerdicts
+    from pinfix.semantic.deep.searches import stores_to, subclasses_of
+
+    rng = random.Random(seed)
+    words = ["make", "remake", "make_x", "x", "to", "torch", "é", "naïve", "Base", "buf"]
+    pieces = [
+        "{w}(1)",
+        "obj.{w} = 2",
+        "obj . {w}[0] = 3",
+        "class C({w}):",
+        "# {w}(",
+        "'{w}('",
+        "a{w}(",
+        "{w}_b(",
+        "é{w}(",
+        "{w}é(",
+        "x.{w} == 1",
+    ]
+    text = "\n".join(rng.choice(pieces).format(w=rng.choice(words)) for _ in range(40)).encode()
+    verdicts = DeepVerdicts(tmp_path)
+    searches = [
+        record(make(word), word)
+        for word in words + ["absent", "mak", "ake"]
+        for make in (calls_of, stores_to, subclasses_of)
+    ]
+    assert len(searches) > NAMES_AFTER
+    for search in searches * 2:  # the second round: told apart by the names
+        pattern = re.compile(search.partition("\0")[2].encode("latin-1"))
+        assert verdicts.matches(search, text) is (pattern.search(text) is not None), search
+    assert verdicts._names_in(text) is not None
+    assert verdicts.matches("make\0\\bmake\\s*\\(", b"y = remake(1)\n" + text) is True  # never run: a change
