@@ -20,7 +20,8 @@ descendants) and the summed RSS of the whole process tree, sampled from
 ``/proc``. It prints a markdown table (medians), checks that pinfix finds the
 same with and without the shortcuts, times the pre-commit path (ten files that
 cannot hold a finding) and shows how pinfix scales with 1x, 2x and 4x copies of
-the tree.
+the tree. A few modules are also checked alone with ``--deep --no-cache`` (issue 27: none
+over 2 s or 300 MB).
 
 Progress goes to stderr; the report (markdown) goes to stdout.
 Standard library only.
@@ -610,6 +611,56 @@ def precommit_path(args, work: Path, tree: Path, tools: Dict[str, str], report: 
     return w
 
 
+#: Modules of vLLM 0.34.0 whose deep check alone took longest: found by timing each file of one
+#: ``-j 1`` deep run over ``vllm/`` (a module checked after others reuses their answers, so
+#: each is timed alone here). Others are added by size (:func:`single_modules`).
+HEAVY_MODULES = (
+    "vllm/v1/attention/backends/flashinfer.py",
+    "vllm/models/kimi_k3/nvidia/kda_metadata.py",
+    "vllm/distributed/kv_transfer/kv_connector/v1/example_connector.py",
+)
+#: Issue 27: no single module's deep check over this long or this large.
+MODULE_SECONDS, MODULE_MIB = 2.0, 300
+
+
+def single_modules(args, work: Path, tree: Path, tools: Dict[str, str], report: List[str]) -> None:
+    """Each of a few modules checked alone with ``--deep --no-cache`` (what a pre-commit call
+    on it costs when its verdict must be made again): :data:`HEAVY_MODULES` where the tree has
+    them, and the largest modules that say ``non_blocking=True``, to ``--modules`` in all."""
+    pinfix = tools["pinfix"]
+    chosen = [tree / m for m in HEAVY_MODULES if (tree / m).is_file()]
+    for path in sorted(py_files(tree), key=lambda p: -p.stat().st_size):
+        if len(chosen) >= args.modules:
+            break
+        if (
+            path not in chosen
+            and "/tests/" not in f"/{path.relative_to(tree)}"
+            and b"non_blocking=True" in path.read_bytes()
+        ):
+            chosen.append(path)
+    report.append("| module | lines | wall s | CPU s | peak RSS MiB | within 2 s and 300 MB |")
+    report.append("|---|---:|---:|---:|---:|---|")
+    worst = (0.0, 0.0)
+    for path in chosen[: args.modules]:
+        log(f"alone: {path.relative_to(tree)} ...")
+        cmd = [pinfix, "check", "--deep", "--no-cache", "--no-progress", "--output-format", "json", str(path)]
+        s = measure(cmd, cwd=work, env=base_env(), timeout=args.no_prefilter_timeout)
+        mib = max(s.maxrss_kib, s.tree_rss_kib) / 1024
+        worst = (max(worst[0], s.wall), max(worst[1], mib))
+        ok = s.wall <= MODULE_SECONDS and mib <= MODULE_MIB and not s.timed_out
+        lines = path.read_bytes().count(b"\n")
+        report.append(
+            f"| `{path.relative_to(tree)}` | {lines} | {s.wall:.2f} | {s.cpu:.2f} | {mib:.0f} | {'yes' if ok else '**no**'} |"
+        )
+    report.append("")
+    met = worst[0] <= MODULE_SECONDS and worst[1] <= MODULE_MIB
+    report.append(
+        f"Target no module over {MODULE_SECONDS:.0f} s or {MODULE_MIB} MB (issue 27): {'met' if met else 'NOT met'} "
+        f"(slowest {worst[0]:.2f} s, largest {worst[1]:.0f} MiB)."
+    )
+    report.append("")
+
+
 def scaling(args, work: Path, tree: Path, tools: Dict[str, str], report: List[str]) -> None:
     pinfix = tools["pinfix"]
     extra = ["--no-cache"] if pinfix_supports(pinfix, "--no-cache") else []
@@ -733,9 +784,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         "--skip",
         action="append",
         default=[],
-        choices=["compare", "precommit", "scaling"],
+        choices=["compare", "modules", "precommit", "scaling"],
         help="skip a section (repeatable)",
     )
+    ap.add_argument("--modules", type=int, default=5, help="modules checked alone with --deep (default 5)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = ap.parse_args(argv)
 
@@ -811,6 +863,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                     f"fixit timed out: pinfix is at least {walls['fixit_lower'] / walls['pinfix']:.0f}x faster."
                 )
             report.append("")
+        if "modules" not in args.skip:
+            report.append("### Single modules, deep, no cache (one run each)")
+            report.append("")
+            single_modules(args, work, tree, tools, report)
         if "precommit" not in args.skip:
             report.append("### Pre-commit path")
             report.append("")
