@@ -169,6 +169,11 @@ def file_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _is_hash(digest: str) -> bool:
+    """Whether ``digest`` is one :func:`file_hash` could give (the only names of kept texts)."""
+    return re.fullmatch(r"[0-9a-f]{64}", digest) is not None
+
+
 def _bare_tree(data: bytes) -> Optional[ast.Module]:
     """A module's tree without its docstrings (``None``: it does not parse)."""
     try:
@@ -1225,7 +1230,7 @@ class DeepVerdicts:
         if digest not in self._meanings:
             kept = self._kept_meaning(digest)
             self._meanings[digest] = meaning(data) if kept is None else kept[0]
-            if kept is None and self._text_path(digest).is_file():
+            if kept is None and _is_hash(digest) and self._text_path(digest).is_file():
                 self._keep_meaning(digest)
         return self._meanings[digest]
 
@@ -1235,7 +1240,7 @@ class DeepVerdicts:
     def _kept_meaning(self, digest: str) -> Optional[Tuple[Optional[str]]]:
         """The meaning kept for text ``digest`` by this Python (``(None,)``: it does not
         parse); ``None`` where none is kept (or it is not one pinfix wrote)."""
-        if not re.fullmatch(r"[0-9a-f]{64}", digest):
+        if not _is_hash(digest):
             return None
         from .regular import read_regular
 
@@ -1248,7 +1253,7 @@ class DeepVerdicts:
             return None  # (another Python's trees may dump otherwise)
         if parts[2] == "-":
             return (None,)
-        return (parts[2],) if re.fullmatch(r"[0-9a-f]{64}", parts[2]) else None
+        return (parts[2],) if _is_hash(parts[2]) else None
 
     def _keep_meaning(self, digest: str) -> None:
         """Keep the meaning worked out for text ``digest`` beside its kept text."""
@@ -1306,7 +1311,7 @@ class DeepVerdicts:
         return found
 
     def _read_kept_text(self, digest: str) -> Optional[bytes]:
-        if not re.fullmatch(r"[0-9a-f]{64}", digest):
+        if not _is_hash(digest):
             return None
         import zlib
 
@@ -1412,9 +1417,9 @@ class DeepVerdicts:
         except UnicodeEncodeError:
             return True
         names = self._names_in(data)
-        if names is None or raw in names:
+        if names is None:
             return raw in data
-        return not _made_by_pinfix(search) and raw in data
+        return raw in names or (not _made_by_pinfix(search) and raw in data)
 
     def _names_in(self, data: bytes) -> Optional[FrozenSet[bytes]]:
         """The whole names ``data`` says (runs of :data:`NAME_BYTE`), once it has been asked
