@@ -319,6 +319,32 @@ def test_links_committed_inside_a_cache_are_never_written_or_pruned_through(tmp_
     assert sorted(p.name for p in victim.iterdir()) == sorted([f"{i:032x}" for i in range(20)] + ["ab"])
 
 
+def test_a_meaning_is_never_written_through_a_texts_folder_that_is_a_link(tmp_path: Path) -> None:
+    """A committed cache whose texts folder points at the user's files, holding the kept
+    text of a module a verdict read (so its meaning is worked out after a comment is added):
+    the meaning is not written beside it there."""
+    import zlib
+
+    from tests.test_deep_cache import COPIER, PINNED_MAKER, tree
+
+    root = tree(tmp_path / "repo", {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": COPIER})
+    assert pinfix("check", "pkg", cwd=root, env=env()).returncode == 0
+    (settings,) = [p for p in (root / ".pinfix_cache").glob("*/*") if p.is_dir()]
+    victim = tmp_path / "victim"
+    digest = hashlib.sha256(PINNED_MAKER.encode()).hexdigest()
+    (victim / digest[:2]).mkdir(parents=True)
+    (victim / digest[:2] / (digest + ".z")).write_bytes(zlib.compress(PINNED_MAKER.encode()))
+    before = snapshot(victim)
+    import shutil
+
+    shutil.rmtree(settings / "texts")
+    (settings / "texts").symlink_to(victim, target_is_directory=True)
+    write(root / "pkg" / "a.py", PINNED_MAKER + "# a comment: the same meaning\n")
+    proc = pinfix("check", "pkg/a.py", cwd=root, env=env())
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert snapshot(victim) == before
+
+
 def test_a_file_with_the_longest_name_allowed_is_fixed(tmp_path: Path) -> None:
     from tests.test_bad_input import FIXED, SAMPLE, cli
 
