@@ -74,8 +74,10 @@ def nested_deeper_than(tree: ast.AST, limit: int) -> bool:
     level of nesting costs one at least), so only subtrees longer than the
     room left are walked: real files cost a walk of their statements, not of
     every expression."""
+    from .semantic.scope import child_nodes
+
     stack: List[Tuple[ast.AST, int]] = [(tree, 0)]
-    pop, push, children = stack.pop, stack.append, ast.iter_child_nodes
+    pop, push = stack.pop, stack.append
     while stack:
         node, depth = pop()
         if depth > limit:
@@ -85,7 +87,7 @@ def nested_deeper_than(tree: ast.AST, limit: int) -> bool:
             room = limit - depth - 3  # the leaves below the last character: a context, an operator
             if getattr(node, "end_col_offset", 0) - getattr(node, "col_offset", 0) <= room:
                 continue
-        for child in children(node):
+        for child in child_nodes(node):
             push((child, depth + 1))
     return False
 

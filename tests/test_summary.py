@@ -131,3 +131,41 @@ def test_the_index_answers_from_syntax_for_every_module_that_says_it(tmp_path: P
     assert [(p.name, lines) for p, lines in index.find([tmp_path], STORES, "buf")] == [("other.py", (10,))]
     assert [(p.name, lines) for p, lines in index.find([tmp_path], OWN_STORES, "buf")] == [("core.py", (7,))]
     assert [(p.name, lines) for p, lines in index.find([tmp_path], BASES, "Base")] == [("other.py", (4,))]
+
+
+def test_child_nodes_are_the_children_ast_gives_in_its_order() -> None:
+    """The engine's walks (and the summaries made from them) depend on the order children
+    come in: the same list as ``ast.iter_child_nodes``, for every kind of node, including
+    lists holding ``None`` (a ``**`` in a dict) or names (``global``), and patterns."""
+    import ast
+
+    from pinfix.semantic.scope import child_nodes
+
+    source = (
+        "from __future__ import annotations\n"
+        "import a.b as c\n"
+        "x: int = {**d, 'k': [i async for i in g() if i], **e}\n"
+        "@dec(1)\n"
+        "async def f(p, /, q=1, *r, s, t=2, **u) -> 'T':\n"
+        "    global x\n"
+        "    nonlocal_free = lambda v=x: (yield v)\n"
+        "    async with m() as (n, o), w:\n"
+        "        try:\n"
+        "            del n[0], o.attr\n"
+        "        except* (E1, E2) as err:\n"
+        "            raise X from err\n"
+        "        finally:\n"
+        "            assert p, f'{q!r:>{s}}'\n"
+        "    match p:\n"
+        "        case {'a': [1, *rest], **kw} | C(x=1, y=_) if q:\n"
+        "            return q if r else s\n"
+        "        case (1 | 2) as one:\n"
+        "            pass\n"
+        "class K(B, metaclass=M):\n"
+        "    z = p[1:2, ::3]\n"
+        "    def g(self): return not -self.z @ (a := 2)\n"
+    )
+    nodes = list(ast.walk(ast.parse(source)))
+    assert {type(n).__name__ for n in nodes} >= {"MatchMapping", "MatchClass", "TryStar", "Global", "Dict", "JoinedStr"}
+    for node in nodes:
+        assert child_nodes(node) == list(ast.iter_child_nodes(node)), ast.dump(node)[:80]

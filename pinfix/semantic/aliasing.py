@@ -41,7 +41,7 @@ from ..effects import (
     Metadata,
     ReadsOnHost,
 )
-from .scope import SCOPE_NODES, FunctionInfo, ModuleInfo, iter_nodes, target_names
+from .scope import SCOPE_NODES, FunctionInfo, ModuleInfo, child_nodes, iter_nodes, target_names
 
 __all__ = ["Hazard", "MemoryWrites", "RUNS_ANY_CODE"]
 
@@ -257,10 +257,11 @@ class MemoryWrites:
             if isinstance(node, SCOPE_NODES):
                 self.nested(node)
                 continue
-            for child in ast.iter_child_nodes(node):
+            children = child_nodes(node)
+            for child in children:
                 if self.shares(node, child):
                     self.union([*self.key(node), *self.key(child)])
-            stack.extend((child, node) for child in reversed(list(ast.iter_child_nodes(node))))
+            stack.extend((child, node) for child in reversed(children))
 
     def nested(self, node: ast.AST) -> None:
         """A nested function or class: its name stands for every name its body sees;

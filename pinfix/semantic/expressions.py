@@ -24,7 +24,7 @@ from ..effects import (
 )
 from . import narrowing
 from .facts import FunctionFacts, HostRead
-from .scope import COMPREHENSIONS, FunctionInfo, ModuleInfo, target_names
+from .scope import COMPREHENSIONS, FunctionInfo, ModuleInfo, child_nodes, target_names
 from .source import SourceText
 from .state import PATHS, PENDING, State
 from .values import (
@@ -747,7 +747,7 @@ class Expressions:
         return unknown(node=node)
 
     def eval_opaque(self, node: ast.AST, state: State) -> Value:
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             if isinstance(child, ast.expr):
                 self.eval(child, state)
         return unknown(node=node)

@@ -17,7 +17,7 @@ import ast
 from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
 from ..roots import absolute_name
-from ..scope import last_name
+from ..scope import child_nodes, last_name
 
 #: Bumped whenever a field is added, removed or changes meaning: a kept summary of
 #: another format is never read.
@@ -165,7 +165,7 @@ class _Summarizer:
         inner: List[ast.AST] = []
         generator = False
         words = self.words
-        stack = list(ast.iter_child_nodes(node))
+        stack = child_nodes(node)
         while stack:
             n = stack.pop()
             kind = type(n)
@@ -197,7 +197,7 @@ class _Summarizer:
                 inner.append(n)
                 # Its header (decorators, defaults, bases) is evaluated here; its body is its own.
                 continue
-            stack.extend(ast.iter_child_nodes(n))
+            stack.extend(child_nodes(n))
         unchanged = {p for p in params if p not in rebound}
         for call in calls:
             self.call(call, qualname, unchanged)
