@@ -640,7 +640,7 @@ def single_modules(args, work: Path, tree: Path, tools: Dict[str, str], report: 
             chosen.append(path)
     report.append("| module | lines | wall s | CPU s | peak RSS MiB | within 2 s and 300 MB |")
     report.append("|---|---:|---:|---:|---:|---|")
-    worst = (0.0, 0.0)
+    worst, met = (0.0, 0.0), True
     for path in chosen[: args.modules]:
         log(f"alone: {path.relative_to(tree)} ...")
         cmd = [pinfix, "check", "--deep", "--no-cache", "--no-progress", "--output-format", "json", str(path)]
@@ -648,12 +648,12 @@ def single_modules(args, work: Path, tree: Path, tools: Dict[str, str], report: 
         mib = max(s.maxrss_kib, s.tree_rss_kib) / 1024
         worst = (max(worst[0], s.wall), max(worst[1], mib))
         ok = s.wall <= MODULE_SECONDS and mib <= MODULE_MIB and not s.timed_out
+        met = met and ok
         lines = path.read_bytes().count(b"\n")
         report.append(
             f"| `{path.relative_to(tree)}` | {lines} | {s.wall:.2f} | {s.cpu:.2f} | {mib:.0f} | {'yes' if ok else '**no**'} |"
         )
     report.append("")
-    met = worst[0] <= MODULE_SECONDS and worst[1] <= MODULE_MIB
     report.append(
         f"Target no module over {MODULE_SECONDS:.0f} s or {MODULE_MIB} MB (issue 27): {'met' if met else 'NOT met'} "
         f"(slowest {worst[0]:.2f} s, largest {worst[1]:.0f} MiB)."

@@ -89,7 +89,7 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, TypeVar
 
 from .config import NOQA_CODE
 from .regular import Stamp, stamp_of
@@ -172,6 +172,19 @@ def file_hash(data: bytes) -> str:
 def _is_hash(digest: str) -> bool:
     """Whether ``digest`` is one :func:`file_hash` could give (the only names of kept texts)."""
     return re.fullmatch(r"[0-9a-f]{64}", digest) is not None
+
+
+_T = TypeVar("_T")
+
+
+def _for_text(table: Dict[Any, Tuple[bytes, _T]], key: Any, data: bytes, make: Callable[[], _T]) -> _T:
+    """What ``make()`` gives for the text ``data``, kept in ``table`` under ``key`` (which
+    holds the text's identity) beside the text itself, so a later text at the same
+    address is never taken for it."""
+    known = table.get(key)
+    if known is None or known[0] is not data:
+        known = table[key] = (data, make())
+    return known[1]
 
 
 def _bare_tree(data: bytes) -> Optional[ast.Module]:
@@ -1445,11 +1458,7 @@ class DeepVerdicts:
         makes (never run) and ``data`` holds its word. Once a run for each search and
         text: the verdicts of a module's dependents made many of the same searches (a
         comment in a module fifty verdicts read had 7,600 searches run, 1,900 distinct)."""
-        key = (search, id(data), lines)
-        known = self._matched.get(key)
-        if known is None or known[0] is not data:
-            known = self._matched[key] = (data, self._matched_in(search, data, lines))
-        return known[1]
+        return _for_text(self._matched, (search, id(data), lines), data, lambda: self._matched_in(search, data, lines))
 
     def _matched_in(self, search: str, data: bytes, lines: bool) -> Optional[List[Any]]:
         data = self._read_as_searched(data)
@@ -1472,12 +1481,9 @@ class DeepVerdicts:
     def _read_as_searched(self, data: bytes) -> bytes:
         """``data`` as the project's searches read it (:func:`pinfix.prefilter.readable`),
         worked out once for each text (a text is tested against every recorded search)."""
-        known = self._readable.get(id(data))
-        if known is None or known[0] is not data:
-            from .prefilter import readable
+        from .prefilter import readable
 
-            known = self._readable[id(data)] = (data, readable(data) or data)
-        return known[1]
+        return _for_text(self._readable, id(data), data, lambda: readable(data) or data)
 
     def _matches_file(self, search: str, path: str) -> bool:
         data = self._text(path)
