@@ -306,6 +306,35 @@ CASES = {
         "def go(obj, dev):\n    return obj.staging.to(dev, non_blocking=True)\n",
         [],
     ),
+    # An attribute's answer is the same wherever it is asked, and a chain of them is followed
+    # to its end: each level here was one step further from the copy, and past four of them
+    # the buffer was "too far from the copy".
+    "attribute_chain_followed_to_its_end": (
+        {
+            "chain.py": HEADER
+            + "class Level0:\n    def __init__(self):\n        self.host = torch.zeros(16)\n\n\n"
+            + "".join(
+                f"class Level{i}:\n    def __init__(self):\n        self.below = Level{i - 1}()\n"
+                f"        self.host = self.below.host\n\n\n"
+                for i in range(1, 7)
+            ),
+        },
+        "from pkg.chain import Level6\n\n\ndef go(dev):\n    return Level6().host.to(dev, non_blocking=True)\n",
+        [5],
+    ),
+    "attribute_chain_pinned_at_its_end": (
+        {
+            "chain.py": HEADER
+            + "class Level0:\n    def __init__(self):\n        self.host = torch.zeros(16, pin_memory=True)\n\n\n"
+            + "".join(
+                f"class Level{i}:\n    def __init__(self):\n        self.below = Level{i - 1}()\n"
+                f"        self.host = self.below.host\n\n\n"
+                for i in range(1, 7)
+            ),
+        },
+        "from pkg.chain import Level6\n\n\ndef go(dev):\n    return Level6().host.to(dev, non_blocking=True)\n",
+        [],
+    ),
     "recursion_reaches_a_fixpoint": (
         {},
         HEADER + "def build(n):\n    if n == 0:\n        return torch.zeros(1)\n    return build(n - 1)\n\n\n"

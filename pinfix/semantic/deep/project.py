@@ -20,6 +20,7 @@ left to the effects table or stays unknown.
 from __future__ import annotations
 
 import ast
+import enum
 import os
 import re
 from contextlib import contextmanager
@@ -69,7 +70,8 @@ SELF_STORES: Purpose = ("stores", None)
 MAX_CONFTEST_LEVELS = 8
 #: What marks the top of a project (pytest's rootdir holds one): no ``conftest.py`` above it is looked for.
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", ".git")
-#: How many calls, attributes and stores away from the copy deep mode follows.
+#: How many calls and stores away from the copy deep mode follows (an attribute's answer
+#: starts again from :data:`ATTRIBUTE_LEFT`, wherever it is asked).
 DEPTH = 4
 #: The first this many of them evaluate a call with the arguments it gets (further
 #: away, a function is evaluated with its own parameters, unknown).
@@ -80,6 +82,28 @@ WIDE_DEPTH = 1
 #: a record's field is often read in a caller that passes it on to the copying helper,
 #: and a record is built in few places (a class name in many files is not searched).
 RECORD_DEPTH = WIDE_DEPTH + 1
+#: The depth left an attribute's stores are evaluated with, wherever the attribute is
+#: asked about (see :meth:`DeepProject.attribute`): a storing method's calls are then
+#: followed two deep, with their own parameters.
+ATTRIBUTE_LEFT = DEPTH - 1
+#: The same for an attribute asked about next to a copy (:attr:`Reach.WIDE`): its storing
+#: methods are evaluated as the copy's own function would evaluate them, calls with the
+#: arguments they get (:data:`CONTEXT_DEPTH`).
+WIDE_LEFT = DEPTH
+
+
+class Reach(enum.Enum):
+    """What an answer about an attribute takes in besides its class's own stores."""
+
+    #: Nothing more (asked far from a copy, or where another attribute's stores are evaluated).
+    NARROW = "narrow"
+    #: A record's fields as its constructor calls give them (:data:`RECORD_DEPTH`).
+    RECORDS = "records"
+    #: Those, its subclasses' stores, stores from outside the class, and what the calls of
+    #: each storing function give it (:data:`WIDE_DEPTH`).
+    WIDE = "wide"
+
+
 #: How many re-exports (``from .impl import f`` in a package) are followed.
 MAX_HOPS = 4
 #: A name said in more files than this is too common to read every caller of.
@@ -144,8 +168,10 @@ class DeepProject(Questions):
         self.own: Dict[Tuple[Any, ...], Optional[FunctionFacts]] = {}
         self.refined: Dict[Tuple[Any, ...], Optional[FunctionFacts]] = {}
         self.active: Set[Tuple[Any, ...]] = set()
-        #: How many more calls, attributes and stores the current question may pass through.
+        #: How many more calls and stores the current question may pass through.
         self.left = DEPTH
+        #: While an attribute's stores are evaluated: no search of the project's text is made.
+        self.narrow = False
         #: Statement visits left to the checked module's questions (``None``: no limit).
         self.work_left: Optional[int] = None
         self.passed: Dict[Tuple[Any, ...], Dict[str, Value]] = {}
@@ -519,7 +545,7 @@ class DeepProject(Questions):
         from outside the class, subclasses, agreeing stores) may be asked here: only
         within ``depth`` (:data:`WIDE_DEPTH`) steps of the copy, as each reads many
         files and asks more questions in each."""
-        return DEPTH - self.left <= depth
+        return not self.narrow and DEPTH - self.left <= depth
 
     def deeper(self) -> "_Deeper":
         return _Deeper(self)
@@ -702,10 +728,11 @@ class DeepProject(Questions):
             found.extend(f for f in functions_at(module, lines) if f not in found)
         return found
 
-    def from_callers(self, func: FunctionInfo, names: Set[str]) -> Dict[str, Value]:
+    def from_callers(self, func: FunctionInfo, names: Set[str], wide: Optional[bool] = None) -> Dict[str, Value]:
         """What the project's calls of ``func`` pass to the parameters ``names`` (their
-        join; a public function may also be called from outside, with anything)."""
-        if self.left <= 0 or not self.wide():
+        join; a public function may also be called from outside, with anything), where
+        the searches of the project's text may be made (``wide``: said by the asker)."""
+        if self.left <= 0 or not (self.wide() if wide is None else wide):
             return {}
         key = ("callers", id(func.node), frozenset(names), self.left)
         if key in self.passed:
@@ -748,7 +775,9 @@ class DeepProject(Questions):
             result[name] = join(*values)
         return result
 
-    def refine(self, ctx: ModuleContext, facts: FunctionFacts, purpose: Optional[Purpose] = None) -> FunctionFacts:
+    def refine(
+        self, ctx: ModuleContext, facts: FunctionFacts, purpose: Optional[Purpose] = None, wide: Optional[bool] = None
+    ) -> FunctionFacts:
         """``facts`` again, with the parameters its copies and stores depend on filled
         from the project's calls of the function, where those say something; and
         copies whose ``non_blocking`` is a parameter, as the calls that pass ``True`` make them."""
@@ -765,7 +794,7 @@ class DeepProject(Questions):
                     wanted.add(atom.node.arg)
         shaping = self._shaping_parameters(facts) - wanted
         wanted |= shaping
-        given = self.from_callers(func, wanted) if wanted else {}
+        given = self.from_callers(func, wanted, wide) if wanted else {}
         given = {n: v for n, v in given.items() if v.any(lambda a: not isinstance(a, Unknown))}
         # A number or a flag a caller passes decides no tensor's memory here: not worth an evaluation.
         given = {
@@ -778,7 +807,7 @@ class DeepProject(Questions):
             key = ("refined", id(func.node), purpose, tuple(sorted((n, v.keys) for n, v in given.items())), self.left)
             refined = self.evaluated(self.refined, key, func, given, purpose) or facts
         flags = _flag_parameters(refined, params)
-        return self.given_non_blocking(refined, flags, purpose) if flags else refined
+        return self.given_non_blocking(refined, flags, purpose, wide) if flags else refined
 
     def _shaping_parameters(self, facts: FunctionFacts) -> Set[str]:
         """The parameters that may decide where the source of a non_blocking copy
@@ -805,13 +834,13 @@ class DeepProject(Questions):
         }
 
     def given_non_blocking(
-        self, facts: FunctionFacts, flags: Dict[int, str], purpose: Optional[Purpose]
+        self, facts: FunctionFacts, flags: Dict[int, str], purpose: Optional[Purpose], wide: Optional[bool] = None
     ) -> FunctionFacts:
         """``facts`` with each copy whose ``non_blocking`` is the parameter ``flags[id(call)]``
         seen as the project's calls that pass ``True`` for it make it: one evaluation per
         such call, with everything that call gives (the copy's source joined over them)."""
         func = facts.info
-        if self.left <= 0 or not self.wide():
+        if self.left <= 0 or not (self.wide() if wide is None else wide):
             return facts
         names = set(flags.values())
         seen: Dict[int, Copy] = {}
@@ -924,39 +953,54 @@ class DeepProject(Questions):
 
     # --- attributes ------------------------------------------------------------------------
 
-    def attribute(self, cls: ClassInfo, attr: str, seen: int = 0) -> Optional[Value]:
+    def attribute(self, cls: ClassInfo, attr: str, seen: int = 0, reach: Optional[Reach] = None) -> Optional[Value]:
         """Every value stored to ``attr`` on objects of ``cls`` (in its methods and its
-        class body), else in its project bases'; ``None`` where none is seen."""
-        if self.left <= 0:
-            return unknown(f"`{cls.name}.{attr}` is too far from the copy for pinfix to follow")
-        key = ("attribute", id(cls.node), attr, self.left)
+        class body), else in its project bases'; ``None`` where none is seen.
+
+        The answer does not depend on the depth left where it is asked, only on its
+        :class:`Reach` (what the searches of the project's text may add, decided by how
+        far from the copy it is asked): the stores are evaluated from :data:`ATTRIBUTE_LEFT`
+        (:data:`WIDE_LEFT` next to a copy) whatever the depth left, each answer once a run,
+        and no search is made while they are (an attribute read there gets the narrow
+        answer). So a chain of attributes is followed to its end, and an answer first asked
+        far from a copy is the one a copy asks for later; each is worked out once, where
+        the depth budget worked one out for each depth it was asked at."""
+        if reach is None:
+            reach = Reach.WIDE if self.wide() else Reach.RECORDS if self.wide(RECORD_DEPTH) else Reach.NARROW
+        key = ("attribute", id(cls.node), attr, reach)
         if key in self.attributes:
             self.reused(key)
             return self.attributes[key]
-        if key[:3] in self.active or seen > DEPTH * 4:
+        if key in self.active or seen > DEPTH * 4:
             return unknown(f"`{cls.name}.{attr}` is defined in terms of itself")
-        self.active.add(key[:3])
+        self.active.add(key)
+        left, narrow = self.left, self.narrow
+        self.left, self.narrow = (WIDE_LEFT if reach is Reach.WIDE else ATTRIBUTE_LEFT), True
         try:
             with self.recording(key):
-                found = self._attribute(cls, attr, seen)
+                found = self._attribute(cls, attr, seen, reach)
         finally:
-            self.active.discard(key[:3])
+            self.active.discard(key)
+            self.left, self.narrow = left, narrow
         self.attributes[key] = found
         return found
 
-    def _attribute(self, cls: ClassInfo, attr: str, seen: int) -> Optional[Value]:
-        found = self.stores(cls, attr)
+    def _attribute(self, cls: ClassInfo, attr: str, seen: int, reach: Reach) -> Optional[Value]:
+        found = self.stores(cls, attr, reach)
         if found is None:
             for base in self.bases(cls):
-                found = self.attribute(base, attr, seen + 1)
+                found = self.attribute(base, attr, seen + 1, reach)
                 if found is not None:
                     break
         return found
 
-    def stores(self, cls: ClassInfo, attr: str) -> Optional[Value]:
+    def stores(self, cls: ClassInfo, attr: str, reach: Reach) -> Optional[Value]:
         """What the project stores to ``attr`` on objects of ``cls``: in its class body
-        and methods, its subclasses' methods, and ``obj.attr = ...`` in any function
-        where pinfix knows ``obj`` is one of them."""
+        and methods; with :attr:`Reach.RECORDS`, what a record's constructor calls give
+        the field; with :attr:`Reach.WIDE`, also its subclasses' methods, and ``obj.attr =
+        ...`` in any function where pinfix knows ``obj`` is one of them, each storing
+        function's parameters filled from the project's calls of it."""
+        wide = reach is Reach.WIDE
         values: List[Value] = []
         # (Only a class body that binds the name is evaluated for it: one that does not would
         # run each of its defs for nothing, once for every attribute asked of the class.)
@@ -968,22 +1012,22 @@ class DeepProject(Questions):
             values.append(mark(bound, step, via=True))
         if (
             cls.is_record
-            and self.wide(RECORD_DEPTH)
+            and reach is not Reach.NARROW
             and any(name == attr for name, _ in self.record_fields(cls) or cls.fields())
         ):
             values.extend(self.given_to_field(cls, attr))
-        family = [cls, *(self.subclasses(cls) if self.wide() else ())]
+        family = [cls, *(self.subclasses(cls) if wide else ())]
         seen: Set[int] = set()
         for klass in family:
             for method in self.methods_storing(klass, attr):
                 seen.add(id(method.node))
-                values.extend(self.stored_by(method, attr, family))
-        if self.wide() and not any(t.blocks for v in values for t in v.tensors):
+                values.extend(self.stored_by(method, attr, family, wide))
+        if wide and not any(t.blocks for v in values for t in v.tensors):
             # Stores from outside the class: only while they can still change the
             # verdict (a path that blocks is already known otherwise).
             for func in self.storing(attr, cls.module):
                 if id(func.node) not in seen:
-                    values.extend(self.stored_by(func, attr, family))
+                    values.extend(self.stored_by(func, attr, family, wide))
         return join(*values) if values else None
 
     def methods_storing(self, cls: ClassInfo, attr: str) -> List[FunctionInfo]:
@@ -1028,13 +1072,14 @@ class DeepProject(Questions):
                     out.append(mark(value, step, via=True))
         return out
 
-    def stored_by(self, func: FunctionInfo, attr: str, family: List[ClassInfo]) -> List[Value]:
-        """The values ``func`` stores to ``attr`` on an object of one of ``family``."""
+    def stored_by(self, func: FunctionInfo, attr: str, family: List[ClassInfo], wide: bool = False) -> List[Value]:
+        """The values ``func`` stores to ``attr`` on an object of one of ``family`` (``wide``:
+        with its parameters filled from the project's calls of it)."""
         purpose = ("stores", attr)
         facts = self.facts(func, purpose)
-        if facts is not None and self.wide():
+        if facts is not None and wide:
             with self.deeper():
-                facts = self.refine(self.context(func.module), facts, purpose)
+                facts = self.refine(self.context(func.module), facts, purpose, wide=True)
         if facts is None:
             return [unknown(self.unfollowed(f"`{family[0].name}.{attr}`"))]
         out = []
