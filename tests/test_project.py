@@ -335,6 +335,27 @@ CASES = {
         "from pkg.chain import Level6\n\n\ndef go(dev):\n    return Level6().host.to(dev, non_blocking=True)\n",
         [],
     ),
+    # Past the calls evaluated with their arguments, each function's returns are worked out
+    # once, from its own parameters, and a chain of calls is followed to its end: past four
+    # calls the buffer was "too far from the copy".
+    "call_chain_followed_to_its_end": (
+        {
+            "steps.py": HEADER
+            + "def step0():\n    return torch.zeros(16)\n\n\n"
+            + "".join(f"def step{i}():\n    return step{i - 1}()\n\n\n" for i in range(1, 8)),
+        },
+        "from pkg.steps import step7\n\n\ndef go(dev):\n    return step7().to(dev, non_blocking=True)\n",
+        [5],
+    ),
+    "call_chain_pinned_at_its_end": (
+        {
+            "steps.py": HEADER
+            + "def step0():\n    return torch.zeros(16).pin_memory()\n\n\n"
+            + "".join(f"def step{i}():\n    return step{i - 1}()\n\n\n" for i in range(1, 8)),
+        },
+        "from pkg.steps import step7\n\n\ndef go(dev):\n    return step7().to(dev, non_blocking=True)\n",
+        [],
+    ),
     "recursion_reaches_a_fixpoint": (
         {},
         HEADER + "def build(n):\n    if n == 0:\n        return torch.zeros(1)\n    return build(n - 1)\n\n\n"

@@ -70,8 +70,10 @@ SELF_STORES: Purpose = ("stores", None)
 MAX_CONFTEST_LEVELS = 8
 #: What marks the top of a project (pytest's rootdir holds one): no ``conftest.py`` above it is looked for.
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", ".git")
-#: How many calls and stores away from the copy deep mode follows (an attribute's answer
-#: starts again from :data:`ATTRIBUTE_LEFT`, wherever it is asked).
+#: How many calls and stores away from the copy deep mode evaluates with what the copy's
+#: side gives them (an attribute's answer starts again from :data:`ATTRIBUTE_LEFT`, and a
+#: function's own facts past :data:`CONTEXT_DEPTH` from :data:`OWN_LEFT`, wherever they
+#: are asked: neither is ever too far from the copy).
 DEPTH = 4
 #: The first this many of them evaluate a call with the arguments it gets (further
 #: away, a function is evaluated with its own parameters, unknown).
@@ -90,6 +92,12 @@ ATTRIBUTE_LEFT = DEPTH - 1
 #: methods are evaluated as the copy's own function would evaluate them, calls with the
 #: arguments they get (:data:`CONTEXT_DEPTH`).
 WIDE_LEFT = DEPTH
+#: The depth left a function is evaluated with for its own facts (its own parameters) once
+#: it is past the calls evaluated with their arguments (:data:`CONTEXT_DEPTH`), wherever it
+#: is asked (see :meth:`DeepProject.facts`).
+OWN_LEFT = DEPTH - CONTEXT_DEPTH
+#: The last item of such an answer's key, in place of the depth left.
+ANY_DEPTH = "any"
 
 
 class Reach(enum.Enum):
@@ -564,8 +572,6 @@ class DeepProject(Questions):
                 return Value((Seq("gen", None, unknown(f"`{func.name}` is a generator")),))
             step = Step("returned", func.node, f"yielded by `{func.name}()`", func.module.src)
             return Value((Seq("gen", None, mark(facts.yields, step)),))
-        if self.left <= 0:
-            return None
         if DEPTH - self.left >= CONTEXT_DEPTH:
             facts = self.facts(func, RETURNS)
             return _returned(facts) if facts is not None else None
@@ -584,7 +590,8 @@ class DeepProject(Questions):
     ) -> Any:
         """``func`` evaluated one step further from the copy for ``purpose``, and what
         of it ``table`` keeps (memoised under ``key``, whose last item is the depth
-        left, with what it read); ``None`` while it is being evaluated (recursion)."""
+        left or :data:`ANY_DEPTH`, with what it read); ``None`` while it is being
+        evaluated (recursion)."""
         if key in table:
             self.reused(key)
             return table[key]
@@ -607,12 +614,24 @@ class DeepProject(Questions):
         """``func`` evaluated with its own parameters (a method's receiver is an object
         of its class), asking the project only what ``purpose`` needs: what it
         stores, and returns given nothing known; ``None`` while it is being
-        evaluated, or too far from the copy."""
-        if self.left <= 0:
-            return None
+        evaluated.
+
+        Past the calls evaluated with their arguments (:data:`CONTEXT_DEPTH`), the answer
+        does not depend on the depth left where it is asked: ``func`` is evaluated from
+        :data:`OWN_LEFT`, once a run, with no search of the project's text, and a call in
+        it past that point is the same kind of answer. So a chain of calls is followed to
+        its end (where the depth budget left it "too far from the copy"), and each
+        function's own facts are worked out once, not once for each depth."""
         if purpose is not None:
             purpose = self.purpose_for(func, purpose)
-        return self.evaluated(self.own, ("own", id(func.node), purpose, self.left), func, None, purpose)
+        if DEPTH - self.left < CONTEXT_DEPTH:
+            return self.evaluated(self.own, ("own", id(func.node), purpose, self.left), func, None, purpose)
+        left, narrow = self.left, self.narrow
+        self.left, self.narrow = OWN_LEFT, True
+        try:
+            return self.evaluated(self.own, ("own", id(func.node), purpose, ANY_DEPTH), func, None, purpose)
+        finally:
+            self.left, self.narrow = left, narrow
 
     def parameters(self, func: FunctionInfo, receiver: Optional[Value], args: Optional[Arguments]) -> Dict[str, Value]:
         """The values the call gives ``func``'s parameters (defaults where it gives none)."""
