@@ -13,7 +13,14 @@ Each family grows one shape (issue 13) and must stay linear and keep its finding
 * ``methods`` (deep mode, two modules): a class of ever more methods, each storing its own
   attribute from a parameter, and a module asking about each attribute of an object of it
   (a def's line was taken for a call of the method, and each question swept every scope of
-  the module: quadratic until d29f2dd).
+  the module: quadratic until d29f2dd);
+* ``attribute_chain`` and ``call_chain`` (deep): classes each storing the one before's
+  attribute, functions each returning the one before's result, the copy at the far end
+  (followed to its end since an attribute's and a function's own answers no longer depend on
+  the depth left; quadratic until the module-level names below were);
+* ``module_names`` (deep, one module): ever more module-level tensors and functions, each
+  read by name in the copying function (each name's evaluation ran the whole module body:
+  quadratic until the stop after e384038).
 
 For each family and size it prints the lines, the median seconds of
 ``pinfix.semantic.analyze_module`` plus the rules over ``--rounds`` runs (in
@@ -99,8 +106,52 @@ def methods(k: int) -> Dict[str, str]:
     return {"__init__.py": "", "big.py": "\n".join(big) + "\n", "use.py": "\n".join(use) + "\n"}
 
 
+def attribute_chain(k: int) -> Dict[str, str]:
+    n = 250 * k
+    chain = ["import torch", "", "", "class Level0:", "    def __init__(self):", "        self.host = torch.zeros(16)"]
+    for i in range(1, n):
+        chain += ["", "", f"class Level{i}:", "    def __init__(self):"]
+        chain += [f"        self.below = Level{i - 1}()", "        self.host = self.below.host"]
+    use = [f"from .chain import Level{n - 1}", "", "", "def go(dev):"]
+    use += [f"    return Level{n - 1}().host.to(dev, non_blocking=True)"]
+    return {"__init__.py": "", "chain.py": "\n".join(chain) + "\n", "use.py": "\n".join(use) + "\n"}
+
+
+def call_chain(k: int) -> Dict[str, str]:
+    n = 250 * k
+    steps = ["import torch", "", "", "def step0():", "    return torch.zeros(16)"]
+    for i in range(1, n):
+        steps += ["", "", f"def step{i}():", f"    return step{i - 1}()"]
+    use = [
+        f"from .steps import step{n - 1}",
+        "",
+        "",
+        "def go(dev):",
+        f"    return step{n - 1}().to(dev, non_blocking=True)",
+    ]
+    return {"__init__.py": "", "steps.py": "\n".join(steps) + "\n", "use.py": "\n".join(use) + "\n"}
+
+
+def module_names(k: int) -> Dict[str, str]:
+    n = 250 * k
+    lines = ["import torch", "", ""]
+    lines += [f"B{i} = torch.zeros({i + 1})" for i in range(n)]
+    for i in range(n):
+        lines += ["", "", f"def make{i}():", f"    return torch.ones({i + 1})"]
+    lines += ["", "", "def go(dev, i):", "    x = None"]
+    for i in range(n):
+        lines += [f"    if i == {i}:", f"        x = B{i} if dev else make{i}()"]
+    lines.append("    return x.to(dev, non_blocking=True)")
+    return {"__init__.py": "", "names.py": "\n".join(lines) + "\n"}
+
+
 #: Families checked in deep mode: the files of a package ``pkg``, the last one checked.
-DEEP_FAMILIES: Dict[str, Callable[[int], Dict[str, str]]] = {"methods": methods}
+DEEP_FAMILIES: Dict[str, Callable[[int], Dict[str, str]]] = {
+    "methods": methods,
+    "attribute_chain": attribute_chain,
+    "call_chain": call_chain,
+    "module_names": module_names,
+}
 
 FAMILIES: Dict[str, Callable[[int], str]] = {
     "rebinding": rebinding,

@@ -485,7 +485,7 @@ def test_the_engine_asks_the_project_through_its_declared_interface() -> None:
     from tests.support import REPO
 
     asked = [n for n, f in vars(Questions).items() if callable(f) and not n.startswith("_")]
-    assert sorted(asked) == ["evaluator", "global_value", "open", "recording", "refine", "reused"]
+    assert sorted(asked) == ["evaluator", "global_value", "open", "recording", "refine", "reused", "run"]
     for name in asked:
         mine = list(inspect.signature(getattr(Questions, name)).parameters)
         theirs = list(inspect.signature(getattr(DeepProject, name)).parameters)
@@ -520,3 +520,65 @@ def test_one_evaluation_resolves_each_name_once(tmp_path: Path, monkeypatch: pyt
     )
     assert [line for line, _ in lines_in(found, "main.py")] == [5, 6, 7, 8, 9]
     assert asked["pkg.a.make"] == 1
+
+
+def test_a_bodys_evaluation_for_one_name_leaves_out_the_defs_and_imports_of_others() -> None:
+    """Asked for one name, a module body runs the statements that bind it and what they read,
+    and every statement but a def, a class or an import of another name (an assignment may
+    change what the rest sees): evaluated once for each of a thousand defs' names, the whole
+    body was quadratic in its size."""
+    from pinfix.semantic.scope import ModuleInfo
+    from pinfix.semantic.slices import Graph
+    from pinfix.semantic.source import SourceText
+
+    text = (
+        "import torch\nimport numpy as np\nfrom os import path\nfrom helpers import *\n\n"
+        "def other():\n    return 1\n\nclass Unused:\n    pass\n\n"
+        "SIZE = 4\nprint(SIZE)\n\ndef make(n=SIZE):\n    return torch.zeros(n)\n\nBUF = make()\n"
+    )
+    src = SourceText(text, "m.py")
+    module = ModuleInfo(src, src.parse())
+    graph = Graph(module.body, False)
+    run = graph.slice(("binds", "BUF")).run
+    assert run is not None
+    said = [src.line_text(stmt.lineno).strip() for stmt in run]
+    # (`torch` is read by `make`'s body when it runs: a question of its own, not this one's.)
+    assert said == [
+        "from helpers import *",
+        "SIZE = 4",
+        "print(SIZE)",
+        "def make(n=SIZE):",
+        "BUF = make()",
+    ]
+    # Another question than a name's runs every statement.
+    assert graph.slice(("returns",)).run is None
+
+
+def test_a_body_of_many_statements_is_evaluated_once_for_all_its_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module running more than ``MAX_BODY_PER_NAME`` statements besides defs, classes and
+    imports is evaluated once for every name it binds (each name's own evaluation runs them
+    all): its tensors are still told apart, pageable and pinned."""
+    from pinfix.semantic.deep.project import DeepProject
+    from pinfix.semantic.module import MAX_BODY_PER_NAME
+
+    bodies: List[str] = []
+    run_one = DeepProject.run
+
+    def counting(self: DeepProject, evaluator):  # type: ignore[no-untyped-def]
+        if evaluator.func.is_module:
+            bodies.append(evaluator.func.module.name or "")
+        return run_one(self, evaluator)
+
+    monkeypatch.setattr(DeepProject, "run", counting)
+    n = MAX_BODY_PER_NAME + 8
+    assignments = "".join(f"B{i} = torch.zeros({i + 1}){'.pin_memory()' if i % 2 else ''}\n" for i in range(n))
+    reads = "".join(f"    t{i} = bufs.B{i}.to(dev, non_blocking=True)\n" for i in range(n))
+    found = run(
+        tmp_path,
+        {"bufs.py": HEADER + assignments, "main.py": "from . import bufs\n\n\ndef f(dev):\n" + reads},
+        "main.py",
+    )
+    assert [line for line, _ in lines_in(found, "main.py")] == [5 + i for i in range(0, n, 2)]
+    assert bodies.count("pkg.bufs") == 1

@@ -60,7 +60,8 @@ class Evaluator(Flow):
         if isinstance(node, ast.Lambda):
             self.facts.add_return(self.eval(node.body, state))
         else:
-            self.run_block(self.func.body, state)
+            relevant = self.relevant
+            self.run_block(relevant.run if relevant is not None and relevant.run is not None else self.func.body, state)
         self.facts.all_values = all_values
         return self.facts
 

@@ -36,11 +36,16 @@ from ..settings import Settings
 from . import narrowing
 from .facts import FunctionFacts, ModuleFacts
 from .scope import FunctionInfo, ModuleInfo
+from .slices import only_binds
 from .source import SourceText
 from .values import Func, Value, unknown
 
 if TYPE_CHECKING:
     from .evaluator import Evaluator
+
+#: A module or class body that runs more statements than this besides its defs, classes and
+#: imports is evaluated once for all the names it binds (deep mode), not once for each.
+MAX_BODY_PER_NAME = 64
 
 
 class Questions:
@@ -63,6 +68,11 @@ class Questions:
         from .evaluator import Evaluator
 
         return Evaluator(ctx, func, params)
+
+    def run(self, evaluator: "Evaluator") -> Optional[FunctionFacts]:
+        """``evaluator`` run, its work counted against the checked module's budget for
+        project questions (``None``: that budget is spent)."""
+        return evaluator.run()
 
     def recording(self, key: Optional[Tuple[Any, ...]] = None) -> ContextManager[Set[str]]:
         """Collect what the answers given inside read (deep mode's cache keeps it)."""
@@ -93,7 +103,11 @@ class ModuleContext:
         #: What may be asked beyond the module: deep mode's project, or :data:`NO_PROJECT`.
         self.project: Questions = project if project is not None else NO_PROJECT
         self.results: Dict[int, FunctionFacts] = {}
+        #: Deep mode: what a module or class body binds each name to (by the body and the name),
+        #: and every name's values of a body evaluated once for all (:meth:`_binds_in_one`).
         self.bindings: Dict[Tuple[int, str], Optional[Value]] = {}
+        self.body_values: Dict[int, Dict[str, Value]] = {}
+        self._in_one: Dict[int, bool] = {}
         self._active: set = set()
         #: Plain mode: what each ``collate_fn`` of this module returns for a list of dataset
         #: items (by its node; ``None`` while it is evaluated).
@@ -152,7 +166,11 @@ class ModuleContext:
         evaluated asking the project only where that can matter; ``None`` where it
         binds none, or while it is being evaluated (memoised: only the value is kept,
         as what the evaluation saw of its other names was 20 KB a question on vLLM)."""
-        key = (id(scope.node), name)
+        whole = self._binds_in_one(scope)
+        key = (id(scope.node), "" if whole else name)
+        if whole and id(scope.node) in self.body_values:
+            self.project.reused(("binding",) + key)
+            return self.body_values[id(scope.node)].get(name)
         if key in self.bindings:
             self.project.reused(("binding",) + key)
             return self.bindings[key]
@@ -161,10 +179,27 @@ class ModuleContext:
         self._active.add(key)
         try:
             with self.project.recording(("binding",) + key):
-                facts = self.project.evaluator(self, scope, None, ("binds", name)).run()
+                purpose = None if whole else ("binds", name)
+                facts = self.project.run(self.project.evaluator(self, scope, None, purpose))
         finally:
             self._active.discard(key)
+        if facts is None:
+            return None  # past the budget of the module being checked: asked again, under another, it is answered
+        if whole:
+            self.body_values[id(scope.node)] = facts.all_values
+            return facts.all_values.get(name)
         found = self.bindings[key] = facts.all_values.get(name)
+        return found
+
+    def _binds_in_one(self, scope: FunctionInfo) -> bool:
+        """Whether every name ``scope`` (a module or class body) binds is worked out in one
+        evaluation of it: where it runs more than :data:`MAX_BODY_PER_NAME` statements besides
+        defs, classes and imports, which an evaluation for one name runs all of (one for each
+        name of a module of a thousand assignments was quadratic). Decided by the body alone,
+        so no answer depends on what was asked first."""
+        found = self._in_one.get(id(scope.node))
+        if found is None:
+            found = self._in_one[id(scope.node)] = sum(1 for s in scope.body if not only_binds(s)) > MAX_BODY_PER_NAME
         return found
 
     def guarantees(self, func: FunctionInfo) -> Tuple[narrowing.Guarantee, ...]:

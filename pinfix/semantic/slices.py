@@ -33,16 +33,24 @@ ANY_ATTRIBUTE = "*"
 
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+#: Statements that bind their names and do nothing else an evaluation of another name sees:
+#: a ``("binds", name)`` evaluation leaves out those of them its slice does not hold.
+_ONLY_BIND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import)
 
 
 class Slice:
-    """The statements (by ``id``) of one function that may matter, and the keys they read."""
+    """The statements (by ``id``) of one function that may matter, and the keys they read;
+    for a ``("binds", name)`` question, the statements of the body an evaluation runs
+    (``run``; ``None``: all of them)."""
 
-    __slots__ = ("statements", "keys")
+    __slots__ = ("statements", "keys", "run")
 
-    def __init__(self, statements: FrozenSet[int], keys: FrozenSet[str]):
+    def __init__(
+        self, statements: FrozenSet[int], keys: FrozenSet[str], run: Optional[Tuple[ast.AST, ...]] = None
+    ) -> None:
         self.statements = statements
         self.keys = keys
+        self.run = run
 
     def __contains__(self, stmt: object) -> bool:
         return id(stmt) in self.statements
@@ -123,6 +131,11 @@ class Graph:
         _collect(func.body, None, self.units, closures, func)
         self.defined: Dict[str, List[_Unit]] = {}
         self.rebound: Dict[str, List[_Unit]] = {}
+        #: The body's own statements' units, and where each stands in it.
+        self.top = [unit for unit in self.units if unit.parent is None]
+        self.place = {id(unit.stmt): i for i, unit in enumerate(self.top)}
+        #: Where the body's statements stand that a ``("binds", name)`` evaluation always runs.
+        self.always = [i for i, unit in enumerate(self.top) if not only_binds(unit.stmt)]
         for unit in self.units:
             for key in unit.defines:
                 self.defined.setdefault(key, []).append(unit)
@@ -160,6 +173,23 @@ class Graph:
     def slice(self, purpose: Purpose) -> Slice:
         """The statements that may matter to ``purpose``: its seeds, and what binds
         or mutates the keys they read, transitively (one worklist: linear)."""
+        seeds = self.seeds(purpose)
+        chosen, keys = self._closure(seeds)
+        run = None
+        if purpose[0] == "binds":
+            # A module (or class body) asked for one name of thousands: its defs, classes and
+            # imports that neither bind the name nor what is read on the way to it (by the
+            # statements that bind it, or by those every such evaluation runs) are not run.
+            # Each name's evaluation costs what it reads and the body's other statements, not
+            # the whole body (evaluated once for each of its names, it was quadratic).
+            ran, _ = self._closure(seeds + [self.top[i] for i in self.always]) if self.always else (chosen, keys)
+            place = self.place
+            run = tuple(self.top[i].stmt for i in sorted(place[n] for n in ran if n in place))
+        return Slice(frozenset(chosen), frozenset(keys), run)
+
+    def _closure(self, seeds: List[_Unit]) -> Tuple[Set[int], Set[str]]:
+        """The statements (by ``id``) of ``seeds`` and of what binds or mutates the keys they
+        read, transitively; and the keys (and receivers) read."""
         chosen: Set[int] = set()
         keys: Set[str] = set()
         receivers: Set[str] = set()
@@ -179,7 +209,7 @@ class Graph:
                         bound.append(name)
                 unit = unit.parent
 
-        for unit in self.seeds(purpose):
+        for unit in seeds:
             take(unit)
         while work or bound:
             if bound:
@@ -193,13 +223,25 @@ class Graph:
             if dot:
                 for unit in self.rebound.get(root, ()):
                     take(unit)
-        return Slice(frozenset(chosen), frozenset(keys | receivers))
+        return chosen, keys | receivers
 
 
 def slice_of(func: FunctionInfo, purpose: Purpose) -> Slice:
     """The statements of ``func`` that may matter to ``purpose`` (callers that
     slice one function often keep its :class:`Graph` instead)."""
     return Graph(func, purpose[0] == "copies").slice(purpose)
+
+
+def only_binds(stmt: ast.AST) -> bool:
+    """Whether ``stmt`` binds its names and does nothing else (``from m import *`` binds
+    names no one knows; ``@register(HOST := ...)`` binds one more where the def stands)."""
+    if isinstance(stmt, ast.ImportFrom):
+        return all(alias.name != "*" for alias in stmt.names)
+    if not isinstance(stmt, _ONLY_BIND):
+        return False
+    return isinstance(stmt, ast.Import) or not any(
+        isinstance(node, ast.NamedExpr) for part in _def_time_parts(stmt) for node in ast.walk(part)
+    )
 
 
 def _collect(
@@ -368,4 +410,4 @@ def _header_end(stmt: ast.AST) -> int:
     return first
 
 
-__all__ = ["ANY_ATTRIBUTE", "Graph", "Purpose", "Slice", "slice_of"]
+__all__ = ["ANY_ATTRIBUTE", "Graph", "Purpose", "Slice", "only_binds", "slice_of"]

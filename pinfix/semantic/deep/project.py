@@ -600,15 +600,24 @@ class DeepProject(Questions):
         self.active.add(key[:-1])
         try:
             with self.deeper(), self.recording(key):
-                evaluator = self.evaluator(self.context(func.module), func, params, purpose)
-                before = evaluator.budget
-                found = keep(evaluator.run())
-                if self.work_left is not None:
-                    self.work_left -= before - evaluator.budget
+                facts = self.run(self.evaluator(self.context(func.module), func, params, purpose))
         finally:
             self.active.discard(key[:-1])
-        table[key] = found
+        if facts is None:
+            return None
+        found = table[key] = keep(facts)
         return found
+
+    def run(self, evaluator: "DeepEvaluator") -> Optional[FunctionFacts]:
+        """``evaluator`` run, its statement visits taken from what is left to the checked
+        module's project questions (``None``: nothing is left)."""
+        if self.out_of_work:
+            return None
+        before = evaluator.budget
+        facts = evaluator.run()
+        if self.work_left is not None:
+            self.work_left -= before - evaluator.budget
+        return facts
 
     def facts(self, func: FunctionInfo, purpose: Optional[Purpose]) -> Optional[FunctionFacts]:
         """``func`` evaluated with its own parameters (a method's receiver is an object
