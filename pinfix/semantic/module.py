@@ -36,7 +36,7 @@ from ..settings import Settings
 from . import narrowing
 from .facts import FunctionFacts, ModuleFacts
 from .scope import FunctionInfo, ModuleInfo
-from .slices import only_binds
+from .slices import runs_always
 from .source import SourceText
 from .values import Func, Value, unknown
 
@@ -199,7 +199,7 @@ class ModuleContext:
         so no answer depends on what was asked first."""
         found = self._in_one.get(id(scope.node))
         if found is None:
-            found = self._in_one[id(scope.node)] = sum(1 for s in scope.body if not only_binds(s)) > MAX_BODY_PER_NAME
+            found = self._in_one[id(scope.node)] = len(runs_always(scope.body)) > MAX_BODY_PER_NAME
         return found
 
     def guarantees(self, func: FunctionInfo) -> Tuple[narrowing.Guarantee, ...]:

@@ -19,7 +19,7 @@ the statements and one worklist over the keys: linear in the function's size.
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .scope import FunctionInfo, last_name
 
@@ -131,11 +131,9 @@ class Graph:
         _collect(func.body, None, self.units, closures, func)
         self.defined: Dict[str, List[_Unit]] = {}
         self.rebound: Dict[str, List[_Unit]] = {}
-        #: The body's own statements' units, and where each stands in it.
-        self.top = [unit for unit in self.units if unit.parent is None]
-        self.place = {id(unit.stmt): i for i, unit in enumerate(self.top)}
-        #: Where the body's statements stand that a ``("binds", name)`` evaluation always runs.
-        self.always = [i for i, unit in enumerate(self.top) if not only_binds(unit.stmt)]
+        #: For ``("binds", name)`` questions (a module's or class body's), made when first asked:
+        #: see :meth:`_for_names`.
+        self._names: Optional[Tuple[List[_Unit], Dict[int, int], Set[int]]] = None
         for unit in self.units:
             for key in unit.defines:
                 self.defined.setdefault(key, []).append(unit)
@@ -182,10 +180,20 @@ class Graph:
             # statements that bind it, or by those every such evaluation runs) are not run.
             # Each name's evaluation costs what it reads and the body's other statements, not
             # the whole body (evaluated once for each of its names, it was quadratic).
-            ran, _ = self._closure(seeds + [self.top[i] for i in self.always]) if self.always else (chosen, keys)
-            place = self.place
-            run = tuple(self.top[i].stmt for i in sorted(place[n] for n in ran if n in place))
+            top, place, always = self._for_names()
+            run = tuple(top[i].stmt for i in sorted(place[n] for n in chosen | always if n in place))
         return Slice(frozenset(chosen), frozenset(keys), run)
+
+    def _for_names(self) -> Tuple[List[_Unit], Dict[int, int], Set[int]]:
+        """The body's own statements' units, where each stands in it (by ``id``), and the
+        statements (by ``id``) every ``("binds", name)`` evaluation runs: those that do more
+        than bind names (:func:`runs_always`) and what they read, the same for every name
+        (a closure of seeds is the union of their closures)."""
+        if self._names is None:
+            top = [unit for unit in self.units if unit.parent is None]
+            always, _ = self._closure([top[i] for i in runs_always([unit.stmt for unit in top])])
+            self._names = (top, {id(unit.stmt): i for i, unit in enumerate(top)}, always)
+        return self._names
 
     def _closure(self, seeds: List[_Unit]) -> Tuple[Set[int], Set[str]]:
         """The statements (by ``id``) of ``seeds`` and of what binds or mutates the keys they
@@ -232,7 +240,13 @@ def slice_of(func: FunctionInfo, purpose: Purpose) -> Slice:
     return Graph(func, purpose[0] == "copies").slice(purpose)
 
 
-def only_binds(stmt: ast.AST) -> bool:
+def runs_always(body: Sequence[ast.AST]) -> List[int]:
+    """Where the statements of ``body`` stand that an evaluation of it for one name runs
+    whatever the name: all but those that only bind names (:func:`_only_binds`)."""
+    return [i for i, stmt in enumerate(body) if not _only_binds(stmt)]
+
+
+def _only_binds(stmt: ast.AST) -> bool:
     """Whether ``stmt`` binds its names and does nothing else (``from m import *`` binds
     names no one knows; ``@register(HOST := ...)`` binds one more where the def stands)."""
     if isinstance(stmt, ast.ImportFrom):
@@ -410,4 +424,4 @@ def _header_end(stmt: ast.AST) -> int:
     return first
 
 
-__all__ = ["ANY_ATTRIBUTE", "Graph", "Purpose", "Slice", "only_binds", "slice_of"]
+__all__ = ["ANY_ATTRIBUTE", "Graph", "Purpose", "Slice", "runs_always", "slice_of"]
