@@ -353,15 +353,33 @@ def _module_wide(node: ast.AST) -> bool:
     return False
 
 
-def positions(data: bytes) -> Optional[str]:
-    """A hash of a module's tree with every node's position (``None``: it does not
-    parse): equal for two texts that differ only in comments, in blank space within
-    lines and in lines after the last statement."""
+def same_positions(old: bytes, new: bytes) -> bool:
+    """Whether two texts of a module parse to the same tree with every node where it
+    was (false where either does not parse): equal for two texts that differ only in
+    comments, in blank space within lines and in lines after the last statement. The
+    trees are compared node by node and the comparison stops at the first difference
+    (a comment above the code moves the first statement below it): cheaper than
+    dumping both whole."""
     try:
-        tree = ast.parse(data)
-        return hashlib.sha256(ast.dump(tree, include_attributes=True).encode("utf-8", "surrogatepass")).hexdigest()
+        pairs: List[Tuple[Any, Any]] = [(ast.parse(old), ast.parse(new))]
+        while pairs:
+            a, b = pairs.pop()
+            if type(a) is not type(b):
+                return False  # (a constant's type too: 1, 1.0 and True are equal numbers)
+            if isinstance(a, ast.AST):
+                for attr in a._attributes:
+                    if getattr(a, attr, None) != getattr(b, attr, None):
+                        return False
+                pairs.extend((getattr(a, field, None), getattr(b, field, None)) for field in a._fields)
+            elif type(a) is list:
+                if len(a) != len(b):
+                    return False
+                pairs.extend(zip(a, b))
+            elif a != b:
+                return False
+        return True
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return None
+        return False
 
 
 #: A line whose comment may change what a check says (a suppression, a malformed one it
@@ -1029,8 +1047,7 @@ class DeepVerdicts:
             return False
         if not self._still_found(kept.get("many", ()), old, data):
             return False
-        then = positions(old)
-        return then is not None and then == positions(data)
+        return same_positions(old, data)
 
     def recommented(self, path: str, digest: str, data: bytes, kept: Dict[str, Any], findings: Any) -> bool:
         """Whether the checked file ``path`` (resolved), whose text was ``digest`` when its

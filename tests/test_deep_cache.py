@@ -974,6 +974,27 @@ def test_the_added_names_of_a_module() -> None:
     assert added_names(old, b"def (") is None
 
 
+@pytest.mark.parametrize(
+    ("new", "same"),
+    [
+        (b"import torch  # a comment\n\nx = torch.zeros(4)  \n", True),  # comments, blank space in lines
+        (b"import torch\n\nx = torch.zeros(4)\n\n# below the last statement\n", True),
+        (b"# above the code\nimport torch\n\nx = torch.zeros(4)\n", False),  # every statement moved
+        (b"import torch\n\nx = torch.zeros( 4)\n", False),  # one column moved
+        (b"import torch\n\nx = torch.zeros(4.0)\n", False),  # an equal number of another type
+        (b"import torch\n\nx = torch.zeros(True)\n", False),
+        (b"import torch\n\nx = torch.zeros(4, 1)\n", False),
+        (b"import torch\n\nx = torch.zeros(4\n", False),  # no longer parses
+    ],
+)
+def test_same_positions_holds_only_for_the_same_tree_with_every_node_where_it_was(new: bytes, same: bool) -> None:
+    import pinfix.deepcache as deepcache
+
+    old = b"import torch\n\nx = torch.zeros(4)\n"
+    assert deepcache.same_positions(old, new) is same
+    assert deepcache.same_positions(new, old) is same
+
+
 def test_the_meaning_the_added_names_and_the_changed_bodies_of_two_texts_parse_each_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
