@@ -635,12 +635,8 @@ class DeepProject(Questions):
             purpose = self.purpose_for(func, purpose)
         if DEPTH - self.left < CONTEXT_DEPTH:
             return self.evaluated(self.own, ("own", id(func.node), purpose, self.left), func, None, purpose)
-        left, narrow = self.left, self.narrow
-        self.left, self.narrow = OWN_LEFT, True
-        try:
+        with _Restarted(self, OWN_LEFT):
             return self.evaluated(self.own, ("own", id(func.node), purpose, ANY_DEPTH), func, None, purpose)
-        finally:
-            self.left, self.narrow = left, narrow
 
     def parameters(self, func: FunctionInfo, receiver: Optional[Value], args: Optional[Arguments]) -> Dict[str, Value]:
         """The values the call gives ``func``'s parameters (defaults where it gives none)."""
@@ -1002,14 +998,11 @@ class DeepProject(Questions):
         if key in self.active or seen > DEPTH * 4:
             return unknown(f"`{cls.name}.{attr}` is defined in terms of itself")
         self.active.add(key)
-        left, narrow = self.left, self.narrow
-        self.left, self.narrow = (WIDE_LEFT if reach is Reach.WIDE else ATTRIBUTE_LEFT), True
         try:
-            with self.recording(key):
+            with _Restarted(self, WIDE_LEFT if reach is Reach.WIDE else ATTRIBUTE_LEFT), self.recording(key):
                 found = self._attribute(cls, attr, seen, reach)
         finally:
             self.active.discard(key)
-            self.left, self.narrow = left, narrow
         self.attributes[key] = found
         return found
 
@@ -1525,6 +1518,23 @@ class _Deeper:
 
     def __exit__(self, *exc: Any) -> None:
         self.project.left += 1
+
+
+class _Restarted:
+    """Questions whose answer does not depend on where they are asked, worked out from
+    ``left`` calls and stores from the copy, with no search of the project's text (a
+    context manager: what was left, and whether searches were allowed, come back after)."""
+
+    def __init__(self, project: DeepProject, left: int):
+        self.project = project
+        self.left = left
+        self.before = (project.left, project.narrow)
+
+    def __enter__(self) -> None:
+        self.project.left, self.project.narrow = self.left, True
+
+    def __exit__(self, *exc: Any) -> None:
+        self.project.left, self.project.narrow = self.before
 
 
 _PROJECTS: Dict[Settings, DeepProject] = {}
