@@ -42,7 +42,7 @@ import time
 from dataclasses import asdict, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from . import __version__
 from .config import Config, settings_of
@@ -306,6 +306,11 @@ class ResultCache:
         self.stamps: Dict[str, Stamp] = {}
         #: Absolute paths of the paths the walk gave, by the path (see :meth:`_absolute`).
         self._absolutes: Dict[str, str] = {}
+        #: Entries :meth:`get` answered from, as they now are on disk (by the entry's path):
+        #: a deep dependent's is then asked what it said before and rewritten with who it
+        #: blames without being read and decoded twice more (150 KB each, 57 of them after
+        #: a comment in ``torch_utils.py``).
+        self._answered: Dict[Path, Dict[str, Any]] = {}
 
     def _covers(self, path: str, absolute: Optional[str] = None) -> bool:
         if self.scope is None or (absolute or os.path.abspath(path)).startswith(self.scope):
@@ -341,8 +346,11 @@ class ResultCache:
             raise ValueError(f"{entry}: not an entry")
         return raw
 
-    def get(self, path: str, data: bytes, config: Optional[Config] = None):  # type: ignore[no-untyped-def]
-        """The cached report for these bytes at this path, or ``None``."""
+    def get(  # type: ignore[no-untyped-def]
+        self, path: str, data: bytes, config: Optional[Config] = None, dependent_of: Optional[Set[str]] = None
+    ):
+        """The cached report for these bytes at this path, or ``None`` (``dependent_of``: the
+        files a run checked, resolved, when ``path`` is asked as a deep dependent of them)."""
         deep = (config or self.config).deep
         if not self.usable or not self._covers(path):
             return None
@@ -381,19 +389,25 @@ class ResultCache:
                     diagnostics = tuple(Diagnostic(**d) for d in raw["diagnostics"])
                     self.added[path] = Added(spans, diagnostics, tuple(verdicts.reads_of(kept)))
                     return None  # only what was added is checked; what it finds joins these
-                if verdicts.refreshed or verdicts.relisted:
+                if (verdicts.refreshed or verdicts.relisted) and (
+                    itself is not None or dependent_of is None or verdicts.worth_bringing_up_to_date(kept, dependent_of)
+                ):
                     # Modules changed in their bytes only, files changed that no search of
                     # its finds: the entry takes them as they are now.
                     verdicts.bring_up_to_date(kept)
                     raw["sha256"] = digest
                     self._rewrite(entry, raw)
-            return FileReport(path, [Diagnostic(**d) for d in raw["diagnostics"]], parsed=raw["parsed"])
+            report = FileReport(path, [Diagnostic(**d) for d in raw["diagnostics"]], parsed=raw["parsed"])
+            # (Its findings only, unless it keeps a baseline: its modules' text is 100 KB.)
+            self._answered[entry] = raw if "baseline" in raw else {"diagnostics": raw["diagnostics"]}
+            return report
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
             return None  # absent, not ours, or not a regular file: a miss
 
     def _rewrite(self, entry: Path, raw: Dict[str, Any]) -> None:
         from .writing import atomic_write
 
+        self._answered.pop(entry, None)
         try:
             atomic_write(entry.parent, entry.name, json.dumps(raw).encode("utf-8"))
         except OSError:
@@ -423,6 +437,7 @@ class ResultCache:
         if (config or self.config).deep:
             kept["deep"] = self.verdicts(entry).record(path, report.reads)
         payload = json.dumps(kept)
+        self._answered.pop(entry, None)
         try:
             self.prepare(entry.parent.parent)
             make_directory(entry.parent)
@@ -438,7 +453,7 @@ class ResultCache:
             return
         try:
             entry = self._entry(path, data, config)
-            raw = self._load(entry)
+            raw = self._answered.get(entry) or self._load(entry)
             owner = _blame(blamed)
             if "baseline" not in raw or owner is None:
                 return  # no baseline: what it said before is what it says
@@ -548,7 +563,8 @@ class ResultCache:
         file it was rechecked for, that change is committed and what the
         dependent said then is what it said before the next change."""
         try:
-            raw = self._load(self._entry(path, b"", config))
+            entry = self._entry(path, b"", config)
+            raw = self._answered.get(entry) or self._load(entry)
             blamed = raw.get("blamed")
             if "baseline" in raw and not (blamed and committed_blob(blamed["path"]) == blamed["blob"]):
                 return [(str(c), int(li), int(co), str(m)) for c, li, co, m in raw["baseline"]]

@@ -573,13 +573,14 @@ def _dependents(
     # read); of those that must be checked again, the first `limit` are, and the rest are
     # left as they are: the front end says how many (the run's note).
     cache.unrechecked = []
+    edited = {os.path.realpath(p) for p in checked} if found_all else set()
     for found, origin in found_all:
         path = _relative(found)
         file_config = config_for(Path(path))
         data = _read(path)
         if isinstance(data, str) or not file_config.deep or not worth_reading(data, file_config):
             continue
-        report = cache.get(path, data, file_config)
+        report = cache.get(path, data, file_config, dependent_of=edited)
         if report is not None:
             answered.append(report)
         elif len(waiting) - len(answered) >= limit:

@@ -441,7 +441,9 @@ def test_an_edit_that_changes_no_meaning_keeps_the_verdicts_that_read_the_module
     (root / "pkg/a.py").write_text(edit(PINNED_MAKER))
     assert [f["message"] for f in json.loads(check(root, "pkg/b.py").stdout)["findings"]] == ["from the cache"]
     # The entry now records a.py as it is, so the next run compares nothing.
-    modules = json.loads(json.loads(entry.read_text())["deep"]["modules"])
+    from pinfix.deepcache import DeepVerdicts
+
+    modules = DeepVerdicts(root / ".pinfix_cache").modules_of(json.loads(entry.read_text())["deep"])
     recorded = {os.path.basename(k): v[1] for k, v in modules.items() if v is not None}  # (None: looked for, absent)
     assert recorded["a.py"] == hashlib.sha256((root / "pkg/a.py").read_bytes()).hexdigest()
     # A pre-commit call on a.py leaves b.py alone, and a real edit still reaches it.
@@ -819,6 +821,47 @@ def test_an_edit_undone_or_followed_by_another_keeps_the_verdicts_that_read_the_
         assert [f["message"] for f in kept] == ["from the cache"], text
     fresh = json.loads(check(root, "--no-cache", "pkg/b.py").stdout)["findings"]
     assert fresh == []
+
+
+@pytest.mark.parametrize("limit", [32, 0])
+def test_modules_brought_up_to_date_join_a_small_map_until_there_are_many(
+    tmp_path: Path, monkeypatch, limit
+) -> None:
+    """A verdict brought up to date after an edit that changes nothing it says records the
+    module as it is now beside the 2,000-module text it keeps, not by re-encoding that
+    text; past ``MAX_FRESH`` such modules the text takes them in. Either way the next run
+    reads the module as it is now, and an edit that changes what it says is still one."""
+    import hashlib
+
+    import pinfix.deepcache as deepcache
+
+    monkeypatch.setattr(deepcache, "MAX_FRESH", limit)
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": _PASSER})
+    assert check(root, "pkg").returncode == 0
+    entry = _mark_entry_of(root, "pkg/b.py")
+    text = json.loads(entry.read_text())["deep"]["modules"]
+    (root / "pkg/a.py").write_text("# a comment first\n" + PINNED_MAKER)
+    # (In this process: a run in a child would not see the limit.)
+    import io
+
+    from pinfix.cli import main
+
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PINFIX_CACHE_DIR", raising=False)
+    out = io.StringIO()
+    main(["check", "--no-progress", "--output-format", "json", "pkg/b.py"], out, io.StringIO())
+    assert [f["message"] for f in json.loads(out.getvalue())["findings"]] == ["from the cache"]
+    deep = json.loads(entry.read_text())["deep"]
+    now = hashlib.sha256((root / "pkg/a.py").read_bytes()).hexdigest()
+    a = str((root / "pkg/a.py").resolve())
+    if limit:
+        assert deep["modules"] == text and deep["fresh"][a][1] == now
+    else:
+        assert "fresh" not in deep and json.loads(deep["modules"])[a][1] == now
+    assert deepcache.DeepVerdicts(root / ".pinfix_cache").modules_of(deep)[a][1] == now
+    assert [f["message"] for f in json.loads(check(root, "pkg/b.py").stdout)["findings"]] == ["from the cache"]
+    (root / "pkg/a.py").write_text(PINNED_MAKER.replace(", pin_memory=True", ""))
+    assert [f["message"] for f in json.loads(check(root, "pkg/b.py").stdout)["findings"]] != ["from the cache"]
 
 
 SPARE = "\n\ndef spare(x):\n    return x\n"
@@ -1252,7 +1295,7 @@ def _kept_alone(tmp_path: Path, edited, alone: bool):  # type: ignore[no-untyped
     return root, again, fresh
 
 
-def _mark_entry_of(root: Path, rel: str) -> None:
+def _mark_entry_of(root: Path, rel: str) -> Path:
     """Add a finding on line 1 to ``rel``'s entry, to see whether a later check answers
     from it (see :func:`_mark_entry`)."""
     digest = hashlib.sha256((root / rel).read_bytes()).hexdigest()
@@ -1264,7 +1307,7 @@ def _mark_entry_of(root: Path, rel: str) -> None:
                 marker.update(message="from the cache", pattern="to/inline", fix_safety=None, fix_note=None)
                 kept["diagnostics"].insert(0, marker)
                 path.write_text(json.dumps(kept))
-                return
+                return path
     raise AssertionError(f"no entry for {rel}")
 
 
@@ -1546,3 +1589,70 @@ def test_a_text_asked_about_many_words_finds_what_searching_it_finds(tmp_path, s
         assert verdicts.matches(search, text) is (pattern.search(text) is not None), search
     assert verdicts._names_in(text) is not None
     assert verdicts.matches("make\0\\bmake\\s*\\(", b"y = remake(1)\n" + text) is True  # never run: a change
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_modules_a_verdict_read_are_looked_up_as_parsing_them_whole_finds(tmp_path: Path, seed: int) -> None:
+    """A one-file run looks up the few changed modules in each entry's kept text instead of
+    parsing its 2,000 modules: what it finds is what parsing finds, for names that hold
+    quotes, separators, backslashes or other names, and for those brought up to date."""
+    import random
+
+    from pinfix.deepcache import DeepVerdicts
+
+    rng = random.Random(seed)
+    pieces = ["/p/a.py", '", "', '"', "\\", ": ", "/p/", "é", "\\u00e9", "a.py", '": [1], "', "{", ", "]
+    names = sorted({"".join(rng.choice(pieces) for _ in range(rng.randint(1, 4))) for _ in range(40)})
+    modules = {n: rng.choice([None, [[1, 2, 3, 4, 5], "ab" * 32], [None, "cd" * 32, "ef" * 32]]) for n in names[::2]}
+    kept = {"modules": json.dumps(modules)}
+    if seed % 2:
+        kept["fresh"] = {n: [None, "12" * 32] for n in names[::3]}
+    whole = DeepVerdicts(tmp_path / "cache").modules_of(dict(kept))
+    asked = rng.sample(names, 20) + ["/p/absent.py"]
+    assert DeepVerdicts(tmp_path / "cache").read_of(kept, asked) == {n: whole[n] for n in asked if n in whole}
+
+
+@pytest.mark.parametrize(
+    "behind, commented, rewritten",
+    [
+        (16, ["pkg/a.py"], False),  # only the file checked changed: left as it is
+        (0, ["pkg/a.py"], True),  # more files changed since its listing than MAX_BEHIND
+        (16, ["pkg/a.py", "pkg/c.py"], True),  # it took in a module not checked (c.py)
+    ],
+)
+def test_a_dependent_is_rewritten_only_when_it_takes_in_a_module_not_being_edited(
+    tmp_path: Path, monkeypatch, behind, commented, rewritten
+) -> None:
+    """A dependent asked after an edit that changes nothing it says keeps its verdict; it is
+    rewritten (the modules and the listing as they are now) only where it took in a module
+    other than the files the run checked, or more files changed since its listing than
+    ``MAX_BEHIND``: rewriting the 57 verdicts that read a module a comment was added to was a
+    sixth of the one-file run, and the next edit of that module made them all behind again.
+    A file checked itself is always brought up to date."""
+    import io
+
+    import pinfix.deepcache as deepcache
+    from pinfix.cli import main
+
+    monkeypatch.setattr(deepcache, "MAX_BEHIND", behind)
+    files = {"pkg/__init__.py": "", "pkg/a.py": "from pkg.c import make\n", "pkg/c.py": PINNED_MAKER}
+    root = tree(tmp_path, {**files, "pkg/b.py": _PASSER})
+    assert check(root, "pkg").returncode == 0
+    entry = _mark_entry_of(root, "pkg/b.py")
+    before = entry.read_bytes()
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PINFIX_CACHE_DIR", raising=False)
+
+    def run(path: str) -> List[str]:
+        out = io.StringIO()
+        main(["check", "--no-progress", "--output-format", "json", path], out, io.StringIO())
+        return [f["message"] for f in json.loads(out.getvalue())["findings"]]
+
+    for rel in commented:
+        (root / rel).write_text("# a comment first\n" + files[rel])
+    assert run("pkg/a.py") == []  # b.py asked as a dependent: its verdict holds
+    assert (entry.read_bytes() != before) is rewritten
+    assert run("pkg/b.py") == ["from the cache"]
+    assert entry.read_bytes() != before  # checked itself: brought up to date
+    (root / "pkg/c.py").write_text(PINNED_MAKER.replace(", pin_memory=True", ""))
+    assert run("pkg/b.py") != ["from the cache"]
