@@ -824,9 +824,7 @@ def test_an_edit_undone_or_followed_by_another_keeps_the_verdicts_that_read_the_
 
 
 @pytest.mark.parametrize("limit", [32, 0])
-def test_modules_brought_up_to_date_join_a_small_map_until_there_are_many(
-    tmp_path: Path, monkeypatch, limit
-) -> None:
+def test_modules_brought_up_to_date_join_a_small_map_until_there_are_many(tmp_path: Path, monkeypatch, limit) -> None:
     """A verdict brought up to date after an edit that changes nothing it says records the
     module as it is now beside the 2,000-module text it keeps, not by re-encoding that
     text; past ``MAX_FRESH`` such modules the text takes them in. Either way the next run
