@@ -39,6 +39,7 @@ import re
 import shutil
 import stat
 import time
+from collections import Counter
 from dataclasses import asdict, fields
 from functools import lru_cache
 from pathlib import Path
@@ -311,6 +312,8 @@ class ResultCache:
         #: blames without being read and decoded twice more (150 KB each, 57 of them after
         #: a comment in ``torch_utils.py``).
         self._answered: Dict[Path, Dict[str, Any]] = {}
+        #: Deep dependents :meth:`get` found valid and left as they are (see :meth:`settle`).
+        self._unsettled: Dict[Path, Tuple[Dict[str, Any], DeepVerdicts, Any]] = {}
 
     def _covers(self, path: str, absolute: Optional[str] = None) -> bool:
         if self.scope is None or (absolute or os.path.abspath(path)).startswith(self.scope):
@@ -389,9 +392,11 @@ class ResultCache:
                     diagnostics = tuple(Diagnostic(**d) for d in raw["diagnostics"])
                     self.added[path] = Added(spans, diagnostics, tuple(verdicts.reads_of(kept)))
                     return None  # only what was added is checked; what it finds joins these
-                if (verdicts.refreshed or verdicts.relisted) and (
-                    itself is not None or dependent_of is None or verdicts.worth_bringing_up_to_date(kept, dependent_of)
-                ):
+                if not (verdicts.refreshed or verdicts.relisted):
+                    pass
+                elif itself is None and dependent_of and not verdicts.worth_bringing_up_to_date(kept, dependent_of):
+                    self._unsettled[entry] = (raw, verdicts, verdicts.found())  # see settle()
+                else:
                     # Modules changed in their bytes only, files changed that no search of
                     # its finds: the entry takes them as they are now.
                     verdicts.bring_up_to_date(kept)
@@ -403,6 +408,22 @@ class ResultCache:
             return report
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
             return None  # absent, not ours, or not a regular file: a miss
+
+    def settle(self) -> None:
+        """Bring up to date, of the deep dependents :meth:`get` left as they were, those whose
+        listing most of them do not share: each listing a run compares with costs it a read
+        and a comparison of the whole tree's stamps (10 ms on vLLM), and a verdict brought up
+        to date in another run than the rest kept its own (three of the 57 that read
+        ``torch_utils.py``, every run after)."""
+        if not self._unsettled:
+            return
+        listings = Counter(raw["deep"]["listing"] for raw, _, _ in self._unsettled.values())
+        shared = listings.most_common(1)[0][0]
+        for entry, (raw, verdicts, found) in self._unsettled.items():
+            if raw["deep"]["listing"] != shared:
+                verdicts.bring_up_to_date(raw["deep"], found)
+                self._rewrite(entry, raw)
+        self._unsettled = {}
 
     def _rewrite(self, entry: Path, raw: Dict[str, Any]) -> None:
         from .writing import atomic_write

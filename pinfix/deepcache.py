@@ -124,9 +124,6 @@ LISTING_NAME = re.compile(r"[0-9a-f]{32}")
 KEEP_LISTINGS = 8
 #: Modules an entry keeps brought up to date beside its modules' text, past which the text takes them.
 MAX_FRESH = 32
-#: Files changed since a deep dependent's listing up to which it is not rewritten when found
-#: valid (see :meth:`DeepVerdicts.worth_bringing_up_to_date`).
-MAX_BEHIND = 16
 
 
 #: A link to a folder in a listing (with where it points): equal to no file's stamp.
@@ -576,9 +573,9 @@ class DeepVerdicts:
         #: may keep it instead (``None``: nothing to bring up to date), so a later run does
         #: not compare them again.
         self.relisted: Optional[str] = None
-        #: How many files :meth:`still_valid` last found changed since the entry's listing
-        #: (``0``: none, or the same listing; ``None``: not known, that listing is gone).
-        self.behind: Optional[int] = 0
+        #: The files :meth:`still_valid` last found changed since the entry's listing (none:
+        #: the same listing; ``None``: not known, that listing is gone).
+        self.behind: Optional[List[str]] = []
         #: Each entry's modules parsed (by the entry's identity, with the text parsed).
         self._modules: Dict[int, Tuple[str, Optional[Dict[str, Any]], Dict[str, Any]]] = {}
         #: What the searches read of each text (see :meth:`matches`), by the text's identity.
@@ -832,16 +829,25 @@ class DeepVerdicts:
         found = ["f:" + name for name in self.modules_of(kept)] + ["g:" + s for s in kept["searches"]]
         return sorted(found + ["t:" + s for s in kept.get("many", ())])
 
-    def bring_up_to_date(self, kept: Dict[str, Any]) -> None:
-        """Give ``kept`` (an entry :meth:`still_valid` just found valid) what that found:
-        the modules changed in their bytes only, as they are now, and the listing of now.
-        Those modules go to a small map beside the modules' text (``kept["fresh"]``), not into
-        it: a comment in a module 57 verdicts read re-encoded their 2,000-module maps, 17 ms
-        of a one-file run's 360. Past :data:`MAX_FRESH` of them, the text takes them in."""
-        if self.refreshed:
+    def found(self) -> Tuple[Dict[str, Any], Optional[str]]:
+        """What :meth:`still_valid` last found an entry should take in: :attr:`refreshed`
+        and :attr:`relisted` (for :meth:`bring_up_to_date`, later)."""
+        return dict(self.refreshed), self.relisted
+
+    def bring_up_to_date(
+        self, kept: Dict[str, Any], found: Optional[Tuple[Dict[str, Any], Optional[str]]] = None
+    ) -> None:
+        """Give ``kept`` (an entry :meth:`still_valid` just found valid) what that found (or
+        ``found``, what :meth:`found` said then): the modules changed in their bytes only, as
+        they are now, and the listing of now. Those modules go to a small map beside the
+        modules' text (``kept["fresh"]``), not into it: a comment in a module 57 verdicts read
+        re-encoded their 2,000-module maps, 17 ms of a one-file run's 360. Past
+        :data:`MAX_FRESH` of them, the text takes them in."""
+        refreshed, relisted = found if found is not None else (self.refreshed, self.relisted)
+        if refreshed:
             modules = self.modules_of(kept)
-            modules.update(self.refreshed)
-            fresh = {**(kept.get("fresh") or {}), **self.refreshed}
+            modules.update(refreshed)
+            fresh = {**(kept.get("fresh") or {}), **refreshed}
             if len(fresh) > MAX_FRESH:
                 kept["modules"], fresh = json.dumps(modules), {}
             if fresh:
@@ -849,23 +855,23 @@ class DeepVerdicts:
             else:
                 kept.pop("fresh", None)
             self._modules[id(kept)] = (kept["modules"], kept.get("fresh"), modules)
-            kept["outside"].update((k, v) for k, v in self.refreshed.items() if k in kept["outside"])
-        kept["listing"] = self.relisted or kept["listing"]
+            kept["outside"].update((k, v) for k, v in refreshed.items() if k in kept["outside"])
+        kept["listing"] = relisted or kept["listing"]
 
     def worth_bringing_up_to_date(self, kept: Dict[str, Any], edited: Iterable[str]) -> bool:
         """Whether ``kept``, a dependent of the files a run checked (``edited``, resolved) just
-        found valid, should be brought up to date: it took in a module other than those (one
-        not being edited: compared once more, it may cost as much as a body changed, 33 ms),
-        one outside the listing (compared on every run), or more than :data:`MAX_BEHIND` files
-        changed since its listing (or that listing is gone). Otherwise a later run finds the
-        same few changed files and compares them again, memoised across the entries that share
-        a listing and a text: after a comment in a module 57 verdicts read, rewriting them all
+        found valid, should be brought up to date: files other than those changed since its
+        listing (or that listing is gone), or a module outside the listing changed in its
+        bytes only (compared on every run). Otherwise a later run finds the same files changed,
+        those being edited, and compares them again, memoised across the entries that share a
+        listing and a text: after a comment in a module 57 verdicts read, rewriting them all
         was 60 ms of the one-file run's 360, and the next edit of that module made them all
-        behind again."""
+        behind again. (One behind on another file is brought up to date once, and so are those
+        whose listing the others do not share: see :meth:`pinfix.cache.ResultCache.settle`.)"""
         return (
             self.behind is None
-            or self.behind > MAX_BEHIND
-            or any(name in kept["outside"] or name not in edited for name in self.refreshed)
+            or not set(self.behind) <= set(edited)
+            or any(name in kept["outside"] for name in self.refreshed)
         )
 
     def still_valid(self, path: str, kept: Dict[str, Any], findings: Any = (), itself: Optional[str] = None) -> bool:
@@ -880,7 +886,7 @@ class DeepVerdicts:
         after an edit compared the 2,000 modules a verdict read to find one changed)."""
         self.refreshed = {}
         self.relisted = None
-        self.behind = 0
+        self.behind = []
         own = os.path.realpath(path)
         try:
             root, digest_now, _ = self.listing(path)
@@ -889,7 +895,7 @@ class DeepVerdicts:
                     self._module_holds(name, then, kept, findings, None, own) for name, then in kept["outside"].items()
                 )
             changed = self.changed_since(kept["root"], kept["listing"])
-            self.behind = None if changed is None else len(changed)
+            self.behind = changed
             if changed is None or root != kept["root"] or any(name.endswith(os.sep) for name in changed):
                 # Every module read is compared; so, where a link to a folder appeared or
                 # changed (the listing does not walk through it), are those behind it.
@@ -1529,7 +1535,7 @@ class DeepVerdicts:
         names = self._names_in(data)
         if names is None:
             return raw in data
-        return raw in names or (not _made_by_pinfix(search) and raw in data)
+        return raw in names or (raw in data and not _made_by_pinfix(search))
 
     def _names_in(self, data: bytes) -> Optional[FrozenSet[bytes]]:
         """The whole names ``data`` says (runs of :data:`NAME_BYTE`), once it has been asked

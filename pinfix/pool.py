@@ -590,6 +590,7 @@ def _dependents(
         # What it said before the files it depends on changed (kept until it is checked itself).
         before = set(cache.previous(path, file_config) or [])
         waiting[path] = (data, file_config, origin, before)
+    cache.settle()
     served = {r.path for r in answered}
     items = [
         (path, data, file_config, mode, cache.added.pop(path, None))

@@ -1611,29 +1611,27 @@ def test_the_modules_a_verdict_read_are_looked_up_as_parsing_them_whole_finds(tm
 
 
 @pytest.mark.parametrize(
-    "behind, commented, rewritten",
+    "commented, rewritten",
     [
-        (16, ["pkg/a.py"], False),  # only the file checked changed: left as it is
-        (0, ["pkg/a.py"], True),  # more files changed since its listing than MAX_BEHIND
-        (16, ["pkg/a.py", "pkg/c.py"], True),  # it took in a module not checked (c.py)
+        (["pkg/a.py"], False),  # only the file checked changed since: left as it is
+        (["pkg/a.py", "pkg/c.py"], True),  # it took in a module not checked (c.py)
+        (["pkg/a.py", "pkg/d.py"], True),  # a file it never read changed too
     ],
 )
-def test_a_dependent_is_rewritten_only_when_it_takes_in_a_module_not_being_edited(
-    tmp_path: Path, monkeypatch, behind, commented, rewritten
+def test_a_dependent_is_rewritten_only_when_it_is_behind_on_a_file_not_being_edited(
+    tmp_path: Path, monkeypatch, commented, rewritten
 ) -> None:
     """A dependent asked after an edit that changes nothing it says keeps its verdict; it is
-    rewritten (the modules and the listing as they are now) only where it took in a module
-    other than the files the run checked, or more files changed since its listing than
-    ``MAX_BEHIND``: rewriting the 57 verdicts that read a module a comment was added to was a
-    sixth of the one-file run, and the next edit of that module made them all behind again.
-    A file checked itself is always brought up to date."""
+    rewritten (the modules and the listing as they are now) only where files other than
+    those the run checked changed since its listing: rewriting the 57 verdicts that read a
+    module a comment was added to was a sixth of the one-file run, and the next edit of that
+    module made them all behind again. A file checked itself is always brought up to date."""
     import io
 
-    import pinfix.deepcache as deepcache
     from pinfix.cli import main
 
-    monkeypatch.setattr(deepcache, "MAX_BEHIND", behind)
     files = {"pkg/__init__.py": "", "pkg/a.py": "from pkg.c import make\n", "pkg/c.py": PINNED_MAKER}
+    files["pkg/d.py"] = "LIMIT = 4\n"
     root = tree(tmp_path, {**files, "pkg/b.py": _PASSER})
     assert check(root, "pkg").returncode == 0
     entry = _mark_entry_of(root, "pkg/b.py")
@@ -1654,3 +1652,40 @@ def test_a_dependent_is_rewritten_only_when_it_takes_in_a_module_not_being_edite
     assert entry.read_bytes() != before  # checked itself: brought up to date
     (root / "pkg/c.py").write_text(PINNED_MAKER.replace(", pin_memory=True", ""))
     assert run("pkg/b.py") != ["from the cache"]
+
+
+def test_dependents_whose_listing_the_others_do_not_share_are_brought_up_to_date(tmp_path: Path, monkeypatch) -> None:
+    """Each listing the dependents of a checked file keep costs a run a read and a comparison
+    of the tree's stamps: of those left as they were, the ones whose listing most of the
+    others do not share (one brought up to date in an earlier run) take the listing of now."""
+    import io
+
+    from pinfix.cli import main
+
+    copier = {f"pkg/{n}.py": COPIER.replace("def send", f"def send_{n}") for n in "bef"}
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, **copier})
+    assert check(root, "pkg").returncode == 0
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PINFIX_CACHE_DIR", raising=False)
+
+    def run(path: str) -> None:
+        main(["check", "--no-progress", "--output-format", "json", path], io.StringIO(), io.StringIO())
+
+    def listings() -> Dict[str, str]:
+        out = {}
+        for rel in copier:
+            digest = hashlib.sha256((root / rel).read_bytes()).hexdigest()
+            for entry in entries(root).values():
+                if entry.get("sha256") == digest:
+                    out[rel] = entry["deep"]["listing"]
+        return out
+
+    (root / "pkg/a.py").write_text("# one\n" + PINNED_MAKER)
+    run("pkg/e.py")  # e.py checked itself: it takes the listing of now
+    first = listings()
+    assert first["pkg/b.py"] == first["pkg/f.py"] != first["pkg/e.py"]
+    (root / "pkg/a.py").write_text("# two\n" + PINNED_MAKER)
+    run("pkg/a.py")  # b.py, e.py and f.py asked as its dependents: all hold
+    second = listings()
+    assert second["pkg/b.py"] == first["pkg/b.py"] and second["pkg/f.py"] == first["pkg/f.py"]
+    assert second["pkg/e.py"] not in (first["pkg/e.py"], first["pkg/b.py"])
