@@ -124,6 +124,9 @@ LISTING_NAME = re.compile(r"[0-9a-f]{32}")
 KEEP_LISTINGS = 8
 #: Modules an entry keeps brought up to date beside its modules' text, past which the text takes them.
 MAX_FRESH = 32
+#: Files changed since a deep dependent's listing up to which it may be left as it is when found
+#: valid (see :meth:`DeepVerdicts.worth_bringing_up_to_date`).
+MAX_BEHIND = 16
 
 
 #: A link to a folder in a listing (with where it points): equal to no file's stamp.
@@ -860,18 +863,20 @@ class DeepVerdicts:
 
     def worth_bringing_up_to_date(self, kept: Dict[str, Any], edited: Iterable[str]) -> bool:
         """Whether ``kept``, a dependent of the files a run checked (``edited``, resolved) just
-        found valid, should be brought up to date: files other than those changed since its
-        listing (or that listing is gone), or a module outside the listing changed in its
-        bytes only (compared on every run). Otherwise a later run finds the same files changed,
-        those being edited, and compares them again, memoised across the entries that share a
-        listing and a text: after a comment in a module 57 verdicts read, rewriting them all
-        was 60 ms of the one-file run's 360, and the next edit of that module made them all
-        behind again. (One behind on another file is brought up to date once, and so are those
-        whose listing the others do not share: see :meth:`pinfix.cache.ResultCache.settle`.)"""
+        found valid, should be brought up to date: it took in a module other than those (one
+        not being edited: compared once more, it may cost as much as a body changed, 33 ms),
+        or one outside the listing (compared on every run), or more than :data:`MAX_BEHIND`
+        files changed since its listing (or that listing is gone). Otherwise a later run finds
+        the same few files changed and compares them again, memoised across the entries that
+        share a listing and a text: after a comment in a module 57 verdicts read, rewriting
+        them all was 60 ms of the one-file run's 360, and the next edit of that module made
+        them all behind again. (Those whose listing most of the others do not share are
+        brought up to date too: see :meth:`pinfix.cache.ResultCache.settle`.)"""
+        edited = set(edited)
         return (
             self.behind is None
-            or not set(self.behind) <= set(edited)
-            or any(name in kept["outside"] for name in self.refreshed)
+            or len(self.behind) > MAX_BEHIND
+            or any(name in kept["outside"] or name not in edited for name in self.refreshed)
         )
 
     def still_valid(self, path: str, kept: Dict[str, Any], findings: Any = (), itself: Optional[str] = None) -> bool:

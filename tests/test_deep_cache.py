@@ -1611,25 +1611,29 @@ def test_the_modules_a_verdict_read_are_looked_up_as_parsing_them_whole_finds(tm
 
 
 @pytest.mark.parametrize(
-    "commented, rewritten",
+    "behind, commented, rewritten",
     [
-        (["pkg/a.py"], False),  # only the file checked changed since: left as it is
-        (["pkg/a.py", "pkg/c.py"], True),  # it took in a module not checked (c.py)
-        (["pkg/a.py", "pkg/d.py"], True),  # a file it never read changed too
+        (16, ["pkg/a.py"], False),  # only the file checked changed since: left as it is
+        (16, ["pkg/a.py", "pkg/d.py"], False),  # and a file it never read
+        (1, ["pkg/a.py", "pkg/d.py"], True),  # more files changed since its listing than MAX_BEHIND
+        (16, ["pkg/a.py", "pkg/c.py"], True),  # it took in a module not checked (c.py)
     ],
 )
-def test_a_dependent_is_rewritten_only_when_it_is_behind_on_a_file_not_being_edited(
-    tmp_path: Path, monkeypatch, commented, rewritten
+def test_a_dependent_is_rewritten_only_when_it_takes_in_a_module_not_being_edited(
+    tmp_path: Path, monkeypatch, behind, commented, rewritten
 ) -> None:
     """A dependent asked after an edit that changes nothing it says keeps its verdict; it is
-    rewritten (the modules and the listing as they are now) only where files other than
-    those the run checked changed since its listing: rewriting the 57 verdicts that read a
-    module a comment was added to was a sixth of the one-file run, and the next edit of that
-    module made them all behind again. A file checked itself is always brought up to date."""
+    rewritten (the modules and the listing as they are now) only where it took in a module
+    other than the files the run checked, or more files changed since its listing than
+    ``MAX_BEHIND``: rewriting the 57 verdicts that read a module a comment was added to was a
+    sixth of the one-file run, and the next edit of that module made them all behind again.
+    A file checked itself is always brought up to date."""
     import io
 
+    import pinfix.deepcache as deepcache
     from pinfix.cli import main
 
+    monkeypatch.setattr(deepcache, "MAX_BEHIND", behind)
     files = {"pkg/__init__.py": "", "pkg/a.py": "from pkg.c import make\n", "pkg/c.py": PINNED_MAKER}
     files["pkg/d.py"] = "LIMIT = 4\n"
     root = tree(tmp_path, {**files, "pkg/b.py": _PASSER})
