@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Callable, Dict, List
 
 import pytest
 
@@ -44,6 +44,24 @@ def check(root: Path, *paths: str) -> subprocess.CompletedProcess:
 
 def found(proc: subprocess.CompletedProcess) -> list:
     return sorted((f["path"], f["line"], f["code"]) for f in json.loads(proc.stdout)["findings"])
+
+
+def checked_here(root: Path, monkeypatch) -> Callable[[str], List[str]]:  # type: ignore[no-untyped-def]
+    """A deep check of a path of ``root`` run in this process (so a setting patched here holds),
+    giving the messages of its findings."""
+    import io
+
+    from pinfix.cli import main
+
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PINFIX_CACHE_DIR", raising=False)
+
+    def run(path: str) -> List[str]:
+        out = io.StringIO()
+        main(["check", "--no-progress", "--output-format", "json", path], out, io.StringIO())
+        return [f["message"] for f in json.loads(out.getvalue())["findings"]]
+
+    return run
 
 
 def entries(root: Path) -> Dict[str, dict]:
@@ -829,8 +847,6 @@ def test_modules_brought_up_to_date_join_a_small_map_until_there_are_many(tmp_pa
     module as it is now beside the 2,000-module text it keeps, not by re-encoding that
     text; past ``MAX_FRESH`` such modules the text takes them in. Either way the next run
     reads the module as it is now, and an edit that changes what it says is still one."""
-    import hashlib
-
     import pinfix.deepcache as deepcache
 
     monkeypatch.setattr(deepcache, "MAX_FRESH", limit)
@@ -839,16 +855,7 @@ def test_modules_brought_up_to_date_join_a_small_map_until_there_are_many(tmp_pa
     entry = _mark_entry_of(root, "pkg/b.py")
     text = json.loads(entry.read_text())["deep"]["modules"]
     (root / "pkg/a.py").write_text("# a comment first\n" + PINNED_MAKER)
-    # (In this process: a run in a child would not see the limit.)
-    import io
-
-    from pinfix.cli import main
-
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PINFIX_CACHE_DIR", raising=False)
-    out = io.StringIO()
-    main(["check", "--no-progress", "--output-format", "json", "pkg/b.py"], out, io.StringIO())
-    assert [f["message"] for f in json.loads(out.getvalue())["findings"]] == ["from the cache"]
+    assert checked_here(root, monkeypatch)("pkg/b.py") == ["from the cache"]  # (a child would not see the limit)
     deep = json.loads(entry.read_text())["deep"]
     now = hashlib.sha256((root / "pkg/a.py").read_bytes()).hexdigest()
     a = str((root / "pkg/a.py").resolve())
@@ -1628,10 +1635,7 @@ def test_a_dependent_is_rewritten_only_when_it_takes_in_a_module_not_being_edite
     ``MAX_BEHIND``: rewriting the 57 verdicts that read a module a comment was added to was a
     sixth of the one-file run, and the next edit of that module made them all behind again.
     A file checked itself is always brought up to date."""
-    import io
-
     import pinfix.deepcache as deepcache
-    from pinfix.cli import main
 
     monkeypatch.setattr(deepcache, "MAX_BEHIND", behind)
     files = {"pkg/__init__.py": "", "pkg/a.py": "from pkg.c import make\n", "pkg/c.py": PINNED_MAKER}
@@ -1640,14 +1644,7 @@ def test_a_dependent_is_rewritten_only_when_it_takes_in_a_module_not_being_edite
     assert check(root, "pkg").returncode == 0
     entry = _mark_entry_of(root, "pkg/b.py")
     before = entry.read_bytes()
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PINFIX_CACHE_DIR", raising=False)
-
-    def run(path: str) -> List[str]:
-        out = io.StringIO()
-        main(["check", "--no-progress", "--output-format", "json", path], out, io.StringIO())
-        return [f["message"] for f in json.loads(out.getvalue())["findings"]]
-
+    run = checked_here(root, monkeypatch)
     for rel in commented:
         (root / rel).write_text("# a comment first\n" + files[rel])
     assert run("pkg/a.py") == []  # b.py asked as a dependent: its verdict holds
@@ -1667,18 +1664,10 @@ def test_dependents_whose_listing_the_others_do_not_share_are_brought_up_to_date
     others do not share (one brought up to date in an earlier run) take the listing of now.
     One whose modules' text is none of pinfix's writing (past the module looked up in it) is
     left as it is, and the run goes on."""
-    import io
-
-    from pinfix.cli import main
-
     copier = {f"pkg/{n}.py": COPIER.replace("def send", f"def send_{n}") for n in "bef"}
     root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, **copier})
     assert check(root, "pkg").returncode == 0
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PINFIX_CACHE_DIR", raising=False)
-
-    def run(path: str) -> None:
-        main(["check", "--no-progress", "--output-format", "json", path], io.StringIO(), io.StringIO())
+    run = checked_here(root, monkeypatch)
 
     def listings() -> Dict[str, str]:
         out = {}
