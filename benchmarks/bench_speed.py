@@ -73,6 +73,10 @@ DEEP_WARM_LABEL = "pinfix check --deep, warm cache"
 DEEP_ONE_LABEL = "pinfix check --deep FILE, one changed file (a comment), warm cache"
 DEEP_CODE_LABEL = "pinfix check --deep FILE, one changed file (a new pageable copy), warm cache"
 DEEP_HUB_LABEL = "pinfix check --deep FILE, a comment above the code of a module many verdicts read, warm cache"
+#: The same module edited once more right after (the row above is the first edit after a tree run).
+DEEP_HUB_AGAIN_LABEL = "pinfix check --deep FILE, that module edited again (another comment above its code)"
+#: The same call once more with no edit in between (a retried commit).
+DEEP_HUB_RETRY_LABEL = "pinfix check --deep FILE, that call again with no edit (a retried commit)"
 
 
 def log(msg: str) -> None:
@@ -308,6 +312,9 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
         one_changed_file(pinfix, tree, args.rounds, code=True) if extra and deep else None,
         # A comment line above the code of a module many files import: everything in it moves.
         one_changed_file(pinfix, tree, args.rounds, hub=True) if extra and deep else None,
+        # Right after: another such comment (the module being edited), then the call once more.
+        one_changed_file(pinfix, tree, args.rounds, hub=True, again=True) if extra and deep else None,
+        one_changed_file(pinfix, tree, args.rounds, hub=True, retry=True) if extra and deep else None,
         Tool(
             f"pinfix check, shortcuts off ({NO_PREFILTER_ENV}=1)",
             pin_cmd,
@@ -437,6 +444,7 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
     deep_t = by_label.get(DEEP_LABEL)
     warm_t, one_t = by_label.get(DEEP_WARM_LABEL), by_label.get(DEEP_ONE_LABEL)
     code_t, hub_t = by_label.get(DEEP_CODE_LABEL), by_label.get(DEEP_HUB_LABEL)
+    again_t = by_label.get(DEEP_HUB_AGAIN_LABEL)
     floor_t = by_label.get(PARSE_FLOOR_LABEL)
     return {
         "pinfix": wall_of(pin_t),
@@ -448,6 +456,7 @@ def main_comparison(args, work: Path, tree: Path, tools: Dict[str, str], report:
         "deep_one": wall_of(one_t) if one_t else float("nan"),
         "deep_code": wall_of(code_t) if code_t else float("nan"),
         "deep_hub": wall_of(hub_t) if hub_t else float("nan"),
+        "deep_hub_again": wall_of(again_t) if again_t else float("nan"),
         "floor": wall_of(floor_t) if floor_t else float("nan"),
     }
 
@@ -482,13 +491,22 @@ ONE_CHANGED_FILE = "vllm/v1/attention/ops/rocm_aiter_mla_prefill.py"
 HUB_FILE = "vllm/utils/torch_utils.py"
 
 
-def one_changed_file(pinfix: str, tree: Path, rounds: int, code: bool = False, hub: bool = False) -> Tool:
+def one_changed_file(
+    pinfix: str,
+    tree: Path,
+    rounds: int,
+    code: bool = False,
+    hub: bool = False,
+    again: bool = False,
+    retry: bool = False,
+) -> Tool:
     """The pre-commit call on one file just edited: a comment appended (no change of meaning:
     the files whose verdict read it keep their verdicts), or with ``code`` a function with a
     new pageable copy appended (issue 27's case: the file is checked again and the copy
     reported; the files whose verdict read it keep theirs, as nothing they read names it),
     or with ``hub`` a comment line above the first import of a module many verdicts read
-    (every line of code in it moves)."""
+    (every line of code in it moves). With ``hub``, ``again`` is another such comment (run
+    right after the first: the module being edited), ``retry`` the call with no edit."""
     target = tree / (HUB_FILE if hub else ONE_CHANGED_FILE)
     if not target.is_file():
         target = next(p for p in py_files(tree) if b"non_blocking=True" in p.read_bytes())
@@ -499,7 +517,7 @@ def one_changed_file(pinfix: str, tree: Path, rounds: int, code: bool = False, h
         if hub:
             lines = target.read_bytes().splitlines(True)
             first = next((n for n, line in enumerate(lines) if line.startswith((b"import ", b"from "))), 0)
-            lines.insert(first, f"# pinfix benchmark note {edits[0]}\n".encode())
+            lines.insert(first, f"# pinfix benchmark note {'again ' if again else ''}{edits[0]}\n".encode())
             target.write_bytes(b"".join(lines))
             return
         line = (
@@ -512,7 +530,9 @@ def one_changed_file(pinfix: str, tree: Path, rounds: int, code: bool = False, h
             f.write(line)
 
     cmd = [pinfix, "check", "--no-progress", "--output-format", "json", "--deep", str(target)]
-    label = DEEP_HUB_LABEL if hub else DEEP_CODE_LABEL if code else DEEP_ONE_LABEL
+    if retry:
+        return Tool(DEEP_HUB_RETRY_LABEL, cmd, base_env(), (0, 1), rounds)
+    label = (DEEP_HUB_AGAIN_LABEL if again else DEEP_HUB_LABEL) if hub else DEEP_CODE_LABEL if code else DEEP_ONE_LABEL
     return Tool(label, cmd, base_env(), (0, 1), rounds, before=edit)
 
 
@@ -848,7 +868,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                     f"Target pinfix --deep, warm cache <= 0.5x ruff: {'met' if ok else 'NOT met'} "
                     f"({walls['deep_warm']:.2f} s, {walls['deep_warm'] / walls['ruff']:.2f}x)."
                 )
-            for key, what in (("deep_one", "a comment"), ("deep_code", "code"), ("deep_hub", "a comment above code")):
+            for key, what in (
+                ("deep_one", "a comment"),
+                ("deep_code", "code"),
+                ("deep_hub", "a comment above code"),
+                ("deep_hub_again", "a comment above code, again"),
+            ):
                 if walls[key] == walls[key]:
                     ok = walls[key] <= 0.3
                     report.append(

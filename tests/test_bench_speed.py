@@ -44,3 +44,31 @@ def test_single_modules_are_the_heavy_ones_then_the_largest_copying_ones_each_ch
         assert 0 < wall < 300 and mib > 0
     (target,) = [r for r in report if r.startswith("Target no module over 2 s or 300 MB")]
     assert ("met" in target) and ("slowest" in target)
+
+
+def test_the_hub_rows_edit_the_module_above_its_code_each_round_and_the_retry_edits_nothing(tmp_path: Path) -> None:
+    """The hub row is the first edit after a tree run; the row after it edits the same module
+    once more (a comment above its first import, as the first), and the retry edits nothing."""
+    bench = _bench()
+    hub = tmp_path / bench.HUB_FILE
+    hub.parent.mkdir(parents=True)
+    hub.write_text('"""Doc."""\nimport os\n\nX = os.sep\n')
+    first = bench.one_changed_file("pinfix", tmp_path, 2, hub=True)
+    again = bench.one_changed_file("pinfix", tmp_path, 2, hub=True, again=True)
+    retry = bench.one_changed_file("pinfix", tmp_path, 2, hub=True, retry=True)
+    assert [t.label for t in (first, again, retry)] == [
+        bench.DEEP_HUB_LABEL,
+        bench.DEEP_HUB_AGAIN_LABEL,
+        bench.DEEP_HUB_RETRY_LABEL,
+    ]
+    assert retry.before is None and retry.cmd == first.cmd == again.cmd and retry.cmd[-1] == str(hub)
+    first.before()
+    again.before()
+    assert hub.read_text().splitlines() == [
+        '"""Doc."""',
+        "# pinfix benchmark note 1",
+        "# pinfix benchmark note again 1",
+        "import os",
+        "",
+        "X = os.sep",
+    ]
