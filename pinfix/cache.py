@@ -392,16 +392,16 @@ class ResultCache:
                     diagnostics = tuple(Diagnostic(**d) for d in raw["diagnostics"])
                     self.added[path] = Added(spans, diagnostics, tuple(verdicts.reads_of(kept)))
                     return None  # only what was added is checked; what it finds joins these
-                if not (verdicts.refreshed or verdicts.relisted):
-                    pass
-                elif itself is None and dependent_of and not verdicts.worth_bringing_up_to_date(kept, dependent_of):
-                    self._unsettled[entry] = (raw, verdicts, verdicts.found())  # see settle()
-                else:
+                if verdicts.refreshed or verdicts.relisted:
                     # Modules changed in their bytes only, files changed that no search of
-                    # its finds: the entry takes them as they are now.
-                    verdicts.bring_up_to_date(kept)
-                    raw["sha256"] = digest
-                    self._rewrite(entry, raw)
+                    # its finds: the entry takes them as they are now (a dependent, maybe later:
+                    # see settle()).
+                    if itself is None and dependent_of and not verdicts.worth_bringing_up_to_date(kept, dependent_of):
+                        self._unsettled[entry] = (raw, verdicts, verdicts.found())
+                    else:
+                        verdicts.bring_up_to_date(kept)
+                        raw["sha256"] = digest
+                        self._rewrite(entry, raw)
             report = FileReport(path, [Diagnostic(**d) for d in raw["diagnostics"]], parsed=raw["parsed"])
             # (Its findings only, unless it keeps a baseline: its modules' text is 100 KB.)
             self._answered[entry] = raw if "baseline" in raw else {"diagnostics": raw["diagnostics"]}

@@ -89,7 +89,7 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, TypeVar
+from typing import AbstractSet, Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, TypeVar
 
 from .config import NOQA_CODE
 from .regular import Stamp, stamp_of
@@ -186,6 +186,16 @@ def _key_at(text: str, name: str) -> Optional[int]:
             return at + len(needle)
         at = text.find(needle, at + 1)
     return None
+
+
+def _fresh_of(kept: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """An entry's modules brought up to date since its verdict (see
+    :meth:`DeepVerdicts.bring_up_to_date`; ``None``: none). Raises ``ValueError`` where it is
+    not a map (not of pinfix's writing)."""
+    fresh = kept.get("fresh")
+    if not isinstance(fresh, (dict, type(None))):
+        raise ValueError("not an entry's modules")
+    return fresh
 
 
 def file_hash(data: bytes) -> str:
@@ -796,30 +806,36 @@ class DeepVerdicts:
     def modules_of(self, kept: Dict[str, Any]) -> Dict[str, Any]:
         """The modules an entry's verdict read (``kept["modules"]`` parsed, once per text),
         with those brought up to date since (``kept["fresh"]``, see :meth:`bring_up_to_date`)."""
-        text, fresh = kept["modules"], kept.get("fresh")
-        known = self._modules.get(id(kept))
-        if known is None or known[0] is not text or known[1] is not fresh:
-            modules = json.loads(text)
-            if not isinstance(modules, dict) or not isinstance(fresh, (dict, type(None))):
+        modules = self._parsed_modules(kept)
+        if modules is None:
+            modules = json.loads(kept["modules"])
+            if not isinstance(modules, dict):
                 raise ValueError("not an entry's modules")
-            modules.update(fresh or ())
-            known = self._modules[id(kept)] = (text, fresh, modules)
-        return known[2]
+            modules.update(_fresh_of(kept) or ())
+            self._remember_modules(kept, modules)
+        return modules
+
+    def _parsed_modules(self, kept: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """What :meth:`modules_of` gave for ``kept`` as it is now (``None``: not asked yet)."""
+        known = self._modules.get(id(kept))
+        if known is not None and known[0] is kept["modules"] and known[1] is kept.get("fresh"):
+            return known[2]
+        return None
+
+    def _remember_modules(self, kept: Dict[str, Any], modules: Dict[str, Any]) -> None:
+        self._modules[id(kept)] = (kept["modules"], kept.get("fresh"), modules)
 
     def read_of(self, kept: Dict[str, Any], names: Iterable[str]) -> Dict[str, Any]:
         """Those of ``names`` an entry's verdict read, as it keeps them (see :meth:`modules_of`):
         looked up in the modules' text without parsing it whole where it was not parsed yet."""
-        fresh = kept.get("fresh")
-        known = self._modules.get(id(kept))
-        if known is not None and known[0] is kept["modules"] and known[1] is fresh:
-            modules = known[2]
+        modules = self._parsed_modules(kept)
+        if modules is not None:
             return {name: modules[name] for name in names if name in modules}
-        if not isinstance(fresh, (dict, type(None))):
-            raise ValueError("not an entry's modules")
+        fresh = _fresh_of(kept) or {}
         text: str = kept["modules"]
         found: Dict[str, Any] = {}
         for name in names:
-            if fresh and name in fresh:
+            if name in fresh:
                 found[name] = fresh[name]
                 continue
             at = _key_at(text, name)
@@ -857,11 +873,11 @@ class DeepVerdicts:
                 kept["fresh"] = fresh
             else:
                 kept.pop("fresh", None)
-            self._modules[id(kept)] = (kept["modules"], kept.get("fresh"), modules)
+            self._remember_modules(kept, modules)
             kept["outside"].update((k, v) for k, v in refreshed.items() if k in kept["outside"])
         kept["listing"] = relisted or kept["listing"]
 
-    def worth_bringing_up_to_date(self, kept: Dict[str, Any], edited: Iterable[str]) -> bool:
+    def worth_bringing_up_to_date(self, kept: Dict[str, Any], edited: AbstractSet[str]) -> bool:
         """Whether ``kept``, a dependent of the files a run checked (``edited``, resolved) just
         found valid, should be brought up to date: it took in a module other than those (one
         not being edited: compared once more, it may cost as much as a body changed, 33 ms),
@@ -872,7 +888,6 @@ class DeepVerdicts:
         them all was 60 ms of the one-file run's 360, and the next edit of that module made
         them all behind again. (Those whose listing most of the others do not share are
         brought up to date too: see :meth:`pinfix.cache.ResultCache.settle`.)"""
-        edited = set(edited)
         return (
             self.behind is None
             or len(self.behind) > MAX_BEHIND
@@ -901,19 +916,17 @@ class DeepVerdicts:
                 )
             changed = self.changed_since(kept["root"], kept["listing"])
             self.behind = changed
-            if changed is None or root != kept["root"] or any(name.endswith(os.sep) for name in changed):
-                # Every module read is compared; so, where a link to a folder appeared or
-                # changed (the listing does not walk through it), are those behind it.
-                compared = self.modules_of(kept)
-                if changed is not None and root == kept["root"]:
-                    links = [name for name in changed if name.endswith(os.sep)]
-                    compared = {name: then for name, then in compared.items() if name.startswith(tuple(links))}
-                    compared.update(self.read_of(kept, [*changed, *([itself] if itself else [])]))
-                    compared.update(kept["outside"])
+            if changed is None or root != kept["root"]:
+                compared = self.modules_of(kept)  # every module read
             else:
                 # Only the files changed since (the modules' text is not parsed whole: 57
-                # verdicts read a module a comment was added to, 2,000 modules each).
-                compared = self.read_of(kept, [*changed, *([itself] if itself else [])])
+                # verdicts read a module a comment was added to, 2,000 modules each); where a
+                # link to a folder appeared or changed (the listing does not walk through it),
+                # every module behind it too.
+                links = tuple(name for name in changed if name.endswith(os.sep))
+                behind_links = self.modules_of(kept).items() if links else ()
+                compared = {name: then for name, then in behind_links if name.startswith(links)}
+                compared.update(self.read_of(kept, [*changed, itself] if itself else changed))
                 compared.update(kept["outside"])
             if not all(self._module_holds(name, then, kept, findings, itself, own) for name, then in compared.items()):
                 return False
