@@ -240,6 +240,64 @@ def _bare_tree(data: bytes) -> Optional[ast.Module]:
     return tree
 
 
+def same_code(old: bytes, new: bytes, blocks: Optional[List[Block]] = None) -> bool:
+    """Whether ``new`` is ``old`` with only lines that hold no code added, removed or
+    changed (blank lines, comments on their own), proven from the lines and ``new``'s
+    tree, without either text's :func:`meaning` (``False`` proves nothing: compare the
+    meanings). ``blocks``: :func:`_uncoded_changes` of the two texts' lines, if known.
+
+    Python's tokenizer drops comments and blank lines before its parser sees them, so
+    the two trees differ in positions only, unless a changed line is not what it looks
+    like: inside a string that spans lines (part of the string), after a line a
+    backslash continues, or among the first two lines (an encoding declaration). Each
+    block of changed lines must lie outside every string of ``new`` that spans lines
+    (a block removed: no such string across the place where it was). The tokenizer
+    reads what comes before a block alike in both texts, so at a block outside
+    ``new``'s strings it is outside ``old``'s too, and reads what follows alike again."""
+    if old == new:
+        return True
+    if _line_ends(old)[2] or _line_ends(new)[2]:
+        return False
+    new_lines = new.splitlines(True)
+    if blocks is None:
+        blocks = _uncoded_changes(old.splitlines(True), new_lines)
+    if not blocks:
+        return False
+    for a, _, c, _ in blocks:
+        if min(a, c) < 2 or new_lines[c - 1].rstrip(b"\r\n").endswith(b"\\"):
+            return False
+    try:
+        tree = ast.parse(new)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return False
+    # New lines c+1 .. d (1-based; none where a block was removed: the place below line c).
+    return not any(_string_across(tree, c + 1, d) for _, _, c, d in blocks)
+
+
+#: The nodes of the tokens that may span lines (``TemplateStr``: Python 3.14's t-strings).
+_STRING_NODES = tuple(
+    getattr(ast, name) for name in ("Constant", "JoinedStr", "TemplateStr", "Interpolation") if hasattr(ast, name)
+)
+
+
+def _string_across(tree: ast.AST, first: int, last: int) -> bool:
+    """Whether a string of ``tree`` on more than one line covers a line from ``first`` to
+    ``last`` or, where ``last`` is ``first - 1``, runs across the place between them
+    (only the nodes around those lines are visited)."""
+    stack = list(ast.iter_child_nodes(tree))
+    while stack:
+        node = stack.pop()
+        start = getattr(node, "lineno", None)
+        if start is not None:
+            end = getattr(node, "end_lineno", None) or start
+            if start > last or end < first:
+                continue
+            if isinstance(node, _STRING_NODES) and start < end:
+                return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
 #: :func:`_statements` of the last few texts (by their hash): a one-file run asks the
 #: meaning, the names added and the bodies changed of the same two texts.
 _STATEMENTS: Dict[str, Optional[Tuple[ast.Module, List[str]]]] = {}
@@ -567,6 +625,8 @@ class DeepVerdicts:
         self._index_numbered: Optional[Tuple[List[str], List[Any], List[Any]]] = None
         self._index_updates: Dict[str, List[str]] = {}
         self._meanings: Dict[str, Optional[str]] = {}
+        #: Whether two texts say the same to the analysis (by their hashes: see :meth:`_same_code`).
+        self._same: Dict[Tuple[str, str], bool] = {}
         self._kept_texts: Dict[str, bool] = {}
         #: Each listed root's kept word list (see :meth:`word_list`).
         self._word_lists: Dict[str, Any] = {}
@@ -1020,10 +1080,8 @@ class DeepVerdicts:
         moved = os.path.basename(name) in said and not new.startswith(old)
         if not self._finds_the_same(searches, old, new) or not self._still_found(many, old, new):
             return False
-        if not moved:
-            then = self._meaning(digest, old)
-            if then is not None and then == self._meaning(self._hash(name) or "", new):
-                return True
+        if not moved and self._same_code(digest, old, self._hash(name) or "", new):
+            return True
         if read is None:
             return False
         # Names added that nothing the verdict read says: no answer it got can have changed.
@@ -1168,13 +1226,12 @@ class DeepVerdicts:
         old = self._earlier_text(path, digest, kept, data)
         if old is None or _line_ends(old) != _line_ends(data) or _line_ends(data)[2]:
             return False  # (lone carriage returns: the searches count lines by line feeds)
-        then, now = self._meaning(digest, old), self._meaning(file_hash(data), data)
-        if then is None or then != now:
-            return False  # (code changed; a comment-like line inside a string changes the string)
         old_lines, new_lines = old.splitlines(True), data.splitlines(True)
         moved = _uncoded_changes(old_lines, new_lines)
         if not moved or _declared(old_lines) != _declared(new_lines):
             return False
+        if not self._same_code(digest, old, file_hash(data), data, moved):
+            return False  # (code changed; a comment-like line inside a string changes the string)
         first = min(a for a, _, _, _ in moved) + 1
         try:
             if _named_below(findings, path, first):
@@ -1355,6 +1412,32 @@ class DeepVerdicts:
             return None
         old = self._kept_text(digest)
         return None if old is None or old == data else old
+
+    def _same_code(self, digest: str, old: bytes, now: str, new: bytes, blocks: Optional[List[Block]] = None) -> bool:
+        """Whether the texts ``old`` (hash ``digest``) and ``new`` (hash ``now``) say the
+        same to the analysis: proven from their lines where only comments and blank lines
+        changed (:func:`same_code`: a comment in a module fifty verdicts read worked out the
+        meaning of both texts, 28 ms each, for a first edit), else their meanings compared;
+        once a pair. Proven so, ``new`` has ``old``'s meaning, kept for it if ``old``'s is."""
+        key = (digest, now)
+        found = self._same.get(key)
+        if found is None:
+            if same_code(old, new, blocks):
+                found = True
+                if now not in self._meanings:
+                    known = self._meanings.get(digest)
+                    if known is None and digest not in self._meanings:
+                        kept = self._kept_meaning(digest)
+                        known = None if kept is None else kept[0]
+                    if known is not None:
+                        self._meanings[now] = known
+                        if _is_hash(now) and self._text_path(now).is_file():
+                            self._keep_meaning(now)
+            else:
+                then = self._meaning(digest, old)
+                found = then is not None and then == self._meaning(now, new)
+            self._same[key] = found
+        return found
 
     def _meaning(self, digest: str, data: bytes) -> Optional[str]:
         """:func:`meaning` of ``data`` (whose hash is ``digest``): worked out once for each

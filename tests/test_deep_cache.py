@@ -1529,6 +1529,63 @@ def test_a_texts_meaning_is_kept_beside_it_and_worked_out_once_across_runs(tmp_p
     assert run(original.replace(b"1", b"2"), valid=False) == [original.replace(b"1", b"2")]
 
 
+def test_a_comment_line_above_the_code_is_compared_without_either_texts_meaning(tmp_path, monkeypatch) -> None:
+    """A comment above the code of a module fifty verdicts read: its lines prove the tree
+    the same (`same_code`), so neither text's meaning is worked out (28 ms each in vLLM's
+    `torch_utils.py`); a comment-like line inside a string is no comment: the meanings are
+    compared and the verdict redone."""
+    import pinfix.deepcache as deepcache
+    from pinfix.deepcache import DeepVerdicts
+
+    cache = tmp_path / "cache"
+    module, other = tmp_path / "m.py", tmp_path / "other.py"
+    original = b'import os\n\nNOTE = """\nstaged\n"""\n\n\ndef helper():\n    return os.sep\n'
+    module.write_bytes(original)
+    other.write_bytes(b"x = 1\n")
+    kept = DeepVerdicts(cache).record(str(other), [f"f:{module}"])
+    worked: List[bytes] = []
+    real = deepcache.meaning
+    monkeypatch.setattr(deepcache, "meaning", lambda data: worked.append(data) or real(data))
+
+    def run(text: bytes) -> bool:
+        worked.clear()
+        monkeypatch.setattr(deepcache, "_STATEMENTS", {})  # a new process
+        module.write_bytes(text)
+        return DeepVerdicts(cache).still_valid(str(other), kept, [])
+
+    commented = original.replace(b"\n\ndef helper", b"\n\n# the helper below\ndef helper")
+    assert run(commented) and worked == []
+    in_string = original.replace(b"staged\n", b"staged\n# more\n")
+    assert not run(in_string) and worked == [original, in_string]
+
+
+def test_a_comment_line_above_the_checked_files_code_is_compared_without_a_meaning(tmp_path, monkeypatch) -> None:
+    """The same for the checked file itself (`recommented`): a pre-commit call after a
+    comment above its code answers from its verdict, no meaning worked out."""
+    import pinfix.deepcache as deepcache
+
+    copier = COPIER.replace("\n\ndef send", '\nNOTE = """\nsent\n"""\n\n\ndef send')
+    root = tree(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": PINNED_MAKER, "pkg/b.py": copier})
+    run = checked_here(root, monkeypatch)
+    assert run("pkg") == []
+    worked: List[bytes] = []
+    real = deepcache.meaning
+    monkeypatch.setattr(deepcache, "meaning", lambda data: worked.append(data) or real(data))
+    monkeypatch.setattr(deepcache, "_STATEMENTS", {})
+    analysed: List[str] = []
+    import pinfix.engine as engine
+
+    real_process = engine.process_source
+    monkeypatch.setattr(engine, "process_source", lambda path, *a: analysed.append(path) or real_process(path, *a))
+    monkeypatch.setattr("pinfix.pool.process_source", engine.process_source)
+    (root / "pkg/b.py").write_text(copier.replace("\n\ndef send", "\n\n# sends it\ndef send"))
+    assert run("pkg/b.py") == []
+    assert worked == [] and analysed == []
+    (root / "pkg/b.py").write_text(copier.replace("sent\n", "sent\n# not a comment\n"))
+    assert run("pkg/b.py") == []
+    assert analysed == ["pkg/b.py"] and worked
+
+
 def test_a_kept_texts_meaning_is_pruned_with_it(tmp_path, monkeypatch) -> None:
     import pinfix.deepcache as deepcache
     from pinfix.deepcache import DeepVerdicts
