@@ -38,6 +38,7 @@ from typing import (
     Iterator,
     List,
     Optional,
+    Sequence,
     Set,
     Tuple,
     TypeVar,
@@ -67,25 +68,42 @@ def worth_reading(data: bytes, config: Config) -> bool:
 # --- nesting, and a deep stack for the analysis ----------------------------------------
 
 
-def nested_deeper_than(tree: ast.AST, limit: int) -> bool:
+def nested_deeper_than(tree: ast.AST, limit: int, line_starts: Optional[Sequence[int]] = None, size: int = 0) -> bool:
     """Whether some node of ``tree`` lies more than ``limit`` levels down.
 
-    A subtree on one line can be no deeper than it has characters (every
-    level of nesting costs one at least), so only subtrees longer than the
-    room left are walked: real files cost a walk of their statements, not of
-    every expression."""
+    A subtree can be no deeper than it has characters (every level of nesting
+    costs one at least), so only subtrees longer than the room left are walked:
+    real files cost a walk of their long statements, not of every expression. A
+    subtree on one line is measured by its columns; one over several lines by the
+    lines it spans, where ``line_starts`` (the offset of each line's first
+    character; ``size``: the text's length) are given. A def's or a class's
+    decorators stand above its first line: they are measured apart."""
     from .semantic.scope import child_nodes
 
     stack: List[Tuple[ast.AST, int]] = [(tree, 0)]
     pop, push = stack.pop, stack.append
+    lines = len(line_starts) if line_starts is not None else 0
     while stack:
         node, depth = pop()
         if depth > limit:
             return True
-        line = getattr(node, "lineno", None)
-        if line is not None and line == getattr(node, "end_lineno", None):
+        first = getattr(node, "lineno", None)
+        if first is not None:
+            decorators = getattr(node, "decorator_list", None) or ()
             room = limit - depth - 3  # the leaves below the last character: a context, an operator
-            if getattr(node, "end_col_offset", 0) - getattr(node, "col_offset", 0) <= room:
+            last = getattr(node, "end_lineno", None)
+            if first == last:
+                short = getattr(node, "end_col_offset", 0) - getattr(node, "col_offset", 0) <= room
+            else:
+                short = (
+                    line_starts is not None
+                    and last is not None
+                    and 0 < first <= last
+                    and (line_starts[last] if last < lines else size) - line_starts[first - 1] <= room
+                )
+            if short:
+                for decorator in decorators:
+                    push((decorator, depth + 1))
                 continue
         for child in child_nodes(node):
             push((child, depth + 1))
@@ -222,7 +240,7 @@ def analyse(  # type: ignore[no-untyped-def]
     except SourceError as e:
         report.error = parse_error(str(e), data)
         return None
-    if nested_deeper_than(tree, MAX_SYNTAX_DEPTH):
+    if nested_deeper_than(tree, MAX_SYNTAX_DEPTH, src.line_starts, len(src.text)):
         report.error = f"nested more than {MAX_SYNTAX_DEPTH} levels deep; pinfix does not analyse such files"
         return None
     report.parsed = True

@@ -210,17 +210,28 @@ def _depth(node: "object") -> int:
         lambda k: (
             "def f():\n" + "".join(" " * (i + 1) + "if x:\n" for i in range(k // 3)) + " " * (k // 3 + 1) + "pass"
         ),
+        # Decorators stand above the def's first line: a short def does not hide them.
+        lambda k: "@d(" + "-" * k + "1)\ndef f(): pass",
+        lambda k: "class C:\n    @d(\n" + "-" * k + "1)\n    def f(self):\n        pass",
+        lambda k: "@d(a" + "\n.b()" * k + ")\nclass C: pass",
+        # Long multi-line statements around short deep ones, and the other way round.
+        lambda k: "def f():\n" + "    y = 1\n" * 40 + "    x = " + "-" * k + "1\n" + "    z = 2\n" * 40,
+        lambda k: "x = [\n" + "    1,\n" * 200 + "    " + "not " * k + "y,\n]",
     ],
 )
 def test_the_nesting_screen_never_misses_a_deep_tree(make) -> None:  # type: ignore[no-untyped-def]
-    import ast
 
     from pinfix.engine import nested_deeper_than
+    from pinfix.semantic import SourceText
 
     for k in range(30, 80, 7):
-        tree = ast.parse(make(k))
+        src = SourceText.from_bytes(make(k).encode(), "m.py")
+        tree = src.parse()
         for limit in (40, 60, 90):
-            assert nested_deeper_than(tree, limit) == (_depth(tree) > limit), (k, limit, _depth(tree))
+            expected = _depth(tree) > limit
+            assert nested_deeper_than(tree, limit) == expected, (k, limit, _depth(tree))
+            # Measured by the lines a statement spans too (what the engine gives it).
+            assert nested_deeper_than(tree, limit, src.line_starts, len(src.text)) == expected, (k, limit)
 
 
 CRASHING_RUN = """

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import array
 import ast
-import bisect
 import re
 from contextlib import nullcontext
 from pathlib import Path
@@ -269,20 +268,50 @@ _HOT = re.compile(
     rb"|".join([rb"non_blocking", rb"\bTrue\s*[,)]", *(re.escape(n.encode()) for n in sorted(IMPLIED_NON_BLOCKING))])
 )
 _STRICT_HOT = re.compile(rb"\.\s*(?:copy_|to|cuda|xpu)\s*\(")
+#: What :data:`_HOT` finds, as the words it starts with (each found by a plain substring
+#: search) and, for ``True``, what must follow it.
+_HOT_WORDS = (b"non_blocking", *sorted(n.encode() for n in IMPLIED_NON_BLOCKING))
+_AFTER_TRUE = re.compile(rb"\s*[,)]")
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
 def hot_lines(data: bytes, strict: bool = False) -> List[int]:
     """Lines that may hold a non_blocking copy (1-based; a superset), read as
-    Python reads the code (:func:`pinfix.prefilter.readable`)."""
+    Python reads the code (:func:`pinfix.prefilter.readable`): each line where
+    :data:`_HOT` (with ``strict``, :data:`_STRICT_HOT` too) matches. Its words are
+    found by substring search and their lines by counting line ends up to each (a
+    regular expression of alternatives tried at every byte, and the start of every
+    line, cost deep mode 30 ms a megabyte of the modules it reads)."""
     from ..prefilter import readable
 
     data = readable(data) or data
-    pattern = _HOT if not strict else re.compile(_HOT.pattern + rb"|" + _STRICT_HOT.pattern)
-    offsets = [m.start() for m in pattern.finditer(data)]
+    offsets = []
+    for word in _HOT_WORDS:
+        at = data.find(word)
+        while at >= 0:
+            offsets.append(at)
+            at = data.find(word, at + len(word))
+    at = data.find(b"True")
+    while at >= 0:
+        if (at == 0 or data[at - 1] not in _WORD_BYTES) and _AFTER_TRUE.match(data, at + 4):
+            offsets.append(at)
+        at = data.find(b"True", at + 4)
+    if strict:
+        offsets.extend(m.start() for m in _STRICT_HOT.finditer(data))
     if not offsets:
         return []
-    starts = [0] + [m.end() for m in re.finditer(rb"\r\n|\r|\n", data)]
-    return sorted({bisect.bisect_right(starts, o) for o in offsets})
+    offsets.sort()
+    lines = set()
+    line, done = 1, 0
+    crs = b"\r" in data
+    for at in offsets:
+        # Line ends as Python counts them (CRLF, CR, LF); no offset falls inside a CRLF.
+        line += data.count(b"\n", done, at)
+        if crs:
+            line += data.count(b"\r", done, at) - data.count(b"\r\n", done, at)
+        done = at
+        lines.add(line)
+    return sorted(lines)
 
 
 def functions_at(module: ModuleInfo, lines: Iterable[int]) -> List[FunctionInfo]:
@@ -340,22 +369,14 @@ def _scope_table(
 
 def _last_holding(intervals: List[Tuple[int, int]], size: int) -> "array.array[int]":
     """For each line below ``size``, the last of ``intervals`` (inclusive) that holds
-    it, by index: the one nested deepest (``-1``: none). One sweep over the lines in
-    order, with a heap of the intervals begun so far."""
-    from heapq import heappop, heappush
-
-    begun = sorted(range(len(intervals)), key=lambda i: intervals[i][0])
-    heap: List[int] = []  # indices, negated: the last on top
+    it, by index: the one nested deepest (``-1``: none). Each interval written over
+    its lines in the order given, a slice at a time, not a loop over every line
+    (nested scopes write a line once each: at most the parser's hundred levels)."""
     found = array.array("i", [-1]) * size
-    k = 0
-    for line in range(size):
-        while k < len(begun) and intervals[begun[k]][0] <= line:
-            heappush(heap, -begun[k])
-            k += 1
-        while heap and intervals[-heap[0]][1] < line:
-            heappop(heap)  # ended before this line, so before every later one
-        if heap:
-            found[line] = -heap[0]
+    for i, (first, last) in enumerate(intervals):
+        first, last = max(first, 0), min(last, size - 1)
+        if first <= last:
+            found[first : last + 1] = array.array("i", [i]) * (last - first + 1)
     return found
 
 
