@@ -13,6 +13,7 @@ from __future__ import annotations
 import array
 import ast
 import re
+from collections import deque
 from contextlib import nullcontext
 from pathlib import Path
 from typing import (
@@ -20,6 +21,7 @@ from typing import (
     Any,
     Callable,
     ContextManager,
+    Deque,
     Dict,
     FrozenSet,
     Iterable,
@@ -114,7 +116,8 @@ class ModuleContext:
         #: The local names each function uses only as dicts whose keys the flow sees (by its node).
         self.plain_dicts: Dict[int, FrozenSet[str]] = {}
         #: Lambdas met on the way, evaluated once the scopes around them are done.
-        self.pending: List[FunctionInfo] = []
+        self.pending: Deque[FunctionInfo] = deque()
+        self._pending: Set[int] = set()  # (their identities: one met again is not added twice)
         #: What each function asked about guarantees of its parameters when it returns (by its node).
         self.guaranteed: Dict[int, Tuple[narrowing.Guarantee, ...]] = {}
         #: Deep mode: the lines that may hold a copy (what a function's slice starts
@@ -128,12 +131,14 @@ class ModuleContext:
             self.lines = frozenset(hot_lines(data, settings.strict))
 
     def later(self, func: FunctionInfo) -> None:
-        if id(func.node) not in self.results and all(f is not func for f in self.pending):
+        if id(func.node) not in self.results and id(func) not in self._pending:
             self.pending.append(func)
+            self._pending.add(id(func))
 
     def drain(self, problems: Optional[List[Tuple[int, str, Exception]]] = None) -> None:
         while self.pending:
-            func = self.pending.pop(0)
+            func = self.pending.popleft()
+            self._pending.discard(id(func))
             if problems is None:
                 self.evaluate(func)
             else:
