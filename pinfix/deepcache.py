@@ -1636,7 +1636,11 @@ class DeepVerdicts:
         names = self._names_in(data)
         if names is None:
             return raw in data
-        return raw in names or (raw in data and not _made_by_pinfix(search))
+        # A search of pinfix's making finds nothing in a text that does not say its word as a
+        # name; any other counts as finding something where its bytes are (asked in that
+        # order: whether pinfix makes a search is kept once known, 46 ns asked again, while
+        # looking through a text for a word it lacks is 13 us each time for 40 KB).
+        return raw in names or (not _made_by_pinfix(search) and raw in data)
 
     def _names_in(self, data: bytes) -> Optional[FrozenSet[bytes]]:
         """The whole names ``data`` says (runs of :data:`NAME_BYTE`), once it has been asked
