@@ -266,12 +266,29 @@ def same_code(old: bytes, new: bytes, blocks: Optional[List[Block]] = None) -> b
     for a, _, c, _ in blocks:
         if min(a, c) < 2 or new_lines[c - 1].rstrip(b"\r\n").endswith(b"\\"):
             return False
-    try:
-        tree = ast.parse(new)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+    tree = _tree_of(new)
+    if tree is None:
         return False
     # New lines c+1 .. d (1-based; none where a block was removed: the place below line c).
     return not any(_string_across(tree, c + 1, d) for _, _, c, d in blocks)
+
+
+#: :func:`_tree_of` the last few texts (by their hash): the text a module has now is compared
+#: with the one its own verdict read and with the one its dependents' verdicts read.
+_TREES: Dict[str, Optional[ast.Module]] = {}
+
+
+def _tree_of(data: bytes) -> Optional[ast.Module]:
+    """``data``'s whole tree, docstrings kept (``None``: it does not parse); not to be changed."""
+    key = file_hash(data)
+    if key not in _TREES:
+        while len(_TREES) >= 2:
+            del _TREES[next(iter(_TREES))]
+        try:
+            _TREES[key] = ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+            _TREES[key] = None
+    return _TREES[key]
 
 
 #: The nodes of the tokens that may span lines (``TemplateStr``: Python 3.14's t-strings).
