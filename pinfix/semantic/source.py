@@ -30,7 +30,7 @@ def line_starts(text: str) -> "array[int]":
     """The offset of each line's first character, lines ended as Python ends them
     (``\\r\\n``, ``\\r``, ``\\n``): after each line end, and 0. From the lengths of
     ``str.splitlines``' lines where the text holds none of the other breaks it makes
-    (a generator over every line end cost a deep run 0.2 s a process)."""
+    (a generator over every line end: 0.20 s over a thousand of vLLM's modules, 0.15 s so)."""
     starts = array("q", (0,))
     if _OTHER_BREAKS.search(text) is not None:
         starts.extend(m.end() for m in _LINE_END.finditer(text))
