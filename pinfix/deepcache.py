@@ -220,13 +220,20 @@ def _for_text(table: Dict[Any, Tuple[bytes, _T]], key: Any, data: bytes, make: C
     return known[1]
 
 
-def _bare_tree(data: bytes) -> Optional[ast.Module]:
-    """A module's tree without its docstrings (``None``: it does not parse)."""
+#: The first and last lines of each string of a text that spans lines (see :func:`same_code`).
+Spans = Tuple[Tuple[int, int], ...]
+
+
+def _bare_tree(data: bytes, spans: Optional[List[Tuple[int, int]]] = None) -> Optional[ast.Module]:
+    """A module's tree without its docstrings (``None``: it does not parse); into
+    ``spans``, if given, the lines of each string that spans lines, docstrings too."""
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return None
-    for node in ast.walk(tree):
+    for node in ast.walk(tree):  # (a docstring taken out of a body below is still walked)
+        if spans is not None and isinstance(node, _STRING_NODES):
+            _add_span(node, spans)
         body = getattr(node, "body", None)
         if (
             isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
@@ -240,20 +247,22 @@ def _bare_tree(data: bytes) -> Optional[ast.Module]:
     return tree
 
 
-def same_code(old: bytes, new: bytes, blocks: Optional[List[Block]] = None) -> bool:
+def same_code(old: bytes, new: bytes, blocks: Optional[List[Block]] = None, spans: Optional[Spans] = None) -> bool:
     """Whether ``new`` is ``old`` with only lines that hold no code added, removed or
-    changed (blank lines, comments on their own), proven from the lines and ``new``'s
-    tree, without either text's :func:`meaning` (``False`` proves nothing: compare the
-    meanings). ``blocks``: :func:`_uncoded_changes` of the two texts' lines, if known.
+    changed (blank lines, comments on their own), proven from the lines and one text's
+    strings, without either text's :func:`meaning` (``False`` proves nothing: compare
+    the meanings). ``blocks``: :func:`_uncoded_changes` of the two texts' lines, if
+    known; ``spans``: :func:`string_spans` of ``old``, if known (else ``new`` is parsed).
 
     Python's tokenizer drops comments and blank lines before its parser sees them, so
     the two trees differ in positions only, unless a changed line is not what it looks
     like: inside a string that spans lines (part of the string), after a line a
     backslash continues, or among the first two lines (an encoding declaration). Each
-    block of changed lines must lie outside every string of ``new`` that spans lines
-    (a block removed: no such string across the place where it was). The tokenizer
-    reads what comes before a block alike in both texts, so at a block outside
-    ``new``'s strings it is outside ``old``'s too, and reads what follows alike again."""
+    block of changed lines must lie outside every string of one text that spans lines
+    (a block not in that text: no such string across the place where it is in it).
+    The tokenizer reads what comes before a block alike in both texts, so at a block
+    outside one text's strings it is outside the other's too, and reads what follows
+    alike again."""
     if old == new:
         return True
     if _line_ends(old)[2] or _line_ends(new)[2]:
@@ -266,11 +275,58 @@ def same_code(old: bytes, new: bytes, blocks: Optional[List[Block]] = None) -> b
     for a, _, c, _ in blocks:
         if min(a, c) < 2 or new_lines[c - 1].rstrip(b"\r\n").endswith(b"\\"):
             return False
+    if spans is not None:
+        # Old lines a+1 .. b (1-based; none where a block was inserted: the place below line a).
+        return not any(first <= b and last >= a + 1 for a, b, _, _ in blocks for first, last in spans)
     tree = _tree_of(new)
     if tree is None:
         return False
     # New lines c+1 .. d (1-based; none where a block was removed: the place below line c).
     return not any(_string_across(tree, c + 1, d) for _, _, c, d in blocks)
+
+
+#: A kept meaning (with its strings' lines) larger than this is not read back.
+MAX_KEPT_MEANING = 1 << 20
+#: What a kept meaning says where only the text's strings are known.
+UNKNOWN_MEANING = "?"
+_SPANS_TEXT = re.compile(r"=|\d+-\d+(?:,\d+-\d+)*")
+
+
+def _spans_of(said: str) -> Optional[Spans]:
+    """The strings' lines a kept meaning says (``=``: none); ``None``: not as pinfix writes them."""
+    if not _SPANS_TEXT.fullmatch(said):
+        return None
+    if said == "=":
+        return ()
+    spans = tuple((int(a), int(b)) for a, b in (pair.split("-") for pair in said.split(",")))
+    return spans if all(0 < a < b for a, b in spans) else None
+
+
+def _add_span(node: ast.AST, spans: List[Tuple[int, int]]) -> None:
+    """Add a string node's first and last lines to ``spans`` where it spans lines."""
+    first = getattr(node, "lineno", 0)
+    last = getattr(node, "end_lineno", None) or first
+    if last > first:
+        spans.append((first, last))
+
+
+def _spans_in(tree: ast.AST) -> Spans:
+    """The lines of each string of ``tree`` that spans lines, in order."""
+    spans: List[Tuple[int, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, _STRING_NODES):
+            _add_span(node, spans)
+    return tuple(sorted(spans))
+
+
+def moved_spans(spans: Spans, blocks: List[Block]) -> Spans:
+    """``spans`` of a text (none of them across a block of ``blocks``) where they are in
+    the text the blocks make of it: each moved by the lines added and removed above it."""
+    out = []
+    for first, last in spans:
+        shift = sum((d - c) - (b - a) for a, b, c, d in blocks if b <= first - 1)
+        out.append((first + shift, last + shift))
+    return tuple(out)
 
 
 #: :func:`_tree_of` the last few texts (by their hash): the text a module has now is compared
@@ -317,27 +373,35 @@ def _string_across(tree: ast.AST, first: int, last: int) -> bool:
 
 #: :func:`_statements` of the last few texts (by their hash): a one-file run asks the
 #: meaning, the names added and the bodies changed of the same two texts.
-_STATEMENTS: Dict[str, Optional[Tuple[ast.Module, List[str]]]] = {}
+_STATEMENTS: Dict[str, Optional[Tuple[ast.Module, List[str], Spans]]] = {}
 _KEEP_STATEMENTS = 8
 
 
-def _statements(data: bytes) -> Optional[Tuple[ast.Module, List[str]]]:
-    """A module's tree without its docstrings, and each top-level statement of it as
-    :func:`ast.dump` writes it without positions (``None``: it does not parse). The tree is
-    shared: not to be changed."""
+def _statements(data: bytes) -> Optional[Tuple[ast.Module, List[str], Spans]]:
+    """A module's tree without its docstrings, each top-level statement of it as
+    :func:`ast.dump` writes it without positions, and its strings that span lines
+    (``None``: it does not parse). The tree is shared: not to be changed."""
     key = file_hash(data)
     if key not in _STATEMENTS:
         found = None
-        tree = _bare_tree(data)
+        spans: List[Tuple[int, int]] = []
+        tree = _bare_tree(data, spans)
         if tree is not None:
             try:
-                found = (tree, [ast.dump(stmt) for stmt in tree.body])
+                found = (tree, [ast.dump(stmt) for stmt in tree.body], tuple(sorted(spans)))
             except (RecursionError, MemoryError):
                 found = None
         while len(_STATEMENTS) >= _KEEP_STATEMENTS:
             del _STATEMENTS[next(iter(_STATEMENTS))]
         _STATEMENTS[key] = found
     return _STATEMENTS[key]
+
+
+def string_spans(data: bytes) -> Optional[Spans]:
+    """The first and last lines of each string of ``data`` that spans lines, in order
+    (``None``: it does not parse); found with its :func:`meaning`, at no cost more."""
+    found = _statements(data)
+    return None if found is None else found[2]
 
 
 def meaning(data: bytes) -> Optional[str]:
@@ -642,6 +706,10 @@ class DeepVerdicts:
         self._index_numbered: Optional[Tuple[List[str], List[Any], List[Any]]] = None
         self._index_updates: Dict[str, List[str]] = {}
         self._meanings: Dict[str, Optional[str]] = {}
+        #: Each text's strings that span lines, where known (by its hash: see :func:`string_spans`).
+        self._spans: Dict[str, Optional[Spans]] = {}
+        #: The texts whose kept meaning has been read (see :meth:`_read_kept_meaning`).
+        self._read_meanings: Set[str] = set()
         #: Whether two texts say the same to the analysis (by their hashes: see :meth:`_same_code`).
         self._same: Dict[Tuple[str, str], bool] = {}
         self._kept_texts: Dict[str, bool] = {}
@@ -1435,70 +1503,118 @@ class DeepVerdicts:
         same to the analysis: proven from their lines where only comments and blank lines
         changed (:func:`same_code`: a comment in a module fifty verdicts read worked out the
         meaning of both texts, 28 ms each, for a first edit), else their meanings compared;
-        once a pair. Proven so, ``new`` has ``old``'s meaning, kept for it if ``old``'s is."""
+        once a pair. The proof reads ``old``'s strings where they are kept (nothing parsed),
+        else ``new``'s tree; proven so, ``new`` has ``old``'s meaning where it is known and
+        its own strings are known (``old``'s moved, or from its tree), kept beside it."""
         key = (digest, now)
         found = self._same.get(key)
         if found is None:
-            if same_code(old, new, blocks):
+            self._read_kept_meaning(digest)
+            spans = self._spans.get(digest)
+            if blocks is None:
+                blocks = _uncoded_changes(old.splitlines(True), new.splitlines(True))
+            if blocks is not None and same_code(old, new, blocks, spans):
                 found = True
-                if now not in self._meanings:
-                    known = self._meanings.get(digest)
-                    if known is None and digest not in self._meanings:
-                        kept = self._kept_meaning(digest)
-                        known = None if kept is None else kept[0]
-                    if known is not None:
-                        self._meanings[now] = known
-                        if _is_hash(now) and self._text_path(now).is_file():
-                            self._keep_meaning(now)
+                self._read_kept_meaning(now)
+                if digest in self._meanings and now not in self._meanings:
+                    self._meanings[now] = self._meanings[digest]
+                if spans is None:
+                    # Parsed for the proof: its strings, and the old text's (where they were before
+                    # the lines moved), so the next comparison with either parses nothing.
+                    tree = _tree_of(new)
+                    spans = _spans_in(tree) if tree is not None else None
+                    self._spans.setdefault(now, spans)
+                    if spans is not None:
+                        self._spans[digest] = moved_spans(spans, [(c, d, a, b) for a, b, c, d in blocks])
+                        if _is_hash(digest) and self._text_path(digest).is_file():
+                            self._keep_meaning(digest)
+                elif now not in self._spans:
+                    self._spans[now] = moved_spans(spans, blocks)
+                if _is_hash(now) and self._text_path(now).is_file():
+                    self._keep_meaning(now)
             else:
                 then = self._meaning(digest, old)
                 found = then is not None and then == self._meaning(now, new)
             self._same[key] = found
         return found
 
+    def _read_kept_meaning(self, digest: str) -> None:
+        """Take what is kept beside text ``digest`` (its meaning, its strings' lines) into
+        :attr:`_meanings` and :attr:`_spans`, once; what is known already stays."""
+        if digest in self._read_meanings:
+            return
+        self._read_meanings.add(digest)
+        kept = self._kept_meaning(digest)
+        if kept is not None:
+            if kept[0] != UNKNOWN_MEANING:
+                self._meanings.setdefault(digest, kept[0])
+            if kept[1] is not None:
+                self._spans.setdefault(digest, kept[1])
+
     def _meaning(self, digest: str, data: bytes) -> Optional[str]:
         """:func:`meaning` of ``data`` (whose hash is ``digest``): worked out once for each
         text, and kept beside a kept text (a comment in a module fifty verdicts read had
         the meaning of its text before, its text now and the text the dependents read made
-        again by every run: a third of the one-file run)."""
+        again by every run: a third of the one-file run), with its strings' lines."""
+        self._read_kept_meaning(digest)
         if digest not in self._meanings:
-            kept = self._kept_meaning(digest)
-            self._meanings[digest] = meaning(data) if kept is None else kept[0]
-            if kept is None and _is_hash(digest) and self._text_path(digest).is_file():
+            self._meanings[digest] = meaning(data)
+            self._spans.setdefault(digest, string_spans(data))
+            if _is_hash(digest) and self._text_path(digest).is_file():
                 self._keep_meaning(digest)
         return self._meanings[digest]
 
     def _meaning_path(self, digest: str) -> Path:
         return self.directory / TEXTS_DIR / digest[:2] / (digest + MEANING_SUFFIX)
 
-    def _kept_meaning(self, digest: str) -> Optional[Tuple[Optional[str]]]:
-        """The meaning kept for text ``digest`` by this Python (``(None,)``: it does not
-        parse); ``None`` where none is kept (or it is not one pinfix wrote)."""
+    def _kept_meaning(self, digest: str) -> Optional[Tuple[Optional[str], Optional[Spans]]]:
+        """What is kept beside text ``digest`` by this Python: its meaning (``None``: the
+        text does not parse; :data:`UNKNOWN_MEANING`: not worked out) and the lines of its
+        strings that span lines (``None``: not kept, as by pinfix before 2026-12-08);
+        ``None`` where nothing is kept (or it is not as pinfix writes it)."""
         if not _is_hash(digest):
             return None
         from .regular import read_regular
 
         try:
-            said = read_regular(self._meaning_path(digest), follow_symlinks=False, limit=256).decode("ascii")
+            said = read_regular(self._meaning_path(digest), follow_symlinks=False, limit=MAX_KEPT_MEANING)
+            parts = said.decode("ascii").split()
         except (OSError, ValueError, UnicodeDecodeError):
             return None
-        parts = said.split()
-        if len(parts) != 3 or parts[0] != digest or parts[1] != _PYTHON:
+        if len(parts) not in (3, 4) or parts[0] != digest or parts[1] != _PYTHON:
             return None  # (another Python's trees may dump otherwise)
-        if parts[2] == "-":
-            return (None,)
-        return (parts[2],) if _is_hash(parts[2]) else None
+        said_meaning: Optional[str] = parts[2]
+        if said_meaning == "-":
+            said_meaning = None
+        elif said_meaning != UNKNOWN_MEANING and not _is_hash(parts[2]):
+            return None
+        if len(parts) == 3:
+            return None if said_meaning == UNKNOWN_MEANING else (said_meaning, None)
+        spans = _spans_of(parts[3])
+        return None if spans is None or said_meaning is None else (said_meaning, spans)
 
     def _keep_meaning(self, digest: str) -> None:
-        """Keep the meaning worked out for text ``digest`` beside its kept text."""
+        """Keep what is known of text ``digest`` beside its kept text: its meaning (or that
+        it is not worked out) and its strings' lines where they are known."""
         from .writing import atomic_write
 
+        spans = self._spans.get(digest)
+        if digest in self._meanings:
+            said = self._meanings[digest] or "-"
+            if self._meanings[digest] is None:
+                spans = None  # (a text that does not parse has no strings to say)
+        elif spans is not None:
+            said = UNKNOWN_MEANING
+        else:
+            return
+        line = f"{digest} {_PYTHON} {said}"
+        if spans is not None:
+            line += " " + (",".join(f"{first}-{last}" for first, last in spans) or "=")
         target = self._meaning_path(digest)
-        said = f"{digest} {_PYTHON} {self._meanings[digest] or '-'}\n"
         try:
             make_directory(target.parent.parent)  # (folders of a cache from elsewhere may be links)
             make_directory(target.parent)
-            atomic_write(target.parent, target.name, said.encode("ascii"))
+            atomic_write(target.parent, target.name, (line + "\n").encode("ascii"))
         except OSError:
             pass  # a cache is only ever a shortcut
 
@@ -1529,7 +1645,7 @@ class DeepVerdicts:
             atomic_write(target.parent, target.name, zlib.compress(data, 1))
             self._kept_texts[digest] = True
             self._texts_written.append(digest)
-            if digest in self._meanings:
+            if digest in self._meanings or self._spans.get(digest) is not None:
                 self._keep_meaning(digest)
         except OSError:
             pass  # a cache is only ever a shortcut
@@ -1930,4 +2046,4 @@ def _real_folder(folder: str, folders: Dict[str, str]) -> str:
     return real
 
 
-__all__ = ["DeepVerdicts", "WordKeeper", "file_hash", "meaning"]
+__all__ = ["DeepVerdicts", "WordKeeper", "file_hash", "meaning", "moved_spans", "same_code", "string_spans"]

@@ -1051,7 +1051,7 @@ def test_the_meaning_the_added_names_and_the_changed_bodies_of_two_texts_parse_e
 
     parsed: List[bytes] = []
     bare = deepcache._bare_tree
-    monkeypatch.setattr(deepcache, "_bare_tree", lambda data: parsed.append(data) or bare(data))
+    monkeypatch.setattr(deepcache, "_bare_tree", lambda data, *rest: parsed.append(data) or bare(data, *rest))
     monkeypatch.setattr(deepcache, "_STATEMENTS", {})
     old = b"import torch\n\n\ndef make():\n    return torch.zeros(4)\n# unique 1\n"
     new = old + b"\n\ndef other():\n    return 1\n"
@@ -1557,6 +1557,60 @@ def test_a_comment_line_above_the_code_is_compared_without_either_texts_meaning(
     assert run(commented) and worked == []
     in_string = original.replace(b"staged\n", b"staged\n# more\n")
     assert not run(in_string) and worked == [original, in_string]
+
+
+def test_a_second_comment_above_the_code_is_compared_without_parsing_either_text(tmp_path, monkeypatch) -> None:
+    """The lines of a text's strings that span lines are kept beside it once known (from
+    its tree, or moved from the text it was proven the same as): a verdict made from such
+    a text compares the next comments above the module's code parsing nothing. What is
+    kept is read back only as pinfix writes it."""
+    import pinfix.deepcache as deepcache
+    from pinfix.deepcache import DeepVerdicts
+
+    cache = tmp_path / "cache"
+    module, other = tmp_path / "m.py", tmp_path / "other.py"
+    original = b'import os\n\nNOTE = """\nstaged\n"""\n\n\ndef helper():\n    return os.sep\n'
+    one = original.replace(b"\n\ndef helper", b"\n\n# one\ndef helper")
+    module.write_bytes(original)
+    other.write_bytes(b"x = 1\n")
+    kept = DeepVerdicts(cache).record(str(other), [f"f:{module}"])
+    parsed: List[bytes] = []
+    real_parse = deepcache.ast.parse
+    monkeypatch.setattr(deepcache.ast, "parse", lambda data, *a, **k: parsed.append(data) or real_parse(data, *a, **k))
+
+    def run(text: bytes, entry: Dict[str, object]) -> bool:
+        parsed.clear()
+        for memo in ("_STATEMENTS", "_TREES"):
+            monkeypatch.setattr(deepcache, memo, {})  # a new process
+        module.write_bytes(text)
+        return DeepVerdicts(cache).still_valid(str(other), entry, [])
+
+    def kept_beside(text: bytes) -> str:
+        (path,) = [p for p in cache.rglob("*.m") if p.name.startswith(hashlib.sha256(text).hexdigest())]
+        return path.read_text()
+
+    # The first comment: the text now is parsed (no meaning worked out); its strings are
+    # kept, and the text read's (the same strings, where they were).
+    assert run(one, kept) and parsed == [one]
+    assert kept_beside(one).split()[2:] == ["?", "3-5"]
+    assert kept_beside(original).split()[2:] == ["?", "3-5"]
+    # A verdict left as it was compares the next comment parsing nothing.
+    assert run(original.replace(b"import os\n\n", b"import os\n\n# zero\n"), kept) and parsed == []
+    # A verdict made again from it (a tree run) compares the next comments parsing nothing,
+    # and the texts they make get its strings, moved.
+    module.write_bytes(one)
+    again = DeepVerdicts(cache).record(str(other), [f"f:{module}"])
+    two = one.replace(b"# one\n", b"# one\n# two\n")
+    assert run(two, again) and parsed == []
+    three = one.replace(b"import os\n\n", b"import os\n\n# three\n# lines\n# above\n")
+    assert run(three, again) and parsed == []
+    assert kept_beside(three).split()[2:] == ["?", "6-8"]
+    # Inside a string it is no comment: the meanings are worked out, and differ.
+    assert not run(one.replace(b"staged\n", b"staged\n# more\n"), again) and parsed
+    # Kept strings not as pinfix writes them are not read back: the text is parsed again.
+    path = [p for p in cache.rglob("*.m") if p.name.startswith(hashlib.sha256(one).hexdigest())][0]
+    path.write_text(kept_beside(one).replace(" 3-5", " 5-3"))
+    assert run(two, again) and parsed == [two]
 
 
 def test_a_comment_line_above_the_checked_files_code_is_compared_without_a_meaning(tmp_path, monkeypatch) -> None:

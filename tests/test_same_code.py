@@ -9,7 +9,7 @@ from typing import List, Tuple
 
 import pytest
 
-from pinfix.deepcache import meaning, same_code
+from pinfix.deepcache import _uncoded_changes, meaning, moved_spans, same_code, string_spans
 
 #: A module with every token that spans lines, and lines that look like comments inside them.
 MODULE = b'''\
@@ -128,3 +128,24 @@ def test_what_it_cannot_tell_is_left_to_the_meanings() -> None:
     assert not same_code(MODULE, MODULE.replace(b"import torch\n", b"import torch\n# noqa: F401\n"))
     assert not same_code(b"x = (\n", b"# a note\nx = (\n")
     assert not same_code(b"a = 1\rb = 2\r", b"a = 1\r# c\rb = 2\r")
+
+
+def test_the_old_texts_strings_prove_as_the_new_texts_tree_does() -> None:
+    """With the old text's strings known (kept with its meaning), nothing is parsed: the
+    same variants proven or refused, never wrongly, and the strings of the new text are
+    the old ones moved by the lines added and removed above them."""
+    spans = string_spans(MODULE)
+    assert spans is not None and len(spans) >= 6  # the docstrings, TEMPLATE, RAW, the f-string, the glued one
+    then = meaning(MODULE)
+    proven = 0
+    for what, text in variants(MODULE):
+        if same_code(MODULE, text, spans=spans):
+            proven += 1
+            assert meaning(text) == then, what
+            blocks = _uncoded_changes(MODULE.splitlines(True), text.splitlines(True)) or []
+            assert moved_spans(spans, blocks) == string_spans(text), what
+    assert proven > 60
+    # Removed again: the new text's strings prove the way back.
+    new = MODULE.replace(b"import torch\n", b"# staging helpers below\nimport torch\n")
+    assert same_code(new, MODULE, spans=string_spans(new))
+    assert not same_code(MODULE, MODULE.replace(b"copy {n} bytes\n", b"copy {n} bytes\n# more\n"), spans=spans)
