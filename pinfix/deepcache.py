@@ -289,7 +289,8 @@ def same_code(old: bytes, new: bytes, blocks: Optional[List[Block]] = None, span
 MAX_KEPT_MEANING = 1 << 20
 #: What a kept meaning says where only the text's strings are known.
 UNKNOWN_MEANING = "?"
-_SPANS_TEXT = re.compile(r"=|\d+-\d+(?:,\d+-\d+)*")
+#: (At most nine digits a line: Python refuses to read an integer of thousands of digits.)
+_SPANS_TEXT = re.compile(r"=|\d{1,9}-\d{1,9}(?:,\d{1,9}-\d{1,9})*")
 
 
 def _spans_of(said: str) -> Optional[Spans]:

@@ -1609,8 +1609,10 @@ def test_a_second_comment_above_the_code_is_compared_without_parsing_either_text
     assert not run(one.replace(b"staged\n", b"staged\n# more\n"), again) and parsed
     # Kept strings not as pinfix writes them are not read back: the text is parsed again.
     path = [p for p in cache.rglob("*.m") if p.name.startswith(hashlib.sha256(one).hexdigest())][0]
-    path.write_text(kept_beside(one).replace(" 3-5", " 5-3"))
-    assert run(two, again) and parsed == [two]
+    for forged in (" 5-3", " 3-" + "9" * 5000, " 0-5", " 3-5,", " x"):
+        path.write_text(kept_beside(one).replace(" 3-5", forged))
+        assert run(two, again) and parsed == [two], forged
+        assert kept_beside(one).split()[2:] == ["?", "3-5"]  # worked out again, written again
 
 
 def test_a_comment_line_above_the_checked_files_code_is_compared_without_a_meaning(tmp_path, monkeypatch) -> None:
