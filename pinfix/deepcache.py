@@ -1080,9 +1080,8 @@ class DeepVerdicts:
             if searches:
                 if changed is None:
                     return False
-                read = self.read_of(kept, changed)
                 for file in changed:
-                    if file in read:
+                    if file in compared:
                         continue  # read by the verdict, and its text is as it was (checked above)
                     data = self._text(file)
                     if data is not None and any(self.matches(s, data) for s in searches):
@@ -1527,12 +1526,10 @@ class DeepVerdicts:
                     self._spans.setdefault(now, spans)
                     if spans is not None:
                         self._spans[digest] = moved_spans(spans, [(c, d, a, b) for a, b, c, d in blocks])
-                        if _is_hash(digest) and self._text_path(digest).is_file():
-                            self._keep_meaning(digest)
+                        self._keep_meaning(digest)
                 elif now not in self._spans:
                     self._spans[now] = moved_spans(spans, blocks)
-                if _is_hash(now) and self._text_path(now).is_file():
-                    self._keep_meaning(now)
+                self._keep_meaning(now)
             else:
                 then = self._meaning(digest, old)
                 found = then is not None and then == self._meaning(now, new)
@@ -1561,8 +1558,7 @@ class DeepVerdicts:
         if digest not in self._meanings:
             self._meanings[digest] = meaning(data)
             self._spans.setdefault(digest, string_spans(data))
-            if _is_hash(digest) and self._text_path(digest).is_file():
-                self._keep_meaning(digest)
+            self._keep_meaning(digest)
         return self._meanings[digest]
 
     def _meaning_path(self, digest: str) -> Path:
@@ -1595,10 +1591,13 @@ class DeepVerdicts:
         return None if spans is None or said_meaning is None else (said_meaning, spans)
 
     def _keep_meaning(self, digest: str) -> None:
-        """Keep what is known of text ``digest`` beside its kept text: its meaning (or that
-        it is not worked out) and its strings' lines where they are known."""
+        """Keep what is known of text ``digest`` beside its kept text, where that text is
+        kept: its meaning (or that it is not worked out) and its strings' lines where they
+        are known."""
         from .writing import atomic_write
 
+        if not _is_hash(digest) or not self._text_path(digest).is_file():
+            return
         spans = self._spans.get(digest)
         if digest in self._meanings:
             said = self._meanings[digest] or "-"
